@@ -1,0 +1,20 @@
+//! DeepSeek V4 / V4.1 codec core.
+//!
+//! Data flows one way through these modules:
+//! [`conversation`] (what was asked) → [`encoding`] (template → rendered spans) →
+//! [`tokenizer`] (spans → token IDs, control tokens by ID only).
+//! [`special_tokens`], [`parsing_options`] and [`responses_echo`] are shared vocabulary for the
+//! protocol and stream crates.
+
+pub mod conversation;
+pub mod encoding;
+pub mod parsing_options;
+pub mod responses_echo;
+pub mod special_tokens;
+pub mod tokenizer;
+
+pub use conversation::*;
+pub use parsing_options::{ParsingOptions, ThinkingInitialStage};
+pub use responses_echo::ResponsesEcho;
+pub use special_tokens::{SpecialToken, SpecialTokens};
+pub use tokenizer::Tokenizer;

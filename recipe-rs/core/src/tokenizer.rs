@@ -1,0 +1,172 @@
+//! A Hugging Face `tokenizer.json` with the two encoding paths a structural encoder needs.
+//!
+//! * [`Tokenizer::encode_ordinary`]: plain text through normalizer, pre-tokenizer and BPE only.
+//!   The added vocabulary is never consulted, so text that spells a control token stays text.
+//! * [`Tokenizer::encode_with_special`]: the stock pipeline, added vocabulary included
+//!   (what `Tokenizer.encode` does in Python).
+//!
+//! Decoding goes through [`Tokenizer::token_bytes`], the exact bytes a token stands for, so a
+//! streaming decoder can hold back UTF-8 sequences that are split across tokens.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use tokenizers::{
+    Model, Normalizer, OffsetReferential, OffsetType, PreTokenizedString, PreTokenizer,
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum TokenizerError {
+    #[error("failed to load tokenizer: {0}")]
+    Load(String),
+    #[error("failed to encode text: {0}")]
+    Encode(String),
+    #[error("failed to decode token IDs: {0}")]
+    Decode(String),
+}
+
+struct Inner {
+    hf: tokenizers::Tokenizer,
+    /// Added-vocabulary spelling → ID.
+    added_by_content: HashMap<String, u32>,
+    /// Added-vocabulary ID → spelling.
+    added_by_id: HashMap<u32, String>,
+    /// Inverse of the GPT-2 byte-to-unicode table used by the ByteLevel pre-tokenizer.
+    byte_of_char: HashMap<char, u8>,
+}
+
+/// A loaded tokenizer. Cheap to clone (shared, immutable).
+#[derive(Clone)]
+pub struct Tokenizer {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Tokenizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tokenizer").field("vocab_size", &self.vocab_size()).finish()
+    }
+}
+
+fn byte_level_inverse() -> HashMap<char, u8> {
+    // GPT-2's reversible byte → printable-char table.
+    let mut bytes: Vec<u32> = (b'!' as u32..=b'~' as u32)
+        .chain(0xA1..=0xAC)
+        .chain(0xAE..=0xFF)
+        .collect();
+    let mut chars = bytes.clone();
+    let mut n = 0;
+    for b in 0..256u32 {
+        if !bytes.contains(&b) {
+            bytes.push(b);
+            chars.push(256 + n);
+            n += 1;
+        }
+    }
+    bytes
+        .into_iter()
+        .zip(chars)
+        .map(|(b, c)| (char::from_u32(c).expect("valid table char"), b as u8))
+        .collect()
+}
+
+impl Tokenizer {
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, TokenizerError> {
+        let text = std::fs::read_to_string(path.as_ref()).map_err(|e| {
+            TokenizerError::Load(format!("{}: {e}", path.as_ref().display()))
+        })?;
+        Self::from_json(&text)
+    }
+
+    pub fn from_json(json: &str) -> Result<Self, TokenizerError> {
+        let hf: tokenizers::Tokenizer =
+            json.parse().map_err(|e: tokenizers::Error| TokenizerError::Load(e.to_string()))?;
+        let added_by_id: HashMap<u32, String> = hf
+            .get_added_tokens_decoder()
+            .into_iter()
+            .map(|(id, tok)| (id, tok.content))
+            .collect();
+        let added_by_content = added_by_id.iter().map(|(id, c)| (c.clone(), *id)).collect();
+        Ok(Tokenizer {
+            inner: Arc::new(Inner { hf, added_by_content, added_by_id, byte_of_char: byte_level_inverse() }),
+        })
+    }
+
+    /// Encode plain text without the added vocabulary: no control token can come out of it.
+    pub fn encode_ordinary(&self, text: &str) -> Result<Vec<u32>, TokenizerError> {
+        let mut ids = Vec::new();
+        self.encode_ordinary_into(text, &mut ids)?;
+        Ok(ids)
+    }
+
+    /// [`Tokenizer::encode_ordinary`], appending to `out`.
+    pub fn encode_ordinary_into(&self, text: &str, out: &mut Vec<u32>) -> Result<(), TokenizerError> {
+        if text.is_empty() {
+            return Ok(());
+        }
+        let hf = &self.inner.hf;
+        let err = |e: tokenizers::Error| TokenizerError::Encode(e.to_string());
+        let mut pretok = PreTokenizedString::from(text);
+        if let Some(normalizer) = hf.get_normalizer() {
+            pretok.normalize(|s| normalizer.normalize(s)).map_err(err)?;
+        }
+        if let Some(pre) = hf.get_pre_tokenizer() {
+            pre.pre_tokenize(&mut pretok).map_err(err)?;
+        }
+        let model = hf.get_model();
+        pretok.tokenize(|s| model.tokenize(s.get())).map_err(err)?;
+        for (_, _, toks) in pretok.get_splits(OffsetReferential::Original, OffsetType::Byte) {
+            if let Some(toks) = toks {
+                out.extend(toks.iter().map(|t| t.id));
+            }
+        }
+        Ok(())
+    }
+
+    /// Encode with the full vocabulary: a control-token spelling becomes its ID. No BOS is added.
+    pub fn encode_with_special(&self, text: &str) -> Result<Vec<u32>, TokenizerError> {
+        let enc = self
+            .inner
+            .hf
+            .encode_fast(text, false)
+            .map_err(|e| TokenizerError::Encode(e.to_string()))?;
+        Ok(enc.get_ids().to_vec())
+    }
+
+    /// The ID of an added-vocabulary entry spelled exactly `spelling`.
+    pub fn added_token_id(&self, spelling: &str) -> Option<u32> {
+        self.inner.added_by_content.get(spelling).copied()
+    }
+
+    /// The spelling of an added-vocabulary ID, if `id` is one.
+    pub fn added_token(&self, id: u32) -> Option<&str> {
+        self.inner.added_by_id.get(&id).map(String::as_str)
+    }
+
+    /// The exact bytes token `id` stands for: the spelling of an added token, or the raw bytes
+    /// of a byte-level BPE piece. `None` for an ID outside the vocabulary.
+    pub fn token_bytes(&self, id: u32) -> Option<Vec<u8>> {
+        if let Some(s) = self.added_token(id) {
+            return Some(s.as_bytes().to_vec());
+        }
+        let piece = self.inner.hf.get_model().id_to_token(id)?;
+        piece.chars().map(|c| self.inner.byte_of_char.get(&c).copied()).collect()
+    }
+
+    /// Decode IDs to text (lossy where bytes are not valid UTF-8). Special tokens are kept.
+    pub fn decode(&self, ids: &[u32]) -> Result<String, TokenizerError> {
+        let mut bytes = Vec::new();
+        for &id in ids {
+            match self.token_bytes(id) {
+                Some(b) => bytes.extend(b),
+                None => return Err(TokenizerError::Decode(format!("unknown token ID {id}"))),
+            }
+        }
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// Size of the whole vocabulary, added tokens included.
+    pub fn vocab_size(&self) -> usize {
+        self.inner.hf.get_vocab_size(true)
+    }
+}

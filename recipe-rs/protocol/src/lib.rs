@@ -1,0 +1,1 @@
+//! Request conversion (filled in by the conversion work).

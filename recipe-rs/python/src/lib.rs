@@ -1,0 +1,9 @@
+//! The `deepseek_recipe._native` extension module: bindings only, no logic.
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

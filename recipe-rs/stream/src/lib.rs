@@ -1,0 +1,1 @@
+//! Output parsing and protocol chunks (filled in by the streaming work).
