@@ -225,3 +225,21 @@ impl Default for Conversation {
         }
     }
 }
+
+/// The model a converted conversation targets; it selects the prompt encoding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ModelVersion {
+    /// DeepSeek V4 Pro, rendered by the V4 encoding.
+    DeepseekV4Pro,
+    /// DeepSeek V4.1 Flash, rendered by the V4.1 encoding.
+    DeepseekV41Flash,
+}
+
+impl ModelVersion {
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelVersion::DeepseekV4Pro => "DeepseekV4Pro",
+            ModelVersion::DeepseekV41Flash => "DeepseekV41Flash",
+        }
+    }
+}
