@@ -170,3 +170,41 @@ impl Tokenizer {
         self.inner.hf.get_vocab_size(true)
     }
 }
+
+/// Find `tokenizer.json` of Hub repository `identifier` in the local Hugging Face cache.
+///
+/// Looks under `$HF_HUB_CACHE`, `$HF_HOME/hub`, then `~/.cache/huggingface/hub`, in the snapshot
+/// that `refs/<revision>` (default `main`) points to, or in a snapshot named by the revision
+/// itself. The codec never downloads: a missing file is an error that says where it looked.
+pub fn find_in_hf_cache(identifier: &str, revision: Option<&str>) -> Result<std::path::PathBuf, TokenizerError> {
+    use std::path::PathBuf;
+    let mut roots: Vec<PathBuf> = Vec::new();
+    if let Ok(p) = std::env::var("HF_HUB_CACHE") {
+        roots.push(PathBuf::from(p));
+    }
+    if let Ok(p) = std::env::var("HF_HOME") {
+        roots.push(PathBuf::from(p).join("hub"));
+    }
+    if let Ok(home) = std::env::var("HOME") {
+        roots.push(PathBuf::from(home).join(".cache").join("huggingface").join("hub"));
+    }
+    let revision = revision.unwrap_or("main");
+    let repo_dir = format!("models--{}", identifier.replace('/', "--"));
+    for root in &roots {
+        let repo = root.join(&repo_dir);
+        let snapshot = match std::fs::read_to_string(repo.join("refs").join(revision)) {
+            Ok(commit) => commit.trim().to_owned(),
+            Err(_) => revision.to_owned(),
+        };
+        let candidate = repo.join("snapshots").join(snapshot).join("tokenizer.json");
+        if candidate.is_file() {
+            return Ok(candidate);
+        }
+    }
+    let searched: Vec<String> = roots.iter().map(|r| r.join(&repo_dir).display().to_string()).collect();
+    Err(TokenizerError::Load(format!(
+        "tokenizer.json for {identifier:?} (revision {revision:?}) is not in the local Hugging Face cache \
+         (searched: {}); this codec does not download files: fetch it first, or use Tokenizer.from_file",
+        searched.join(", ")
+    )))
+}

@@ -1,9 +1,16 @@
 //! The `deepseek_recipe._native` extension module: bindings only, no logic.
+//!
+//! Each binding module wraps one codec area and registers its classes here. A class is defined
+//! once, by the module of its area; other modules may add methods to it in their own
+//! `#[pymethods]` blocks (pyo3's `multiple-pymethods`) when a method crosses areas.
 
 use pyo3::prelude::*;
+
+mod vocabulary;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    vocabulary::register(m)?;
     Ok(())
 }

@@ -1,0 +1,301 @@
+//! Bindings for the vocabulary shared by every part of the codec: special tokens, the tokenizer,
+//! model versions and the parser settings.
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use recipe_core::{ModelVersion, ParsingOptions, SpecialToken, SpecialTokens, ThinkingInitialStage, Tokenizer};
+
+/// A kind of control token.
+#[pyclass(name = "SpecialToken", module = "deepseek_recipe._native", eq, eq_int, frozen)]
+#[derive(Clone, Copy, PartialEq)]
+pub enum PySpecialToken {
+    Bos,
+    Eos,
+    ThinkingStart,
+    ThinkingEnd,
+    System,
+    User,
+    Assistant,
+    LatestReminder,
+    Dsml,
+    Image,
+    Ref,
+    RefEnd,
+    Box,
+    BoxEnd,
+    Point,
+    PointEnd,
+    Polygon,
+    PolygonEnd,
+}
+
+impl From<PySpecialToken> for SpecialToken {
+    fn from(t: PySpecialToken) -> Self {
+        SpecialToken::ALL[t as usize]
+    }
+}
+
+#[pymethods]
+impl PySpecialToken {
+    /// The spelling this kind has in the released vocabulary.
+    fn default_str(&self) -> &'static str {
+        SpecialToken::from(*self).default_str()
+    }
+}
+
+/// The spelling of every control token; keywords override single spellings.
+#[pyclass(name = "SpecialTokens", module = "deepseek_recipe._native")]
+#[derive(Clone, Default)]
+pub struct PySpecialTokens {
+    pub inner: SpecialTokens,
+}
+
+#[pymethods]
+impl PySpecialTokens {
+    #[new]
+    #[pyo3(signature = (*, bos=None, eos=None, thinking_start=None, thinking_end=None, system=None,
+        user=None, assistant=None, latest_reminder=None, dsml=None, image=None, r#ref=None,
+        ref_end=None, r#box=None, box_end=None, point=None, point_end=None, polygon=None,
+        polygon_end=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        bos: Option<String>,
+        eos: Option<String>,
+        thinking_start: Option<String>,
+        thinking_end: Option<String>,
+        system: Option<String>,
+        user: Option<String>,
+        assistant: Option<String>,
+        latest_reminder: Option<String>,
+        dsml: Option<String>,
+        image: Option<String>,
+        r#ref: Option<String>,
+        ref_end: Option<String>,
+        r#box: Option<String>,
+        box_end: Option<String>,
+        point: Option<String>,
+        point_end: Option<String>,
+        polygon: Option<String>,
+        polygon_end: Option<String>,
+    ) -> Self {
+        let overrides = [
+            bos, eos, thinking_start, thinking_end, system, user, assistant, latest_reminder, dsml,
+            image, r#ref, ref_end, r#box, box_end, point, point_end, polygon, polygon_end,
+        ];
+        let mut inner = SpecialTokens::default();
+        for (token, spelling) in SpecialToken::ALL.into_iter().zip(overrides) {
+            if let Some(s) = spelling {
+                inner.set(token, s);
+            }
+        }
+        PySpecialTokens { inner }
+    }
+
+    /// The spelling of `token` in this table.
+    fn token(&self, token: PySpecialToken) -> String {
+        self.inner.get(token.into()).to_owned()
+    }
+}
+
+/// The model a conversation targets.
+#[pyclass(name = "ModelVersion", module = "deepseek_recipe._native", eq, eq_int, frozen)]
+#[derive(Clone, Copy, PartialEq)]
+pub enum PyModelVersion {
+    DeepseekV4Pro,
+    DeepseekV41Flash,
+}
+
+impl From<PyModelVersion> for ModelVersion {
+    fn from(v: PyModelVersion) -> Self {
+        match v {
+            PyModelVersion::DeepseekV4Pro => ModelVersion::DeepseekV4Pro,
+            PyModelVersion::DeepseekV41Flash => ModelVersion::DeepseekV41Flash,
+        }
+    }
+}
+
+impl From<ModelVersion> for PyModelVersion {
+    fn from(v: ModelVersion) -> Self {
+        match v {
+            ModelVersion::DeepseekV4Pro => PyModelVersion::DeepseekV4Pro,
+            ModelVersion::DeepseekV41Flash => PyModelVersion::DeepseekV41Flash,
+        }
+    }
+}
+
+/// Where output parsing begins in thinking mode.
+#[pyclass(name = "ThinkingInitialStage", module = "deepseek_recipe._native", eq, eq_int, frozen)]
+#[derive(Clone, Copy, PartialEq)]
+pub enum PyThinkingInitialStage {
+    ReasoningStart,
+    ReasoningContinuation,
+    ContentContinuation,
+}
+
+impl From<PyThinkingInitialStage> for ThinkingInitialStage {
+    fn from(s: PyThinkingInitialStage) -> Self {
+        match s {
+            PyThinkingInitialStage::ReasoningStart => ThinkingInitialStage::ReasoningStart,
+            PyThinkingInitialStage::ReasoningContinuation => ThinkingInitialStage::ReasoningContinuation,
+            PyThinkingInitialStage::ContentContinuation => ThinkingInitialStage::ContentContinuation,
+        }
+    }
+}
+
+impl From<ThinkingInitialStage> for PyThinkingInitialStage {
+    fn from(s: ThinkingInitialStage) -> Self {
+        match s {
+            ThinkingInitialStage::ReasoningStart => PyThinkingInitialStage::ReasoningStart,
+            ThinkingInitialStage::ReasoningContinuation => PyThinkingInitialStage::ReasoningContinuation,
+            ThinkingInitialStage::ContentContinuation => PyThinkingInitialStage::ContentContinuation,
+        }
+    }
+}
+
+#[pymethods]
+impl PyThinkingInitialStage {
+    /// Whether parsing starts inside reasoning content.
+    fn starts_in_reasoning(&self) -> bool {
+        ThinkingInitialStage::from(*self).starts_in_reasoning()
+    }
+}
+
+/// Settings for the output parser.
+#[pyclass(name = "ParsingOptions", module = "deepseek_recipe._native")]
+#[derive(Clone)]
+pub struct PyParsingOptions {
+    pub inner: ParsingOptions,
+}
+
+#[pymethods]
+impl PyParsingOptions {
+    #[new]
+    #[pyo3(signature = (*, parse_tool_calls=true, starts_in_tool_calls=false, parse_json_output=false,
+        thinking_initial_stage=None, stop_sequences=None, special_tokens=None))]
+    fn new(
+        parse_tool_calls: bool,
+        starts_in_tool_calls: bool,
+        parse_json_output: bool,
+        thinking_initial_stage: Option<PyThinkingInitialStage>,
+        stop_sequences: Option<Vec<String>>,
+        special_tokens: Option<PySpecialTokens>,
+    ) -> Self {
+        PyParsingOptions {
+            inner: ParsingOptions {
+                parse_tool_calls,
+                starts_in_tool_calls,
+                parse_json_output,
+                thinking_initial_stage: thinking_initial_stage.map(Into::into),
+                stop_sequences: stop_sequences.unwrap_or_default(),
+                special_tokens: special_tokens.map(|s| s.inner).unwrap_or_default(),
+            },
+        }
+    }
+
+    #[getter]
+    fn get_parse_tool_calls(&self) -> bool {
+        self.inner.parse_tool_calls
+    }
+    #[setter]
+    fn set_parse_tool_calls(&mut self, v: bool) {
+        self.inner.parse_tool_calls = v;
+    }
+    #[getter]
+    fn get_starts_in_tool_calls(&self) -> bool {
+        self.inner.starts_in_tool_calls
+    }
+    #[setter]
+    fn set_starts_in_tool_calls(&mut self, v: bool) {
+        self.inner.starts_in_tool_calls = v;
+    }
+    #[getter]
+    fn get_parse_json_output(&self) -> bool {
+        self.inner.parse_json_output
+    }
+    #[setter]
+    fn set_parse_json_output(&mut self, v: bool) {
+        self.inner.parse_json_output = v;
+    }
+    #[getter]
+    fn get_thinking_initial_stage(&self) -> Option<PyThinkingInitialStage> {
+        self.inner.thinking_initial_stage.map(Into::into)
+    }
+    #[setter]
+    fn set_thinking_initial_stage(&mut self, v: Option<PyThinkingInitialStage>) {
+        self.inner.thinking_initial_stage = v.map(Into::into);
+    }
+    #[getter]
+    fn get_stop_sequences(&self) -> Vec<String> {
+        self.inner.stop_sequences.clone()
+    }
+    #[setter]
+    fn set_stop_sequences(&mut self, v: Vec<String>) {
+        self.inner.stop_sequences = v;
+    }
+    #[getter]
+    fn get_special_tokens(&self) -> PySpecialTokens {
+        PySpecialTokens { inner: self.inner.special_tokens.clone() }
+    }
+    #[setter]
+    fn set_special_tokens(&mut self, v: PySpecialTokens) {
+        self.inner.special_tokens = v.inner;
+    }
+}
+
+/// A Hugging Face tokenizer (`tokenizer.json`).
+#[pyclass(name = "Tokenizer", module = "deepseek_recipe._native", frozen)]
+#[derive(Clone)]
+pub struct PyTokenizer {
+    pub inner: Tokenizer,
+}
+
+fn runtime_error(e: impl std::fmt::Display) -> PyErr {
+    PyRuntimeError::new_err(e.to_string())
+}
+
+#[pymethods]
+impl PyTokenizer {
+    /// Load a `tokenizer.json` file.
+    #[staticmethod]
+    fn from_file(path: &str) -> PyResult<Self> {
+        Tokenizer::from_file(path).map(|inner| PyTokenizer { inner }).map_err(runtime_error)
+    }
+
+    /// Load a tokenizer from the text of a `tokenizer.json` file.
+    #[staticmethod]
+    fn from_str(text: &str) -> PyResult<Self> {
+        Tokenizer::from_json(text).map(|inner| PyTokenizer { inner }).map_err(runtime_error)
+    }
+
+    /// Load `tokenizer.json` of a Hub repository from the local Hugging Face cache.
+    ///
+    /// Nothing is downloaded: the file must already be in the cache (`HF_HUB_CACHE`,
+    /// `HF_HOME/hub` or `~/.cache/huggingface/hub`).
+    #[staticmethod]
+    #[pyo3(signature = (identifier, revision=None, token=None))]
+    fn from_pretrained(identifier: &str, revision: Option<&str>, token: Option<&str>) -> PyResult<Self> {
+        let _ = token; // Only needed for downloads, which this codec never performs.
+        let path = recipe_core::tokenizer::find_in_hf_cache(identifier, revision).map_err(runtime_error)?;
+        Self::from_file(&path.to_string_lossy())
+    }
+
+    /// Encode text with the full vocabulary (control-token spellings become their IDs); no BOS.
+    fn encode(&self, py: Python<'_>, text: &str) -> PyResult<Vec<u32>> {
+        py.allow_threads(|| self.inner.encode_with_special(text)).map_err(runtime_error)
+    }
+
+    /// Decode token IDs to text; control tokens are kept as their spellings.
+    fn decode(&self, py: Python<'_>, ids: Vec<u32>) -> PyResult<String> {
+        py.allow_threads(|| self.inner.decode(&ids)).map_err(runtime_error)
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PySpecialToken>()?;
+    m.add_class::<PySpecialTokens>()?;
+    m.add_class::<PyModelVersion>()?;
+    m.add_class::<PyThinkingInitialStage>()?;
+    m.add_class::<PyParsingOptions>()?;
+    m.add_class::<PyTokenizer>()?;
+    Ok(())
+}
