@@ -4,47 +4,57 @@ Contract
 ========
 
 ``KVCachePool(config, num_blocks, block_size=16, dtype=torch.float32, device="cpu")``
-    Owns every cache tensor.  For each decoder layer it allocates pool
-    tensors of shape ``[num_blocks, block_size, width]``:
+    Owns every cache tensor.  For each decoder layer ``pool.layers[i]`` holds
+    tensors of shape ``[num_blocks, block_size, width]``, all addressed by
+    *token position* through the sequence's block table:
 
-    * ``kv``          – the shared key/value vector (after norm and RoPE) of
-      every token, addressed by token position;
-    * ``comp_kv`` / ``comp_gate`` (layers with a compressor) – the raw
-      compressor projections of every token, addressed by token position.
-      The not-yet-full compressor window (and, for compressed sparse
-      attention, the previous window whose first half overlaps the next entry)
-      is rebuilt from these rows, so chunk boundaries never matter;
-    * ``entries``     – compressed KV entries, addressed by *entry index*
-      (entry ``w`` summarises tokens ``[w*r, (w+1)*r)``);
+    * ``kv``          - the shared key/value vector (after norm and RoPE) of
+      every token;
+    * ``comp_kv`` / ``comp_gate`` (layers with a compressor) - the raw
+      compressor projections of every token.  The open (not yet full)
+      compressor window, and for compressed sparse attention the previous
+      window that overlaps the next entry, are rebuilt from these rows, so
+      chunk boundaries never change results;
+    * ``entries``     - compressed KV entries; entry ``w`` (summarising tokens
+      ``[w*r, (w+1)*r)``) sits in the row of the token that closes its
+      window, position ``(w+1)*r - 1``;
     * ``idx_kv`` / ``idx_gate`` / ``idx_entries`` (compressed sparse attention
-      only) – the same three things for the lightning indexer's keys.
+      only) - the same three things for the lightning indexer's keys.
 
-    A block id therefore reserves ``block_size`` token rows *and*
-    ``block_size`` entry rows in every layer.  Blocks are handed out by the
-    caller (the serving block manager); the pool does no allocation policy.
-    ``KVCachePool.blocks_needed(num_tokens)`` gives the block count for a
-    sequence length.
+    Every row of block ``b`` of a sequence is therefore a function of that
+    sequence's tokens up to the end of block ``b``: a full block can be shared
+    by sequences with the same prefix (prefix caching).  The pool does no
+    allocation policy; block ids come from the caller.
+    ``pool.blocks_needed(num_tokens)`` gives the block count for a length.
 
-``SequenceCache(pool, block_table)``
+``SequenceCache(pool, block_table, num_tokens=0)``
     One sequence's view of the pool.  ``block_table`` is a list (or 1-D
-    LongTensor) of block ids; logical token ``p`` lives in block
+    LongTensor) of block ids; token ``p`` lives in block
     ``block_table[p // block_size]`` at offset ``p % block_size``.  The table
     may be extended in place (``append_block`` / ``extend``) between forward
-    calls.  ``num_tokens`` counts the tokens already processed.
+    calls.  ``num_tokens`` counts the tokens already in the cache (pass it
+    when resuming from shared prefix blocks).
 
 ``DeepseekV4ForCausalLM.forward(input_ids, positions, cache) -> logits``
-    ``input_ids`` and ``positions`` are 1-D LongTensors of the same length
-    ``T >= 1``; ``positions`` must be exactly
-    ``cache.num_tokens, ..., cache.num_tokens + T - 1`` and the block table
-    must cover ``num_tokens + T`` tokens, otherwise ``ValueError``.  Returns
-    float logits ``[T, vocab_size]`` for every input position and advances
-    ``cache.num_tokens`` by ``T``.  Any split of a prompt into chunks,
-    followed by one-token decode steps, yields the same logits (float32: to
-    rounding) as a single forward over the whole sequence.
+    With a ``SequenceCache``: ``input_ids`` and ``positions`` are 1-D int64
+    tensors of the same length ``T >= 1``; ``positions`` must be exactly
+    ``cache.num_tokens .. cache.num_tokens + T - 1`` and the block table must
+    cover ``num_tokens + T`` tokens, otherwise ``ValueError``.  Returns
+    float32 logits ``[T, vocab_size]`` and advances ``cache.num_tokens`` by
+    ``T``.  Any split of a sequence into chunks, followed by one-token decode
+    steps, gives the same logits (float32: up to rounding) as one forward over
+    the whole sequence.
 
-Sequences sharing a pool must use disjoint blocks.  Nothing is evicted: the
-window KV rows of tokens older than the sliding window stay allocated (simple
-and exact; a later version can recycle them).
+    With a batch context (any object with ``kv`` = a ``KVCachePool``,
+    ``block_tables``, ``query_start_loc`` and optionally ``logits_indices``):
+    the flat ``input_ids`` / ``positions`` hold several sequences back to
+    back, sequence ``i`` owning ``[query_start_loc[i], query_start_loc[i+1])``
+    and continuing from position ``positions[query_start_loc[i]]``.  Returns
+    the rows ``logits_indices`` of the stacked logits (all rows when ``None``).
+
+Sequences sharing a pool must not write to the same blocks.  Nothing is
+evicted: window rows older than the sliding window stay allocated (simple and
+exact; a later version can recycle them).
 """
 
 from __future__ import annotations
@@ -118,13 +128,15 @@ class KVCachePool:
 class SequenceCache:
     """One sequence's block table and progress over a :class:`KVCachePool`."""
 
-    def __init__(self, pool: KVCachePool, block_table: Iterable[int] | torch.Tensor) -> None:
+    def __init__(self, pool: KVCachePool, block_table: Iterable[int] | torch.Tensor, num_tokens: int = 0) -> None:
         self.pool = pool
         self.block_table: list[int] = [int(b) for b in block_table]
         for b in self.block_table:
             if not 0 <= b < pool.num_blocks:
                 raise ValueError(f"block id {b} outside pool of {pool.num_blocks} blocks")
-        self.num_tokens = 0
+        if num_tokens < 0 or num_tokens > self.capacity:
+            raise ValueError(f"num_tokens={num_tokens} does not fit the block table ({self.capacity} tokens)")
+        self.num_tokens = num_tokens
 
     @classmethod
     def fresh(cls, config: DeepseekV4ModelConfig, num_tokens: int, block_size: int = 16,

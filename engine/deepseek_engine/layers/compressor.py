@@ -15,7 +15,10 @@ first position ``w * r``.
 
 The raw projections of every token are kept in the paged cache, so a window
 that closes during a later chunk (or decode step) is computed from exactly the
-same numbers as in a one-shot forward.
+same numbers as in a one-shot forward.  Entry ``w`` is stored in the cache row
+of the token that closes its window, ``(w + 1) * r - 1``, so every cache block
+only holds data determined by the tokens up to its own end (which keeps
+block sharing between sequences with a common prefix sound).
 """
 
 from __future__ import annotations
@@ -94,8 +97,12 @@ class KVCompressor(nn.Module):
                 prior = (kv[0], gate[0])
                 kv, gate = kv[1:], gate[1:]
             entries = self._pool(kv, gate, done, prior)
-            write_rows(entry_pool, cache.slots(torch.arange(done, total, device=device)), entries)
-        return read_rows(entry_pool, cache.slots(torch.arange(total, device=device)))
+            write_rows(entry_pool, cache.slots(self.entry_rows(done, total, device)), entries)
+        return read_rows(entry_pool, cache.slots(self.entry_rows(0, total, device)))
+
+    def entry_rows(self, first: int, last: int, device: torch.device) -> torch.Tensor:
+        """Cache rows of entries ``first .. last-1``: the position of the token closing each window."""
+        return (torch.arange(first, last, device=device) + 1) * self.rate - 1
 
 
 class LightningIndexer(nn.Module):

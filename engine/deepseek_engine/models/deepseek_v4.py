@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from deepseek_engine.config import DeepseekV4ModelConfig
-from deepseek_engine.kv_cache import SequenceCache
+from deepseek_engine.kv_cache import KVCachePool, SequenceCache
 from deepseek_engine.layers.attention import DeepseekV4Attention
 from deepseek_engine.layers.hyper_connection import hyper_head, hyper_merge, hyper_weights
 from deepseek_engine.layers.moe import DeepseekV4MoE
@@ -84,18 +84,30 @@ class DeepseekV4ForCausalLM(nn.Module):
         return self.embed.weight.device
 
     @torch.no_grad()
-    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, cache: SequenceCache) -> torch.Tensor:
-        """Run ``T`` new tokens of one sequence; return float logits ``[T, vocab]``.
+    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, cache) -> torch.Tensor:
+        """Run new tokens and return float32 logits.
 
-        ``positions`` must continue the sequence held by ``cache`` (see
-        :mod:`deepseek_engine.kv_cache`); the cache advances by ``T``.
+        ``cache`` is a :class:`SequenceCache` (one sequence, logits ``[T, vocab]``)
+        or a batch context (``kv``, ``block_tables``, ``query_start_loc``,
+        ``logits_indices``); see :mod:`deepseek_engine.kv_cache` for the contract.
         """
+        if isinstance(cache, SequenceCache):
+            return self.forward_sequence(input_ids, positions, cache)
+        return self.forward_batch(input_ids, positions, cache)
+
+    @torch.no_grad()
+    def forward_sequence(self, input_ids: torch.Tensor, positions: torch.Tensor, cache: SequenceCache) -> torch.Tensor:
+        """Run ``T`` new tokens of one sequence; return float32 logits ``[T, vocab]`` and advance the cache."""
         input_ids = input_ids.reshape(-1).to(self.device, torch.long)
         positions = positions.reshape(-1).to(self.device, torch.long)
         if input_ids.shape != positions.shape:
             raise ValueError("input_ids and positions must have the same length")
+        if input_ids.numel() == 0:
+            raise ValueError("at least one token is needed")
         if int(input_ids.min()) < 0 or int(input_ids.max()) >= self.config.vocab_size:
             raise ValueError(f"token ids must lie in [0, {self.config.vocab_size})")
+        if cache.pool.config is not self.config and cache.pool.config != self.config:
+            raise ValueError("the cache pool was built for a different model config")
         cache.check_step(positions)
         h = self.embed(input_ids)
         streams = h.unsqueeze(1).expand(-1, self.config.hc_mult, -1).contiguous()
@@ -106,6 +118,26 @@ class DeepseekV4ForCausalLM(nn.Module):
                                  c.rms_norm_eps))
         cache.num_tokens += input_ids.numel()
         return self.head(h).float()
+
+    @torch.no_grad()
+    def forward_batch(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx) -> torch.Tensor:
+        """Several sequences laid out back to back (see :mod:`deepseek_engine.kv_cache`)."""
+        pool = ctx.kv
+        if not isinstance(pool, KVCachePool):
+            raise TypeError("batch context must carry a KVCachePool as `kv`")
+        starts = list(ctx.query_start_loc)
+        if len(starts) != len(ctx.block_tables) + 1 or starts[-1] != input_ids.numel():
+            raise ValueError("query_start_loc must have one entry per sequence plus the total token count")
+        rows = []
+        for i, table in enumerate(ctx.block_tables):
+            a, b = starts[i], starts[i + 1]
+            if b <= a:
+                raise ValueError(f"sequence {i} has no tokens in this step")
+            seq = SequenceCache(pool, table, num_tokens=int(positions[a]))
+            rows.append(self.forward_sequence(input_ids[a:b], positions[a:b], seq))
+        logits = torch.cat(rows, dim=0)
+        indices = getattr(ctx, "logits_indices", None)
+        return logits if indices is None else logits[indices.to(logits.device)]
 
     @torch.no_grad()
     def forward_full(self, input_ids: torch.Tensor, block_size: int = 16) -> torch.Tensor:
