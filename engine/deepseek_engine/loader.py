@@ -19,7 +19,10 @@ Accepted tensor names:
 
 Quantised weights are dequantised exactly (see :mod:`deepseek_engine.quantization`):
 a weight ``X.weight`` stored as FP8 or packed FP4 takes its scale from
-``X.scale`` / ``X.weight_scale_inv`` / ``X.weight_scale``.  Missing or
+``X.scale`` / ``X.weight_scale_inv`` / ``X.weight_scale``; a fused expert
+tensor ``Y`` (``experts.gate_up_proj``) from ``Y_scale_inv`` / ``Y_scale``,
+and grouped MXFP4 blocks ``Y_blocks`` from ``Y_scales``.  Without
+``lm_head``/``head.weight``, ``tie_word_embeddings`` reuses the embedding.  Missing or
 unknown tensors and shape mismatches raise ``ValueError``.
 """
 
@@ -39,7 +42,7 @@ from deepseek_engine.quantization import dequantize, is_fp8, is_packed_fp4
 
 _PREFIXES = ("model.language_model.", "language_model.model.", "language_model.", "text_model.", "model.")
 _SKIP = re.compile(r"(^|\.)(mtp|vision_tower|vision_model|visual|mm_projector|multi_modal_projector)\.|inv_freq$")
-_SCALE_SUFFIXES = (".scale", ".weight_scale_inv", ".weight_scale")
+_SCALE_SUFFIXES = (".scale", ".weight_scale_inv", ".weight_scale", "_scale_inv", "_scale", "_scales")
 
 # Ordered (pattern, replacement) pairs turning transformers module names into DeepSeek ones.
 _RENAMES: tuple[tuple[str, str], ...] = (
@@ -119,20 +122,30 @@ class _Sources:
     def get(self, key: str) -> torch.Tensor:
         return self.where[key].get_tensor(key)
 
+    @staticmethod
+    def _scale_candidates(key: str) -> list[str]:
+        if key.endswith(".weight"):
+            base = key[: -len(".weight")]
+            return [base + ".scale", base + ".weight_scale_inv", base + ".weight_scale", key + ".scale"]
+        if key.endswith("_blocks"):
+            return [key[: -len("_blocks")] + "_scales"]
+        return [key + "_scale_inv", key + "_scale", key + ".scale"]
+
     def scale_for(self, key: str) -> str | None:
-        if not key.endswith(".weight"):
-            return None
-        base = key[: -len(".weight")]
-        for suffix in _SCALE_SUFFIXES:
-            if base + suffix in self.where:
-                return base + suffix
+        """Name of the scale tensor paired with a quantised weight ``key``, if any."""
+        for cand in self._scale_candidates(key):
+            if cand in self.where:
+                return cand
         return None
 
     def is_scale(self, key: str) -> bool:
+        """True when ``key`` is the scale of another stored tensor (consumed with it)."""
         for suffix in _SCALE_SUFFIXES:
             if key.endswith(suffix):
-                owner = key[: -len(suffix)] + ".weight"
-                return owner in self.where
+                owner = key[: -len(suffix)]
+                for cand in (owner + ".weight", owner, owner + "_blocks"):
+                    if cand in self.where and cand != key and key in self._scale_candidates(cand):
+                        return True
         return False
 
 
@@ -160,7 +173,7 @@ def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: tor
         for key in src.where:
             if src.is_scale(key):
                 continue
-            name = canonical_name(key)
+            name = canonical_name(key[: -len("_blocks")] if key.endswith("_blocks") else key)
             if name is None:
                 continue
             tensor = src.get(key)
@@ -171,6 +184,9 @@ def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: tor
                 raise ValueError(f"quantised tensor {key} has no sibling scale tensor")
             _assign(name, key, tensor, params, filled, config)
 
+    if config.tie_word_embeddings and "head.weight" not in filled and "embed.weight" in filled:
+        params["head.weight"].copy_(params["embed.weight"].to(params["head.weight"].dtype))
+        filled["head.weight"] = 1
     missing = []
     for name, target in params.items():
         if name.endswith("inv_freq"):

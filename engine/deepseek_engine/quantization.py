@@ -81,7 +81,21 @@ def dequantize_mxfp4(packed: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
 
 
 def dequantize(weight: torch.Tensor, scale: torch.Tensor, block_hint: int | None = None) -> torch.Tensor:
-    """Dispatch on the stored weight dtype (FP8 block scales or packed MXFP4)."""
+    """Dispatch on the stored weight dtype (FP8 block scales or packed MXFP4).
+
+    Leading axes beyond the last two (stacked experts) are handled one slice
+    at a time; a 4-D byte tensor ``[..., out, groups, 16]`` with scales
+    ``[..., out, groups]`` is read as grouped MXFP4 blocks.
+    """
+    if is_packed_fp4(weight) and weight.dim() == scale.dim() + 1 and weight.shape[-1] * 2 == MXFP4_GROUP:
+        lead = weight.shape[:-2]
+        flat = dequantize_mxfp4(weight.reshape(-1, weight.shape[-2] * weight.shape[-1]),
+                                scale.reshape(-1, scale.shape[-1]))
+        return flat.reshape(*lead, -1)
+    if weight.dim() > 2:
+        if scale.dim() != weight.dim() or scale.shape[0] != weight.shape[0]:
+            raise ValueError(f"stacked weight {tuple(weight.shape)} and scale {tuple(scale.shape)} do not pair up")
+        return torch.stack([dequantize(w, s, block_hint) for w, s in zip(weight, scale)])
     if is_fp8(weight):
         return dequantize_fp8(weight, scale, block_hint)
     if is_packed_fp4(weight):

@@ -198,3 +198,49 @@ def test_bfloat16_model_is_usable():
     agree = (got.argmax(-1) == want.argmax(-1)).float().mean()
     assert agree > 0.8, f"bf16 argmax agrees on only {float(agree):.2f} of positions"
     assert float((got - want).abs().mean()) < 0.1
+
+
+def test_fused_mxfp4_blocks_and_scale_inv_names(tmp_path):
+    """Experts fused as ``gate_up_proj_blocks``/``_scales`` and FP8 scales named ``weight_scale_inv``."""
+    stored = {}
+    for f in QUANT.glob("*.safetensors"):
+        stored.update(load_file(str(f)))
+    out, experts = {}, {}
+    for name, t in stored.items():
+        hit = re.match(r"layers\.(\d+)\.ffn\.experts\.(\d+)\.(w[123])\.(weight|scale)$", name)
+        if hit:
+            experts.setdefault(int(hit.group(1)), {})[(int(hit.group(2)), hit.group(3), hit.group(4))] = t
+        elif name.endswith(".scale") and name[: -len(".scale")] + ".weight" in stored:
+            out[name[: -len(".scale")] + ".weight_scale_inv"] = t
+        else:
+            out[name] = t
+    for layer, parts in experts.items():
+        n = 1 + max(e for e, _, _ in parts)
+
+        def blocks(e, w):
+            packed = parts[(e, w, "weight")]
+            return packed.view(torch.uint8).reshape(packed.shape[0], -1, 16)
+
+        base = f"layers.{layer}.ffn.experts"
+        out[f"{base}.gate_up_proj_blocks"] = torch.stack([torch.cat([blocks(e, "w1"), blocks(e, "w3")])
+                                                          for e in range(n)])
+        out[f"{base}.gate_up_proj_scales"] = torch.stack(
+            [torch.cat([parts[(e, "w1", "scale")], parts[(e, "w3", "scale")]]).view(torch.uint8) for e in range(n)])
+        out[f"{base}.down_proj_blocks"] = torch.stack([blocks(e, "w2") for e in range(n)])
+        out[f"{base}.down_proj_scales"] = torch.stack([parts[(e, "w2", "scale")].view(torch.uint8) for e in range(n)])
+    save_file(out, str(tmp_path / "model.safetensors"))
+    shutil.copy(QUANT / "config.json", tmp_path / "config.json")
+    ids = reference("tiny_v4_quant")["prefill_0.input_ids"][:150]
+    torch.testing.assert_close(load_model(tmp_path).forward_full(ids), model(QUANT).forward_full(ids),
+                               atol=0, rtol=0)
+
+
+def test_tied_embeddings_reuse_the_embedding(tmp_path):
+    stored = load_file(str(PLAIN / "model.safetensors"))
+    stored.pop("head.weight", None)
+    stored.pop("lm_head.weight", None)
+    save_file(stored, str(tmp_path / "model.safetensors"))
+    cfg = json.loads((PLAIN / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**cfg, "tie_word_embeddings": True}))
+    m = load_model(tmp_path)
+    assert torch.equal(m.head.weight, m.embed.weight)
