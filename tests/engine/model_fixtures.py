@@ -8,7 +8,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
-from deepseek_engine import DeepseekV4ForCausalLM, load_model
+from deepseek_engine.loader import load_model
+from deepseek_engine.models.deepseek_v4 import DeepseekV4ForCausalLM
 
 DATA = Path(__file__).resolve().parent / "data"
 PLAIN = DATA / "tiny_v4"

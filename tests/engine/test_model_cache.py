@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from deepseek_engine import KVCachePool, SequenceCache
+from deepseek_engine.kv_cache import KVCachePool, SequenceCache
 from model_fixtures import PLAIN, model, reference
 
 ATOL = 1e-4

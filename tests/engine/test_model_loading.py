@@ -11,7 +11,8 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
-from deepseek_engine import load_config, load_model
+from deepseek_engine.config import load_config
+from deepseek_engine.loader import load_model
 from deepseek_engine.config import DeepseekV4ModelConfig
 from deepseek_engine.loader import canonical_name
 from deepseek_engine.quantization import dequantize_fp8, dequantize_mxfp4, decode_scale
