@@ -62,26 +62,50 @@ class LLM:
 
         device = torch.device(device)
         model, make_kv, info = _model_adapter.load(os.fspath(model_dir), _resolve_dtype(dtype), device)
-        engine_args.setdefault("max_model_len", info["max_model_len"])
-        engine_args.setdefault("eos_token_id", info["eos_token_id"])
-        if info.get("block_size") is not None:
-            engine_args.setdefault("block_size", info["block_size"])
-        self._init(model, make_kv, device=device, vocab_size=info["vocab_size"], **engine_args)
+        self._init(model, make_kv, info, device=device, **engine_args)
         self.model_dir = os.fspath(model_dir)
 
     @classmethod
-    def from_model(cls, model: torch.nn.Module, make_kv: Callable[[int, int], Any], *, vocab_size: int,
-                   eos_token_id: int | None, max_model_len: int, device: str | torch.device = "cpu",
+    def from_model(cls, model: torch.nn.Module, make_kv: Callable[[int, int], Any] | None = None, *,
+                   device: str | torch.device = "cpu", vocab_size: int | None = None,
+                   eos_token_id: int | list[int] | None = None, max_model_len: int | None = None,
                    **engine_args: Any) -> "LLM":
+        """Wrap a model already in memory.
+
+        Without ``make_kv`` the model must be a ``DeepseekV4ForCausalLM`` and everything
+        else is read from its config (explicit arguments win). Any other model follows
+        the contract of ``model_runner`` and needs ``make_kv(num_blocks, block_size)``,
+        ``vocab_size``, ``eos_token_id`` and ``max_model_len``.
+        """
+        if make_kv is None:
+            from . import _model_adapter
+
+            model, make_kv, info = _model_adapter.wrap(model)
+        else:
+            info = {"prefix_caching_safe": True}
+        given = {"vocab_size": vocab_size, "eos_token_id": eos_token_id, "max_model_len": max_model_len}
+        info.update({k: v for k, v in given.items() if v is not None or k not in info})
+        if info["vocab_size"] is None or info["max_model_len"] is None:
+            raise ValueError("vocab_size and max_model_len are required with a custom make_kv")
         self = cls.__new__(cls)
-        self._init(model, make_kv, device=torch.device(device), vocab_size=vocab_size,
-                   eos_token_id=eos_token_id, max_model_len=max_model_len, **engine_args)
+        self._init(model, make_kv, info, device=torch.device(device), **engine_args)
         return self
 
-    def _init(self, model: torch.nn.Module, make_kv: Callable[[int, int], Any], *, device: torch.device,
-              vocab_size: int, eos_token_id: int | None, max_model_len: int, block_size: int = 16,
+    def _init(self, model: torch.nn.Module, make_kv: Callable[[int, int], Any], info: dict, *,
+              device: torch.device, max_model_len: int | None = None, block_size: int = 16,
               num_kv_blocks: int | None = None, max_num_seqs: int = 32, max_num_batched_tokens: int = 2048,
-              enable_prefix_caching: bool = True) -> None:
+              enable_prefix_caching: bool | None = None) -> None:
+        """Engine settings: ``max_model_len`` (context length, default from the model),
+        ``block_size`` (tokens per cache block), ``num_kv_blocks`` (cache size),
+        ``max_num_seqs`` (sequences per step), ``max_num_batched_tokens`` (token budget
+        per step; longer prompts are prefilled in chunks) and ``enable_prefix_caching``
+        (default: on when the model's cache layout allows block sharing)."""
+        max_model_len = max_model_len or info["max_model_len"]
+        vocab_size, eos_token_id = info["vocab_size"], info["eos_token_id"]
+        if enable_prefix_caching is None:
+            enable_prefix_caching = info["prefix_caching_safe"]
+        elif enable_prefix_caching and not info["prefix_caching_safe"]:
+            raise ValueError("this model's cache layout does not allow prefix caching (compressed layers)")
         blocks_per_seq = -(-max_model_len // block_size)
         if num_kv_blocks is None:
             num_kv_blocks = max(blocks_per_seq, max_num_seqs * min(blocks_per_seq, -(-2048 // block_size)))

@@ -40,7 +40,7 @@ class Scheduler:
         max_num_seqs: int,
         max_num_batched_tokens: int,
         max_model_len: int,
-        eos_token_id: int | None,
+        eos_token_id: int | list[int] | None,
     ) -> None:
         if max_num_seqs < 1 or max_num_batched_tokens < 1:
             raise ValueError("max_num_seqs and max_num_batched_tokens must be positive")
@@ -48,7 +48,9 @@ class Scheduler:
         self.max_num_seqs = max_num_seqs
         self.max_num_batched_tokens = max_num_batched_tokens
         self.max_model_len = max_model_len
-        self.eos_token_id = eos_token_id
+        if eos_token_id is None:
+            eos_token_id = []
+        self.eos_token_ids = frozenset([eos_token_id] if isinstance(eos_token_id, int) else eos_token_id)
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []
         self.num_preemptions = 0
@@ -135,7 +137,7 @@ class Scheduler:
                 continue
             seq.token_ids.append(token)
             params = seq.params
-            if (not params.ignore_eos and token == self.eos_token_id) or token in params.stop_token_ids:
+            if (not params.ignore_eos and token in self.eos_token_ids) or token in params.stop_token_ids:
                 seq.finish_reason, seq.stop_token_id = "stop", token
             elif params.max_tokens is not None and seq.num_output_tokens >= params.max_tokens:
                 seq.finish_reason = "length"
