@@ -32,11 +32,8 @@ class BatchedDeepseekV4(nn.Module):
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx: StepContext) -> torch.Tensor:
         m, c = self.model, self.config
         spans = list(zip(ctx.query_start_loc[:-1], ctx.query_start_loc[1:]))
-        caches = []
-        for table, start in zip(ctx.block_tables, ctx.start_positions()):
-            cache = SequenceCache(ctx.kv, table)
-            cache.num_tokens = start
-            caches.append(cache)
+        caches = [SequenceCache(ctx.kv, table, num_tokens=start)
+                  for table, start in zip(ctx.block_tables, ctx.start_positions())]
         streams = m.embed(input_ids).unsqueeze(1).expand(-1, c.hc_mult, -1).contiguous()
         for layer in m.layers:
             post, comb, x = layer._weights("attn", streams)
@@ -51,16 +48,6 @@ class BatchedDeepseekV4(nn.Module):
             streams = streams[ctx.logits_indices]
         h = m.norm(hyper_head(streams, m.hc_head_fn, m.hc_head_base, m.hc_head_scale, c.hc_eps, c.rms_norm_eps))
         return m.head(h).float()
-
-
-def prefix_caching_safe(config: Any) -> bool:
-    """Whether full cache blocks depend only on their own and earlier tokens.
-
-    Compressed layers store compressed entry ``w`` at row ``w`` of the block table,
-    which is written when a *later* token closes the window, so a block shared
-    between two sequences would be overwritten; only sliding-window layers are safe.
-    """
-    return all(kind == "sliding_attention" for kind in config.layer_types)
 
 
 def load(model_dir: str, dtype: torch.dtype | None, device: torch.device) -> tuple[nn.Module, Any, dict]:
@@ -82,6 +69,5 @@ def wrap(model: nn.Module) -> tuple[nn.Module, Any, dict]:
         "vocab_size": config.vocab_size,
         "eos_token_id": eos,
         "max_model_len": min(config.max_position_embeddings, DEFAULT_MAX_MODEL_LEN),
-        "prefix_caching_safe": prefix_caching_safe(config),
     }
     return BatchedDeepseekV4(model), make_kv, info

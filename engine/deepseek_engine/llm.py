@@ -82,7 +82,7 @@ class LLM:
 
             model, make_kv, info = _model_adapter.wrap(model)
         else:
-            info = {"prefix_caching_safe": True}
+            info = {}
         given = {"vocab_size": vocab_size, "eos_token_id": eos_token_id, "max_model_len": max_model_len}
         info.update({k: v for k, v in given.items() if v is not None or k not in info})
         if info["vocab_size"] is None or info["max_model_len"] is None:
@@ -94,18 +94,14 @@ class LLM:
     def _init(self, model: torch.nn.Module, make_kv: Callable[[int, int], Any], info: dict, *,
               device: torch.device, max_model_len: int | None = None, block_size: int = 16,
               num_kv_blocks: int | None = None, max_num_seqs: int = 32, max_num_batched_tokens: int = 2048,
-              enable_prefix_caching: bool | None = None) -> None:
+              enable_prefix_caching: bool = True) -> None:
         """Engine settings: ``max_model_len`` (context length, default from the model),
         ``block_size`` (tokens per cache block), ``num_kv_blocks`` (cache size),
         ``max_num_seqs`` (sequences per step), ``max_num_batched_tokens`` (token budget
         per step; longer prompts are prefilled in chunks) and ``enable_prefix_caching``
-        (default: on when the model's cache layout allows block sharing)."""
+        (share full cache blocks between requests with the same prefix)."""
         max_model_len = max_model_len or info["max_model_len"]
         vocab_size, eos_token_id = info["vocab_size"], info["eos_token_id"]
-        if enable_prefix_caching is None:
-            enable_prefix_caching = info["prefix_caching_safe"]
-        elif enable_prefix_caching and not info["prefix_caching_safe"]:
-            raise ValueError("this model's cache layout does not allow prefix caching (compressed layers)")
         blocks_per_seq = -(-max_model_len // block_size)
         if num_kv_blocks is None:
             num_kv_blocks = max(blocks_per_seq, max_num_seqs * min(blocks_per_seq, -(-2048 // block_size)))

@@ -1,0 +1,104 @@
+"""Mixture-of-experts feed-forward of DeepSeek V4.
+
+Router scores are ``sqrtsoftplus`` (or softmax / sigmoid) of ``gate.weight @ x``.
+Learned layers pick the top-k experts of ``scores + gate.bias`` (the bias only
+steers the choice); hash layers take the experts from the frozen table
+``gate.tid2eid[token_id]``.  The chosen scores are renormalised to sum to one
+and multiplied by ``routed_scaling_factor``.  Experts and the always-on shared
+expert are SwiGLU MLPs whose gate is clamped from above and whose up
+projection is clamped symmetrically at ``swiglu_limit``.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from deepseek_engine.config import DeepseekV4ModelConfig
+
+
+def clamped_swiglu(gate: torch.Tensor, up: torch.Tensor, limit: float) -> torch.Tensor:
+    """``silu(min(gate, limit)) * clamp(up, -limit, limit)``."""
+    return F.silu(gate.clamp(max=limit)) * up.clamp(min=-limit, max=limit)
+
+
+class SharedExpert(nn.Module):
+    """Dense SwiGLU MLP (``w1`` gate, ``w3`` up, ``w2`` down)."""
+
+    def __init__(self, hidden: int, inter: int, limit: float) -> None:
+        super().__init__()
+        self.w1 = nn.Linear(hidden, inter, bias=False)
+        self.w2 = nn.Linear(inter, hidden, bias=False)
+        self.w3 = nn.Linear(hidden, inter, bias=False)
+        self.limit = limit
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.w2(clamped_swiglu(self.w1(x), self.w3(x), self.limit))
+
+
+class RoutedExperts(nn.Module):
+    """All routed experts of a layer stacked as ``w1/w3: [E, I, H]`` and ``w2: [E, H, I]``."""
+
+    def __init__(self, n: int, hidden: int, inter: int, limit: float) -> None:
+        super().__init__()
+        self.w1 = nn.Parameter(torch.zeros(n, inter, hidden))
+        self.w2 = nn.Parameter(torch.zeros(n, hidden, inter))
+        self.w3 = nn.Parameter(torch.zeros(n, inter, hidden))
+        self.limit = limit
+
+    def forward(self, x: torch.Tensor, experts: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        out = torch.zeros_like(x)
+        for e in torch.unique(experts).tolist():
+            tok, slot = torch.where(experts == e)
+            h = x[tok]
+            y = F.linear(clamped_swiglu(F.linear(h, self.w1[e]), F.linear(h, self.w3[e]), self.limit), self.w2[e])
+            out.index_add_(0, tok, (y * weights[tok, slot, None]).to(out.dtype))
+        return out
+
+
+class Router(nn.Module):
+    """Expert choice and weights; ``hash_routed`` layers read ``tid2eid`` instead of ranking."""
+
+    def __init__(self, config: DeepseekV4ModelConfig, hash_routed: bool) -> None:
+        super().__init__()
+        self.hash_routed = hash_routed
+        self.top_k = config.num_experts_per_tok
+        self.score_func = config.scoring_func
+        self.scale = config.routed_scaling_factor
+        self.weight = nn.Parameter(torch.zeros(config.n_routed_experts, config.hidden_size))
+        if hash_routed:
+            self.register_buffer("tid2eid", torch.zeros(config.vocab_size, self.top_k, dtype=torch.long))
+        else:
+            self.bias = nn.Parameter(torch.zeros(config.n_routed_experts))
+
+    def forward(self, x: torch.Tensor, input_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        logits = F.linear(x, self.weight)
+        if self.score_func == "sqrtsoftplus":
+            scores = F.softplus(logits).sqrt()
+        elif self.score_func == "softmax":
+            scores = logits.softmax(dim=-1)
+        else:
+            scores = torch.sigmoid(logits)
+        if self.hash_routed:
+            experts = self.tid2eid[input_ids].long()
+        else:
+            experts = torch.topk(scores + self.bias.to(scores.dtype), self.top_k, dim=-1, sorted=False).indices
+        w = scores.gather(1, experts)
+        w = w / (w.sum(dim=-1, keepdim=True) + 1e-20)
+        return experts, w * self.scale
+
+
+class DeepseekV4MoE(nn.Module):
+    """Routed experts plus one shared expert."""
+
+    def __init__(self, config: DeepseekV4ModelConfig, layer_idx: int) -> None:
+        super().__init__()
+        c = config
+        self.gate = Router(c, c.mlp_layer_types[layer_idx] == "hash_moe")
+        self.experts = RoutedExperts(c.n_routed_experts, c.hidden_size, c.moe_intermediate_size, c.swiglu_limit)
+        self.shared_experts = SharedExpert(c.hidden_size, c.moe_intermediate_size, c.swiglu_limit)
+
+    def forward(self, x: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
+        experts, weights = self.gate(x, input_ids)
+        return self.experts(x, experts, weights) + self.shared_experts(x)

@@ -1,0 +1,241 @@
+"""Load a DeepSeek V4 checkpoint folder into :class:`DeepseekV4ForCausalLM`.
+
+``load_model(path, dtype=torch.float32, device="cpu")`` reads ``config.json``
+and every ``*.safetensors`` shard (through ``model.safetensors.index.json``
+when present).  Tensors are opened with ``safe_open`` (memory-mapped) and
+copied one at a time into parameters that were allocated once, so the
+checkpoint never sits in RAM a second time.
+
+Accepted tensor names:
+
+* DeepSeek's own (``embed.weight``, ``layers.N.attn.wq_a.weight``,
+  ``layers.N.ffn.experts.E.w1.weight``, ``hc_head_fn``, ``head.weight`` ...);
+* what ``transformers`` ``save_pretrained`` writes for ``DeepseekV4ForCausalLM``
+  (a ``model.`` prefix, partly renamed modules such as ``embed_tokens`` /
+  ``hc_head.hc_fn``), and the fully renamed module names of the
+  ``transformers`` implementation (``self_attn.q_a_proj``, ``mlp.experts.gate_up_proj`` ...);
+* ``language_model.`` prefixes of multimodal (V4.1) layouts.  Multi-token
+  prediction (``mtp.``) and vision tensors are skipped.
+
+Quantised weights are dequantised exactly (see :mod:`deepseek_engine.quantization`):
+a weight ``X.weight`` stored as FP8 or packed FP4 takes its scale from
+``X.scale`` / ``X.weight_scale_inv`` / ``X.weight_scale``; a fused expert
+tensor ``Y`` (``experts.gate_up_proj``) from ``Y_scale_inv`` / ``Y_scale``,
+and grouped MXFP4 blocks ``Y_blocks`` from ``Y_scales``.  Without
+``lm_head``/``head.weight``, ``tie_word_embeddings`` reuses the embedding.  Missing or
+unknown tensors and shape mismatches raise ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from contextlib import ExitStack
+from pathlib import Path
+
+import torch
+from safetensors import safe_open
+
+from deepseek_engine.config import DeepseekV4ModelConfig, load_config
+from deepseek_engine.models.deepseek_v4 import DeepseekV4ForCausalLM
+from deepseek_engine.quantization import dequantize, is_fp8, is_packed_fp4
+
+_PREFIXES = ("model.language_model.", "language_model.model.", "language_model.", "text_model.", "model.")
+_SKIP = re.compile(r"(^|\.)(mtp|vision_tower|vision_model|visual|mm_projector|multi_modal_projector)\.|inv_freq$")
+_SCALE_SUFFIXES = (".scale", ".weight_scale_inv", ".weight_scale", "_scale_inv", "_scale", "_scales")
+
+# Ordered (pattern, replacement) pairs turning transformers module names into DeepSeek ones.
+_RENAMES: tuple[tuple[str, str], ...] = (
+    (r"^embed_tokens\.", "embed."),
+    (r"^lm_head\.", "head."),
+    (r"^hc_head\.hc_(fn|base|scale)$", r"hc_head_\1"),
+    (r"\.self_attn\.", ".attn."),
+    (r"\.mlp\.", ".ffn."),
+    (r"\.input_layernorm\.", ".attn_norm."),
+    (r"\.post_attention_layernorm\.", ".ffn_norm."),
+    (r"\.attn_hc\.(fn|base|scale)$", r".hc_attn_\1"),
+    (r"\.ffn_hc\.(fn|base|scale)$", r".hc_ffn_\1"),
+    (r"\.sinks$", ".attn_sink"),
+    (r"\.compressor\.indexer\.scorer\.weights_proj\.", ".indexer.weights_proj."),
+    (r"\.compressor\.indexer\.q_b_proj\.", ".indexer.wq_b."),
+    (r"\.compressor\.indexer\.", ".indexer.compressor."),
+    (r"\.shared_experts\.gate_proj\.", ".shared_experts.w1."),
+    (r"\.shared_experts\.down_proj\.", ".shared_experts.w2."),
+    (r"\.shared_experts\.up_proj\.", ".shared_experts.w3."),
+    (r"\.kv_norm\.", ".norm."),
+    (r"\.q_a_norm\.", ".q_norm."),
+    (r"\.position_bias$", ".ape"),
+    (r"\.q_a_proj\.", ".wq_a."),
+    (r"\.q_b_proj\.", ".wq_b."),
+    (r"\.kv_proj\.", ".wkv."),
+    (r"\.gate_proj\.", ".wgate."),
+    (r"\.o_a_proj\.", ".wo_a."),
+    (r"\.o_b_proj\.", ".wo_b."),
+    (r"\.gate\.e_score_correction_bias$", ".gate.bias"),
+)
+_EXPERT = re.compile(r"^(layers\.\d+\.ffn\.experts)\.(\d+)\.(w[123])\.weight$")
+_FUSED = re.compile(r"^(layers\.\d+\.ffn\.experts)\.(gate_up_proj|down_proj)$")
+
+
+def canonical_name(name: str) -> str | None:
+    """DeepSeek-style name for a stored tensor name, or ``None`` if it is not part of the text model."""
+    for prefix in _PREFIXES:
+        if name.startswith(prefix):
+            name = name[len(prefix):]
+            break
+    if _SKIP.search(name):
+        return None
+    for pattern, repl in _RENAMES:
+        name = re.sub(pattern, repl, name)
+    return name
+
+
+def _shard_files(folder: Path) -> list[Path]:
+    index = folder / "model.safetensors.index.json"
+    if index.is_file():
+        with index.open("r", encoding="utf-8") as fh:
+            weight_map = json.load(fh).get("weight_map", {})
+        files = sorted({folder / f for f in weight_map.values()})
+    else:
+        files = sorted(folder.glob("*.safetensors"))
+    if not files:
+        raise FileNotFoundError(f"no *.safetensors files in {folder}")
+    return files
+
+
+def _block_hint(config: DeepseekV4ModelConfig) -> int | None:
+    q = config.quantization_config or {}
+    size = q.get("weight_block_size")
+    return int(size[0]) if isinstance(size, (list, tuple)) and size else None
+
+
+class _Sources:
+    """Lazily opened shards and a name -> shard map across them."""
+
+    def __init__(self, files: list[Path], stack: ExitStack) -> None:
+        self.where: dict[str, object] = {}
+        for f in files:
+            handle = stack.enter_context(safe_open(str(f), framework="pt", device="cpu"))
+            for key in handle.keys():
+                self.where[key] = handle
+
+    def get(self, key: str) -> torch.Tensor:
+        return self.where[key].get_tensor(key)
+
+    @staticmethod
+    def _scale_candidates(key: str) -> list[str]:
+        if key.endswith(".weight"):
+            base = key[: -len(".weight")]
+            return [base + ".scale", base + ".weight_scale_inv", base + ".weight_scale", key + ".scale"]
+        if key.endswith("_blocks"):
+            return [key[: -len("_blocks")] + "_scales"]
+        return [key + "_scale_inv", key + "_scale", key + ".scale"]
+
+    def scale_for(self, key: str) -> str | None:
+        """Name of the scale tensor paired with a quantised weight ``key``, if any."""
+        for cand in self._scale_candidates(key):
+            if cand in self.where:
+                return cand
+        return None
+
+    def is_scale(self, key: str) -> bool:
+        """True when ``key`` is the scale of another stored tensor (consumed with it)."""
+        for suffix in _SCALE_SUFFIXES:
+            if key.endswith(suffix):
+                owner = key[: -len(suffix)]
+                for cand in (owner + ".weight", owner, owner + "_blocks"):
+                    if cand in self.where and cand != key and key in self._scale_candidates(cand):
+                        return True
+        return False
+
+
+def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu",
+               config: DeepseekV4ModelConfig | None = None) -> DeepseekV4ForCausalLM:
+    """Build the model for ``path`` and fill every parameter from its safetensors shards."""
+    folder = Path(path)
+    config = config or load_config(folder)
+    with torch.device("meta"):
+        model = DeepseekV4ForCausalLM(config)
+    model.to_empty(device=device)
+    keep_fp32 = re.compile(r"(hc_|attn_sink|\.ape$|norm\.weight$|gate\.bias$)")
+    params: dict[str, torch.Tensor] = {}
+    for name, p in list(model.named_parameters()):
+        if p.is_floating_point() and not keep_fp32.search(name):
+            p.data = p.data.to(dtype)
+        params[name] = p.data
+    for name, b in model.named_buffers():
+        params[name] = b
+    filled: dict[str, int] = {}
+    hint = _block_hint(config)
+
+    with ExitStack() as stack:
+        src = _Sources(_shard_files(folder), stack)
+        for key in src.where:
+            if src.is_scale(key):
+                continue
+            name = canonical_name(key[: -len("_blocks")] if key.endswith("_blocks") else key)
+            if name is None:
+                continue
+            tensor = src.get(key)
+            scale_key = src.scale_for(key)
+            if scale_key is not None:
+                tensor = dequantize(tensor, src.get(scale_key), hint)
+            elif is_fp8(tensor) or (is_packed_fp4(tensor) and not name.endswith("tid2eid")):
+                raise ValueError(f"quantised tensor {key} has no sibling scale tensor")
+            _assign(name, key, tensor, params, filled, config)
+
+    if config.tie_word_embeddings and "head.weight" not in filled and "embed.weight" in filled:
+        params["head.weight"].copy_(params["embed.weight"].to(params["head.weight"].dtype))
+        filled["head.weight"] = 1
+    missing = []
+    for name, target in params.items():
+        if name.endswith("inv_freq"):
+            continue
+        need = target.shape[0] if _is_stacked(name) else 1
+        if filled.get(name, 0) < need:
+            missing.append(name)
+    if missing:
+        raise ValueError(f"checkpoint {folder} lacks {len(missing)} tensors, e.g. {missing[:8]}")
+    model.eval()
+    return model
+
+
+def _is_stacked(name: str) -> bool:
+    return bool(re.search(r"\.experts\.w[123]$", name))
+
+
+def _copy(target: torch.Tensor, tensor: torch.Tensor, key: str) -> None:
+    if tuple(target.shape) != tuple(tensor.shape):
+        raise ValueError(f"tensor {key} has shape {tuple(tensor.shape)}, model expects {tuple(target.shape)}")
+    target.copy_(tensor.to(target.dtype))
+
+
+def _assign(name: str, key: str, tensor: torch.Tensor, params: dict, filled: dict, config) -> None:
+    m = _EXPERT.match(name)
+    if m:
+        stacked = f"{m.group(1)}.{m.group(3)}"
+        if stacked not in params:
+            raise ValueError(f"unexpected tensor {key}")
+        e = int(m.group(2))
+        if e >= params[stacked].shape[0]:
+            raise ValueError(f"tensor {key} names expert {e} but the config has {params[stacked].shape[0]}")
+        _copy(params[stacked][e], tensor, key)
+        filled[stacked] = filled.get(stacked, 0) + 1
+        return
+    m = _FUSED.match(name)
+    if m:
+        base = m.group(1)
+        if m.group(2) == "gate_up_proj":
+            inter = tensor.shape[1] // 2
+            _copy(params[f"{base}.w1"], tensor[:, :inter], key)
+            _copy(params[f"{base}.w3"], tensor[:, inter:], key)
+            for w in ("w1", "w3"):
+                filled[f"{base}.{w}"] = params[f"{base}.{w}"].shape[0]
+        else:
+            _copy(params[f"{base}.w2"], tensor, key)
+            filled[f"{base}.w2"] = params[f"{base}.w2"].shape[0]
+        return
+    if name not in params:
+        raise ValueError(f"unexpected tensor {key} (read as {name})")
+    _copy(params[name], tensor, key)
+    filled[name] = 1
