@@ -97,7 +97,8 @@ class ProtocolEngine:
         self._encodings: dict[Any, Any] = {}
 
     # -- request side --------------------------------------------------------------------------
-    def _encoding(self, version: Any) -> Any:
+    def encoding(self, version: Any) -> Any:
+        """The prompt encoding (with the tokenizer attached) for a model version."""
         enc = self._encodings.get(version)
         if enc is None:
             cls = self.codec.DeepseekV4Encoding if version == self.codec.ModelVersion.DeepseekV4Pro \
@@ -134,7 +135,7 @@ class ProtocolEngine:
         if any(m.image_sources for m in conv.conversation.messages):
             raise ProtocolError(400, "invalid_request_error", "image inputs are not supported by this engine")
         try:
-            ids = list(self._encoding(conv.model_version).encode(conv.conversation))
+            ids = list(self.encoding(conv.model_version).encode(conv.conversation))
         except RuntimeError as err:
             raise ProtocolError(500, "encoding_error", str(err)) from None
         try:
