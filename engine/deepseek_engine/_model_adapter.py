@@ -1,11 +1,12 @@
 """Glue between the serving layer and the DeepSeek V4 model.
 
-The model runs one sequence per call (``DeepseekV4ForCausalLM.forward(ids,
-positions, SequenceCache)``). ``BatchedDeepseekV4`` runs the new tokens of many
-sequences in one pass instead: embedding, hyper-connections, MoE and the head work
-on the flat batch of tokens; only attention, the one part that reads the paged
-cache, runs per sequence, each with a ``SequenceCache`` view of the shared pool.
-It follows the layer order of ``DeepseekV4ForCausalLM.forward`` exactly.
+``DeepseekV4ForCausalLM`` computes one sequence at a time (its batch-context
+forward loops over sequences). ``BatchedDeepseekV4`` runs the new tokens of all
+scheduled sequences in one pass instead: embedding, hyper-connections, MoE and the
+head work on the flat batch of tokens; attention, the part that reads the paged
+cache, runs once for all one-token sequences (``batched_decode``) and per
+sequence, through the model's own attention module, for prefill chunks. It
+follows the layer order of ``DeepseekV4ForCausalLM.forward_sequence`` exactly.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from .batched_decode import DecodeBatch, decode_attention
 from .kv_cache import KVCachePool, SequenceCache
 from .layers.hyper_connection import hyper_head, hyper_merge
 from .model_runner import StepContext
@@ -31,15 +33,33 @@ class BatchedDeepseekV4(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx: StepContext) -> torch.Tensor:
         m, c = self.model, self.config
-        spans = list(zip(ctx.query_start_loc[:-1], ctx.query_start_loc[1:]))
-        caches = [SequenceCache(ctx.kv, table, num_tokens=start)
-                  for table, start in zip(ctx.block_tables, ctx.start_positions())]
+        starts = ctx.query_start_loc
+        spans = list(zip(starts[:-1], starts[1:]))
+        # One-token sequences (decodes) share one batched attention call per layer;
+        # longer chunks (prefills) run through the model's own per-sequence attention.
+        single = [i for i, (a, b) in enumerate(spans) if b - a == 1]
+        multi = [i for i, (a, b) in enumerate(spans) if b - a > 1]
+        caches = {i: SequenceCache(ctx.kv, ctx.block_tables[i], num_tokens=int(positions[spans[i][0]]))
+                  for i in multi}
+        decode = None
+        if single:
+            rows = torch.tensor([spans[i][0] for i in single], dtype=torch.long, device=input_ids.device)
+            decode = DecodeBatch(positions[rows], ctx.slot_mapping[rows], [ctx.block_tables[i] for i in single],
+                                 ctx.block_size, c.sliding_window)
         streams = m.embed(input_ids).unsqueeze(1).expand(-1, c.hc_mult, -1).contiguous()
         for layer in m.layers:
             post, comb, x = layer._weights("attn", streams)
             x = layer.attn_norm(x)
-            attn = [layer.attn(x[a:b], positions[a:b], cache) for (a, b), cache in zip(spans, caches)]
-            streams = hyper_merge(streams, attn[0] if len(attn) == 1 else torch.cat(attn), post, comb)
+            if not multi:
+                attn = decode_attention(layer.attn, x, decode, ctx.kv)
+            else:
+                attn = torch.empty_like(x)
+                if single:
+                    attn[rows] = decode_attention(layer.attn, x[rows], decode, ctx.kv)
+                for i in multi:
+                    a, b = spans[i]
+                    attn[a:b] = layer.attn(x[a:b], positions[a:b], caches[i])
+            streams = hyper_merge(streams, attn, post, comb)
             post, comb, x = layer._weights("ffn", streams)
             streams = hyper_merge(streams, layer.ffn(layer.ffn_norm(x), input_ids), post, comb)
         if ctx.logits_indices is not None:
