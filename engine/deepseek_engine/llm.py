@@ -104,7 +104,8 @@ class LLM:
         vocab_size, eos_token_id = info["vocab_size"], info["eos_token_id"]
         blocks_per_seq = -(-max_model_len // block_size)
         if num_kv_blocks is None:
-            num_kv_blocks = max(blocks_per_seq, max_num_seqs * min(blocks_per_seq, -(-2048 // block_size)))
+            # Room for max_num_seqs sequences of up to 1024 tokens, and one of max_model_len.
+            num_kv_blocks = max(blocks_per_seq, max_num_seqs * min(blocks_per_seq, -(-1024 // block_size)))
         if num_kv_blocks < blocks_per_seq:
             raise ValueError(
                 f"{num_kv_blocks} cache blocks of {block_size} tokens cannot hold one sequence of "

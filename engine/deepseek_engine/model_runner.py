@@ -102,11 +102,21 @@ class ModelRunner:
         if not batch.seqs:
             return {}
         logits = self.forward(batch.seqs, batch.num_tokens, sample_rows=rows)
+        seqs = [batch.seqs[i] for i in rows]
+        # Greedy rows share one arg-max call: each row's result depends on that row only.
+        greedy = [r for r, seq in enumerate(seqs) if seq.params.greedy]
+        tokens: list[int | None] = [None] * len(seqs)
+        if greedy:
+            picks = torch.argmax(logits[greedy], dim=-1).tolist() if len(greedy) < len(seqs) \
+                else torch.argmax(logits, dim=-1).tolist()
+            for r, token in zip(greedy, picks):
+                tokens[r] = token
         sampled: dict[int, int] = {}
-        for row, i in enumerate(rows):
-            seq = batch.seqs[i]
-            token = sample_row(logits[row], seq.params, seq.generator)
+        for r, seq in enumerate(seqs):
+            token = tokens[r]
+            if token is None:
+                token = sample_row(logits[r], seq.params, seq.generator)
             if seq.params.logprobs is not None:
-                seq.logprobs.append(row_logprobs(logits[row], token, seq.params.logprobs))
+                seq.logprobs.append(row_logprobs(logits[r], token, seq.params.logprobs))
             sampled[seq.seq_id] = token
         return sampled
