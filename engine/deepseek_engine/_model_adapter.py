@@ -3,9 +3,8 @@
 ``DeepseekV4ForCausalLM`` computes one sequence at a time (its batch-context
 forward loops over sequences). ``BatchedDeepseekV4`` runs the new tokens of all
 scheduled sequences in one pass instead: embedding, hyper-connections, MoE and the
-head work on the flat batch of tokens; attention, the part that reads the paged
-cache, runs once for all one-token sequences (``batched_decode``) and per
-sequence, through the model's own attention module, for prefill chunks. It
+head work on the flat batch of tokens, and attention, the part that reads the
+paged cache, runs once per layer for all sequences (``batched_attention``). It
 follows the layer order of ``DeepseekV4ForCausalLM.forward_sequence`` exactly.
 """
 
@@ -16,8 +15,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from .batched_decode import DecodeBatch, decode_attention
-from .kv_cache import KVCachePool, SequenceCache
+from .batched_attention import StepLayout, attention
+from .kv_cache import KVCachePool
 from .layers.hyper_connection import hyper_head, hyper_merge
 from .model_runner import StepContext
 
@@ -33,33 +32,12 @@ class BatchedDeepseekV4(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx: StepContext) -> torch.Tensor:
         m, c = self.model, self.config
-        starts = ctx.query_start_loc
-        spans = list(zip(starts[:-1], starts[1:]))
-        # One-token sequences (decodes) share one batched attention call per layer;
-        # longer chunks (prefills) run through the model's own per-sequence attention.
-        single = [i for i, (a, b) in enumerate(spans) if b - a == 1]
-        multi = [i for i, (a, b) in enumerate(spans) if b - a > 1]
-        caches = {i: SequenceCache(ctx.kv, ctx.block_tables[i], num_tokens=int(positions[spans[i][0]]))
-                  for i in multi}
-        decode = None
-        if single:
-            rows = torch.tensor([spans[i][0] for i in single], dtype=torch.long, device=input_ids.device)
-            decode = DecodeBatch(positions[rows], ctx.slot_mapping[rows], [ctx.block_tables[i] for i in single],
-                                 ctx.block_size, c.sliding_window)
+        layout = StepLayout(positions, ctx.slot_mapping, ctx.query_start_loc, ctx.block_tables, ctx.block_size,
+                            c.sliding_window)
         streams = m.embed(input_ids).unsqueeze(1).expand(-1, c.hc_mult, -1).contiguous()
         for layer in m.layers:
             post, comb, x = layer._weights("attn", streams)
-            x = layer.attn_norm(x)
-            if not multi:
-                attn = decode_attention(layer.attn, x, decode, ctx.kv)
-            else:
-                attn = torch.empty_like(x)
-                if single:
-                    attn[rows] = decode_attention(layer.attn, x[rows], decode, ctx.kv)
-                for i in multi:
-                    a, b = spans[i]
-                    attn[a:b] = layer.attn(x[a:b], positions[a:b], caches[i])
-            streams = hyper_merge(streams, attn, post, comb)
+            streams = hyper_merge(streams, attention(layer.attn, layer.attn_norm(x), layout, ctx.kv), post, comb)
             post, comb, x = layer._weights("ffn", streams)
             streams = hyper_merge(streams, layer.ffn(layer.ffn_norm(x), input_ids), post, comb)
         if ctx.logits_indices is not None:
