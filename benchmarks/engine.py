@@ -47,8 +47,10 @@ def run_transformers(folder: Path, prompts: list[list[int]], max_tokens: int) ->
     for i, p in enumerate(prompts):
         ids[i, width - len(p):] = torch.tensor(p)
         mask[i, width - len(p):] = 1
-    kwargs = dict(attention_mask=mask, max_new_tokens=max_tokens, min_new_tokens=max_tokens, do_sample=False,
-                  pad_token_id=0)
+    # No end-of-sequence token: generation runs to max_new_tokens and EOS stays an ordinary
+    # token, as with the engine's ignore_eos (min_new_tokens would forbid it instead).
+    model.generation_config.eos_token_id = None
+    kwargs = dict(attention_mask=mask, max_new_tokens=max_tokens, do_sample=False, pad_token_id=0)
     model.generate(ids[:2, -8:], attention_mask=mask[:2, -8:], max_new_tokens=2, do_sample=False, pad_token_id=0)
     start = time.perf_counter()
     out = model.generate(ids, **kwargs)
@@ -71,18 +73,25 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--prompts", type=int, default=32)
     ap.add_argument("--max-tokens", type=int, default=32)
-    ap.add_argument("--min-len", type=int, default=16)
-    ap.add_argument("--max-len", type=int, default=96)
+    # Equal lengths by default: transformers then needs no padding, and both engines
+    # must produce the same greedy tokens (left padding shifts DeepSeek V4's
+    # compression windows, so padded rows legitimately differ).
+    ap.add_argument("--min-len", type=int, default=64)
+    ap.add_argument("--max-len", type=int, default=64)
+    ap.add_argument("--vocab-size", type=int, default=129280,
+                    help="vocabulary of the tiny checkpoint (default: the real tokenizer's 129280)")
     ap.add_argument("--max-model-len", type=int, default=1024)
     ap.add_argument("--max-num-batched-tokens", type=int, default=4096)
-    ap.add_argument("--threads", type=int, default=torch.get_num_threads())
-    ap.add_argument("--checkpoint", type=Path, default=ROOT / ".cache" / "tiny-deepseek-v4")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch threads for both engines (default 1: steadiest on a shared machine)")
+    ap.add_argument("--checkpoint", type=Path, help="checkpoint folder (default: .cache/tiny-deepseek-v4[-VOCAB])")
     ap.add_argument("--skip-transformers", action="store_true")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
 
-    folder = ensure_tiny_checkpoint(args.checkpoint)
-    prompts = make_prompts(args.prompts, 129280, args.min_len, args.max_len, seed=0)
+    default = ROOT / ".cache" / ("tiny-deepseek-v4" + ("" if args.vocab_size == 129280 else f"-{args.vocab_size}"))
+    folder = ensure_tiny_checkpoint(args.checkpoint or default, vocab_size=args.vocab_size)
+    prompts = make_prompts(args.prompts, args.vocab_size, args.min_len, args.max_len, seed=0)
     total = args.prompts * args.max_tokens
     print(f"{args.prompts} prompts of {args.min_len}-{args.max_len} tokens, {args.max_tokens} new tokens each, "
           f"{args.threads} threads, checkpoint {folder}")

@@ -30,7 +30,6 @@ from .sequence import Sequence
 class StepContext:
     kv: Any
     block_size: int
-    seq_ids: list[int]
     query_start_loc: list[int]
     context_lens: list[int]
     block_tables: list[list[int]]
@@ -39,14 +38,7 @@ class StepContext:
 
     @property
     def num_seqs(self) -> int:
-        return len(self.seq_ids)
-
-    def start_positions(self) -> list[int]:
-        """Tokens already in the cache for each sequence before this step."""
-        return [
-            ctx - (self.query_start_loc[i + 1] - self.query_start_loc[i])
-            for i, ctx in enumerate(self.context_lens)
-        ]
+        return len(self.block_tables)
 
 
 class ModelRunner:
@@ -78,7 +70,6 @@ class ModelRunner:
         ctx = StepContext(
             kv=self.kv,
             block_size=bs,
-            seq_ids=[s.seq_id for s in seqs],
             query_start_loc=starts,
             context_lens=ctx_lens,
             block_tables=[s.block_table for s in seqs],
