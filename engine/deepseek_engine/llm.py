@@ -13,7 +13,7 @@ from .block_manager import BlockManager
 from .model_runner import ModelRunner
 from .sampling_params import SamplingParams
 from .scheduler import Scheduler
-from .sequence import Sequence, SequenceStatus, TokenLogprob
+from .sequence import Sequence, TokenLogprob
 
 
 @dataclass
@@ -114,7 +114,6 @@ class LLM:
         self.model = model.eval()
         self.device = device
         self.vocab_size = vocab_size
-        self.eos_token_id = eos_token_id
         self.max_model_len = max_model_len
         self.block_manager = BlockManager(num_kv_blocks, block_size, enable_prefix_caching)
         self.scheduler = Scheduler(self.block_manager, max_num_seqs=max_num_seqs,
@@ -127,17 +126,18 @@ class LLM:
         self._seed_rng = random.Random(int.from_bytes(os.urandom(8), "little"))
 
     # -- request-level API ---------------------------------------------------------------------
-    def _check_prompt(self, prompt: Seq[int]) -> list[int]:
+    def _check_prompt(self, prompt: Seq[int], generating: bool = True) -> list[int]:
+        """Validate token IDs; a prompt to generate from must leave room for one more token."""
         ids = [int(t) for t in prompt]
         if not ids:
             raise ValueError("prompt must hold at least one token")
         bad = [t for t in ids if not 0 <= t < self.vocab_size]
         if bad:
             raise ValueError(f"token IDs out of range [0, {self.vocab_size}): {bad[:5]}")
-        if len(ids) >= self.max_model_len:
+        if len(ids) >= self.max_model_len + (0 if generating else 1):
             raise ValueError(
-                f"prompt of {len(ids)} tokens leaves no room to generate within the context "
-                f"length of {self.max_model_len} tokens"
+                f"{len(ids)} tokens leave no room within the context length of {self.max_model_len} tokens"
+                if generating else f"{len(ids)} tokens exceed the context length of {self.max_model_len}"
             )
         return ids
 
@@ -209,14 +209,7 @@ class LLM:
         """Logits ``[len(token_ids), vocab]`` of one sequence, each row predicting the next token."""
         if self.scheduler.has_unfinished():
             raise RuntimeError("forward_logits needs an idle engine")
-        ids = [int(t) for t in token_ids]
-        if not ids:
-            raise ValueError("token_ids must not be empty")
-        bad = [t for t in ids if not 0 <= t < self.vocab_size]
-        if bad:
-            raise ValueError(f"token IDs out of range [0, {self.vocab_size}): {bad[:5]}")
-        if len(ids) > self.max_model_len:
-            raise ValueError(f"{len(ids)} tokens exceed the context length of {self.max_model_len}")
+        ids = self._check_prompt(token_ids, generating=False)
         seq = Sequence(-1, ids, SamplingParams(), torch.Generator(device=self.device))
         if self.block_manager.allocate(seq, use_prefix_cache=False) is None:
             raise RuntimeError("not enough cache blocks for this sequence")
@@ -224,7 +217,6 @@ class LLM:
             logits = self.runner.forward([seq], [len(ids)], all_logits=True)
         finally:
             self.block_manager.deallocate(seq)
-        seq.status = SequenceStatus.FINISHED
         return logits.float()
 
     # -- protocol level -------------------------------------------------------------------------

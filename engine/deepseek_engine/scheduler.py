@@ -56,13 +56,7 @@ class Scheduler:
         self.num_preemptions = 0
 
     def add(self, seq: Sequence) -> None:
-        if len(seq) == 0:
-            raise ValueError("prompt must hold at least one token")
-        if len(seq) >= self.max_model_len:
-            raise ValueError(
-                f"prompt of {len(seq)} tokens leaves no room to generate within the context "
-                f"length of {self.max_model_len} tokens"
-            )
+        """Queue a validated sequence (``LLM`` checks IDs and length first)."""
         self.waiting.append(seq)
 
     def has_unfinished(self) -> bool:
