@@ -137,6 +137,7 @@ class SequenceCache:
         if num_tokens < 0 or num_tokens > self.capacity:
             raise ValueError(f"num_tokens={num_tokens} does not fit the block table ({self.capacity} tokens)")
         self.num_tokens = num_tokens
+        self._table: torch.Tensor | None = None  # tensor copy of block_table, rebuilt when it grows
 
     @classmethod
     def fresh(cls, config: DeepseekV4ModelConfig, num_tokens: int, block_size: int = 16,
@@ -156,6 +157,7 @@ class SequenceCache:
         if not 0 <= block_id < self.pool.num_blocks:
             raise ValueError(f"block id {block_id} outside pool of {self.pool.num_blocks} blocks")
         self.block_table.append(int(block_id))
+        self._table = None
 
     def extend(self, block_ids: Iterable[int]) -> None:
         """Extend the block table by several block ids."""
@@ -165,8 +167,10 @@ class SequenceCache:
     def slots(self, index: torch.Tensor) -> torch.Tensor:
         """Flat pool rows for logical row numbers ``index`` (token positions or entry ids)."""
         bs = self.pool.block_size
-        table = torch.tensor(self.block_table, dtype=torch.long, device=index.device)
-        return table[index // bs] * bs + index % bs
+        cached = self._table
+        if cached is None or cached.numel() != len(self.block_table) or cached.device != index.device:
+            cached = self._table = torch.tensor(self.block_table, dtype=torch.long, device=index.device)
+        return cached[index // bs] * bs + index % bs
 
     def check_step(self, positions: torch.Tensor) -> int:
         """Validate that ``positions`` continue this sequence; return the first position."""

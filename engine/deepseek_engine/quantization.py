@@ -54,7 +54,11 @@ def infer_block(shape: tuple[int, ...], scale_shape: tuple[int, ...], hint: int 
 
 
 def dequantize_fp8(weight: torch.Tensor, scale: torch.Tensor, block_hint: int | None = None) -> torch.Tensor:
-    """Block-scaled e4m3 -> float32."""
+    """Block-scaled e4m3 -> float32 (a single scale or one per output row also work)."""
+    if scale.numel() == 1:
+        return weight.to(torch.float32) * decode_scale(scale.reshape(()))
+    if scale.dim() == 1 and weight.dim() == 2 and scale.numel() == weight.shape[0]:
+        scale = scale.reshape(-1, 1)
     if weight.dim() != 2 or scale.dim() != 2:
         raise ValueError(f"FP8 weight and scale must be 2-D, got {tuple(weight.shape)} / {tuple(scale.shape)}")
     bo, bi = infer_block(tuple(weight.shape), tuple(scale.shape), block_hint)

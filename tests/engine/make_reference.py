@@ -48,7 +48,7 @@ def tiny_config_a() -> DeepseekV4Config:
         mlp_layer_types=["hash_moe", "hash_moe", "moe", "moe"],
         compress_rates={"compressed_sparse_attention": 4, "heavily_compressed_attention": 16},
         o_groups=2, o_lora_rank=16, index_n_heads=16, index_head_dim=16, index_topk=8,
-        partial_rotary_factor=0.25, sliding_window=128, max_position_embeddings=4096,
+        partial_rotary_factor=0.25, sliding_window=128, max_position_embeddings=1024,
         rope_parameters={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 256,
                          "beta_fast": 32, "beta_slow": 1},
         hc_sinkhorn_iters=20, bos_token_id=0, eos_token_id=1,

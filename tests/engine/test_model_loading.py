@@ -245,3 +245,9 @@ def test_tied_embeddings_reuse_the_embedding(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({**cfg, "tie_word_embeddings": True}))
     m = load_model(tmp_path)
     assert torch.equal(m.head.weight, m.embed.weight)
+
+
+def test_fp8_per_tensor_and_per_row_scales():
+    w = torch.tensor([[1.0, -2.0], [0.5, 4.0]]).to(torch.float8_e4m3fn)
+    assert dequantize_fp8(w, torch.tensor(0.25)).tolist() == [[0.25, -0.5], [0.125, 1.0]]
+    assert dequantize_fp8(w, torch.tensor([2.0, 3.0])).tolist() == [[2.0, -4.0], [1.5, 12.0]]
