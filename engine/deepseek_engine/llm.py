@@ -22,7 +22,8 @@ class RequestOutput:
 
     ``token_ids`` are the generated tokens; when generation ended on EOS or a stop
     token (``finish_reason == "stop"``) that token is the last one and is also in
-    ``stop_token_id``. ``finish_reason == "length"`` means ``max_tokens`` or the
+    ``stop_token_id`` (``None`` when an ``on_token`` callback ended the request).
+    ``finish_reason == "length"`` means ``max_tokens`` or the
     context length was reached. ``num_cached_tokens`` is how many prompt tokens came
     from the prefix cache.
     """
@@ -141,14 +142,20 @@ class LLM:
             )
         return ids
 
-    def add_request(self, prompt: Seq[int], params: SamplingParams | None = None) -> int:
-        """Queue one token-ID prompt; return its request ID."""
+    def add_request(self, prompt: Seq[int], params: SamplingParams | None = None,
+                    on_token: Callable[[Sequence], bool] | None = None) -> int:
+        """Queue one token-ID prompt; return its request ID.
+
+        ``on_token(seq)`` runs after each generated token other than EOS or a stop
+        token; returning ``True`` ends the request (``finish_reason`` "stop").
+        """
         params = params or SamplingParams()
         ids = self._check_prompt(prompt)
         seed = params.seed if params.seed is not None else self._seed_rng.getrandbits(63)
         generator = torch.Generator(device=self.device)
         generator.manual_seed(seed)
         seq = Sequence(self._next_id, ids, params, generator)
+        seq.on_token = on_token
         self._next_id += 1
         self.scheduler.add(seq)
         return seq.seq_id

@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterable
 
 from .llm import LLM, RequestOutput
 from .sampling_params import SamplingParams
+from .sequence import Sequence, TokenLogprob
 
 #: API name -> (request class, response class, response-id prefix), names as in the codec.
 APIS = {
@@ -153,40 +154,21 @@ class ProtocolEngine:
         return Prepared(api, model, conv, ids, params, extras)
 
     # -- response side -------------------------------------------------------------------------
-    def finish(self, prep: Prepared, out: RequestOutput, created: int | None = None) -> dict[str, Any]:
-        """Parse generated tokens with the codec's stream processor into one complete response."""
-        codec = self.codec
-        request_name, response_name, prefix = APIS[prep.api]
-        resp_id = prefix + uuid.uuid4().hex
-        gen = getattr(codec, request_name).chunk_generator(prep.request, resp_id, prep.model)
-        if prep.responses_extras is not None:
-            echo, ns_map = prep.responses_extras
-            gen = gen.with_namespace_tool_map(ns_map).with_echo(echo)
-        proc = codec.StreamProcessor(gen, prep.request.parsing_options, self.tokenizer)
-        prompt_tokens, cached = len(prep.prompt_ids), out.num_cached_tokens
-        response = getattr(codec, response_name)(resp_id, prep.model, int(created or time.time()), prompt_tokens,
-                                                 cached)
-        usage = codec.PromptUsage(prompt_tokens=prompt_tokens, prompt_cache_hit_tokens=cached)
-        chunks = list(proc.push(codec.InferenceChunk.ready(prompt_usage=usage)))
+    def stream(self, prep: Prepared) -> "ResponseStream":
+        """A stream processor for ``prep`` that is fed one token at a time."""
+        return ResponseStream(self, prep)
+
+    def finish(self, prep: Prepared, out: RequestOutput) -> dict[str, Any]:
+        """Parse finished generation output with the codec's stream processor into one complete response."""
+        stream = self.stream(prep)
+        stream.start(out.num_cached_tokens)
         tokens = list(out.token_ids)
-        logprobs = list(out.logprobs) if out.logprobs is not None else None
-        if out.finish_reason == "stop" and tokens and tokens[-1] == out.stop_token_id:
-            # The end-of-turn token is not part of the answer text.
-            tokens.pop()
-        # One chunk per token, as a streaming server would push them.
+        if out.stop_token_id is not None and tokens and tokens[-1] == out.stop_token_id:
+            tokens.pop()  # the end-of-turn token is not part of the answer text
         for i, token in enumerate(tokens):
-            if proc.finished:  # a stop sequence ended the answer
+            if stream.push(token, out.logprobs[i] if out.logprobs is not None else None):
                 break
-            lp = None if logprobs is None else [(logprobs[i].logprob, logprobs[i].top)]
-            chunks += proc.push(codec.InferenceChunk.tokens([token], lp))
-        if not proc.finished:
-            reason = codec.InferenceFinishReason.Stop if out.finish_reason == "stop" \
-                else codec.InferenceFinishReason.Length
-            chunks += proc.push(codec.InferenceChunk.finish(reason))
-        chunks += proc.finish()
-        for chunk in chunks:
-            response.accumulate(chunk)
-        return json.loads(response.to_json())
+        return stream.close(out.finish_reason)
 
     # -- whole requests ------------------------------------------------------------------------
     def run(self, items: Iterable[tuple[str, Any]],
@@ -205,24 +187,26 @@ class ProtocolEngine:
             if on_result is not None:
                 on_result(index, result)
 
-        pending: dict[int, tuple[int, Prepared]] = {}
+        pending: dict[int, tuple[int, ResponseStream]] = {}
         count = 0
         for index, (api, body) in enumerate(items):
             count += 1
             try:
                 prep = self.prepare(api, body)
-                pending[self.llm.add_request(prep.prompt_ids, prep.params)] = (index, prep)
+                stream = self.stream(prep)
+                request_id = self.llm.add_request(prep.prompt_ids, prep.params, on_token=stream.on_token)
+                pending[request_id] = (index, stream)
             except ProtocolError as err:
                 done(index, err)
             except ValueError as err:
                 done(index, ProtocolError(400, "invalid_request_error", str(err)))
         while self.llm.has_unfinished_requests():
             for out in self.llm.step():
-                index, prep = pending.pop(out.request_id)
+                index, stream = pending.pop(out.request_id)
                 try:
-                    done(index, self.finish(prep, out))
-                except RuntimeError as err:
-                    done(index, ProtocolError(500, "parsing_error", str(err)))
+                    done(index, stream.close(out.finish_reason, out.num_cached_tokens))
+                except ProtocolError as err:
+                    done(index, err)
         return [results[i] for i in range(count)]
 
     def generate(self, api: str, body: Any) -> dict[str, Any]:
@@ -240,3 +224,75 @@ class ProtocolEngine:
 
     def messages(self, body: Any) -> dict[str, Any]:
         return self.generate("messages", body)
+
+
+class ResponseStream:
+    """One response being parsed while its tokens are generated.
+
+    ``push`` feeds one token to the codec's stream processor and reports whether the
+    answer is complete (a stop sequence matched), so generation can stop there;
+    ``close`` adds the finish chunk and returns the accumulated response. A parsing
+    failure ends the stream and makes ``close`` raise ``ProtocolError``.
+    """
+
+    def __init__(self, engine: ProtocolEngine, prep: Prepared) -> None:
+        self.engine, self.prep = engine, prep
+        self.proc: Any = None
+        self.chunks: list[Any] = []
+        self.error: str | None = None
+
+    def start(self, cached_tokens: int) -> None:
+        codec, prep = self.engine.codec, self.prep
+        request_name, response_name, prefix = APIS[prep.api]
+        resp_id = prefix + uuid.uuid4().hex
+        gen = getattr(codec, request_name).chunk_generator(prep.request, resp_id, prep.model)
+        if prep.responses_extras is not None:
+            echo, ns_map = prep.responses_extras
+            gen = gen.with_namespace_tool_map(ns_map).with_echo(echo)
+        self.proc = codec.StreamProcessor(gen, prep.request.parsing_options, self.engine.tokenizer)
+        prompt_tokens = len(prep.prompt_ids)
+        self.response = getattr(codec, response_name)(resp_id, prep.model, int(time.time()), prompt_tokens,
+                                                      cached_tokens)
+        usage = codec.PromptUsage(prompt_tokens=prompt_tokens, prompt_cache_hit_tokens=cached_tokens)
+        self._feed(codec.InferenceChunk.ready(prompt_usage=usage))
+
+    def _feed(self, chunk: Any) -> None:
+        try:
+            self.chunks += self.proc.push(chunk)
+        except RuntimeError as err:
+            self.error = str(err)
+
+    @property
+    def done(self) -> bool:
+        return self.error is not None or self.proc.finished
+
+    def push(self, token: int, logprob: TokenLogprob | None = None) -> bool:
+        """Feed one generated token (one chunk, as a streaming server pushes them); ``True`` once complete."""
+        if not self.done:
+            lp = None if logprob is None else [(logprob.logprob, logprob.top)]
+            self._feed(self.engine.codec.InferenceChunk.tokens([token], lp))
+        return self.done
+
+    def on_token(self, seq: Sequence) -> bool:
+        """``LLM.add_request`` callback: stream each new token as it is generated."""
+        if self.proc is None:
+            self.start(seq.num_cached_tokens or 0)
+        return self.push(seq.token_ids[-1], seq.logprobs[-1] if seq.params.logprobs is not None else None)
+
+    def close(self, finish_reason: str, cached_tokens: int = 0) -> dict[str, Any]:
+        if self.proc is None:  # nothing was generated besides EOS
+            self.start(cached_tokens)
+        codec = self.engine.codec
+        if not self.done:
+            reason = codec.InferenceFinishReason.Stop if finish_reason == "stop" else codec.InferenceFinishReason.Length
+            self._feed(codec.InferenceChunk.finish(reason))
+        if self.error is None:
+            try:
+                self.chunks += self.proc.finish()
+            except RuntimeError as err:
+                self.error = str(err)
+        if self.error is not None:
+            raise ProtocolError(500, "parsing_error", self.error)
+        for chunk in self.chunks:
+            self.response.accumulate(chunk)
+        return json.loads(self.response.to_json())

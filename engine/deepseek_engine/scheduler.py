@@ -133,6 +133,8 @@ class Scheduler:
             params = seq.params
             if (not params.ignore_eos and token in self.eos_token_ids) or token in params.stop_token_ids:
                 seq.finish_reason, seq.stop_token_id = "stop", token
+            elif seq.on_token is not None and seq.on_token(seq):
+                seq.finish_reason = "stop"
             elif params.max_tokens is not None and seq.num_output_tokens >= params.max_tokens:
                 seq.finish_reason = "length"
             elif len(seq) >= self.max_model_len:

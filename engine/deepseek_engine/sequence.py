@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 
@@ -26,6 +27,10 @@ class TokenLogprob:
 
 class Sequence:
     """One request as the scheduler and the model runner see it.
+
+    ``on_token``, when set, sees the sequence after each new token (other than EOS or
+    a stop token) and returns ``True`` to end it there, with ``finish_reason`` "stop":
+    a caller parsing the output as it grows stops generation on a stop sequence.
 
     ``num_computed_tokens`` counts the tokens whose keys and values are in the cache;
     everything after it still has to run through the model (a prefill, possibly in
@@ -54,6 +59,8 @@ class Sequence:
         self.finish_reason: str | None = None
         self.stop_token_id: int | None = None
         self.num_preemptions = 0
+        # Called after each generated token that is not EOS or a stop token; True ends the request.
+        self.on_token: Callable[[Sequence], bool] | None = None
 
     def __len__(self) -> int:
         return len(self.token_ids)

@@ -125,7 +125,7 @@ class _Request:
             inference_options=types.SimpleNamespace(
                 max_tokens=max_tokens, temperature=b.get("temperature", 1.0), top_p=b.get("top_p", 1.0),
                 seed=b.get("seed"), logprobs=b.get("logprobs", False), top_logprobs=b.get("top_logprobs")),
-            parsing_options=types.SimpleNamespace(stop_sequences=b.get("stop", [])),
+            parsing_options=types.SimpleNamespace(stop_sequences=b.get("stop", []), explode=b.get("explode")),
             api=type(self).__name__,
         )
 
@@ -184,6 +184,8 @@ class StreamProcessor:
             return [{"ready": {"prompt_tokens": usage.prompt_tokens, "cached": usage.prompt_cache_hit_tokens,
                                "api": self.gen.api, "extras": self.gen.extras}}]
         if chunk.kind == "tokens":
+            if self.options.explode is not None and self.pushes > self.options.explode:
+                raise RuntimeError("failed to decode tokens")
             if d["logprobs"] is not None and len(d["logprobs"]) != len(d["ids"]):
                 raise RuntimeError("invalid log probabilities")
             self.text += self.tok.decode(d["ids"])

@@ -75,13 +75,36 @@ def test_eos_ends_the_answer_and_is_not_text(tokenizer_json):
     assert resp["completion_tokens"] == cut
 
 
-def test_stop_sequence_ends_parsing_early(tokenizer_json):
-    ref = MODEL.reference_greedy([0, 3] + TOK.encode("abc"), 12)
+def test_stop_sequence_ends_generation_early(tokenizer_json):
+    ref = MODEL.reference_greedy([0, 3] + TOK.encode("abc"), 30)
     text = TOK.decode(ref)
     stop = text[5:7]
-    resp = engine(tokenizer_json).chat_completions(chat("abc", max_tokens=12, temperature=0, stop=[stop]))
+    eng = engine(tokenizer_json)
+    steps = []
+    step = eng.llm.step
+    eng.llm.step = lambda: steps.append(1) or step()
+    resp = eng.chat_completions(chat("abc", max_tokens=30, temperature=0, stop=[stop]))
     assert resp["finish_reason"] == "stop_sequence"
     assert resp["content"] == text[: text.index(stop)]
+    # Generation stopped at the token completing the stop sequence, not at max_tokens.
+    assert len(steps) == text.index(stop) + len(stop)
+    assert resp["completion_tokens"] == len(steps)
+    # The offline path (generate everything, then parse) gives the same answer.
+    prep = eng.prepare("chat.completions", chat("abc", max_tokens=30, temperature=0, stop=[stop]))
+    offline = eng.finish(prep, eng.llm.generate([prep.prompt_ids], prep.params)[0])
+    assert {k: v for k, v in offline.items() if k not in ("id", "created", "ready")} == \
+        {k: v for k, v in resp.items() if k not in ("id", "created", "ready")}
+
+
+def test_parser_failure_is_a_per_request_error(tokenizer_json):
+    eng = engine(tokenizer_json)
+    results = eng.run([("chat.completions", chat("boom", max_tokens=20, temperature=0, explode=3)),
+                       ("chat.completions", chat("fine", max_tokens=5, temperature=0))])
+    assert isinstance(results[0], ProtocolError)
+    assert results[0].status_code == 500 and results[0].code == "parsing_error"
+    assert "failed to decode" in results[0].message
+    assert results[1]["completion_tokens"] == 5
+    assert not eng.llm.has_unfinished_requests()
 
 
 def test_logprobs_reach_the_stream_processor(tokenizer_json):
