@@ -62,6 +62,14 @@ class StepLayout:
         qp, kp = self.q_pos[:, :, None], key_pos[:, None, :]
         self.window_visible = (k < k_count[:, None])[:, None, :] & (kp <= qp) & (kp > qp - window)  # [B, Tq, K]
         self._per_rate: dict[int, dict[str, torch.Tensor]] = {}
+        self._rope: dict[tuple[int, torch.dtype], tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def rope(self, module, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """``module(positions, dtype)`` for the step's tokens, computed once per step."""
+        key = (id(module), dtype)
+        if key not in self._rope:
+            self._rope[key] = module(self.positions, dtype)
+        return self._rope[key]
 
     def rows_to_slots(self, rows: torch.Tensor, tables: torch.Tensor | None = None) -> torch.Tensor:
         """Flat pool rows of each sequence's logical rows ``rows`` ``[B, K]``."""
@@ -144,7 +152,7 @@ def _index(indexer, x: torch.Tensor, q_latent: torch.Tensor, layout: StepLayout,
     b, n = keys.shape[:2]
     if n == 0:
         return torch.zeros((b, layout.t_max, 0), dtype=torch.bool, device=x.device)
-    cos, sin = indexer.rope(layout.positions, x.dtype)
+    cos, sin = layout.rope(indexer.rope, x.dtype)
     q = apply_rotary(indexer.wq_b(q_latent).view(-1, indexer.n_heads, indexer.head_dim), cos, sin)
     q = layout.pad(q).float()  # [B, Tq, H, d]
     scores = torch.matmul(q, keys.float()[:, None].transpose(-1, -2))  # [B, Tq, H, N]
@@ -165,7 +173,7 @@ def attention(attn, x: torch.Tensor, layout: StepLayout, pool) -> torch.Tensor:
     """``DeepseekV4Attention`` for all new tokens of a step: ``x`` ``[T, hidden]`` -> ``[T, hidden]``."""
     t = x.shape[0]
     lp = pool.layers[attn.layer_idx]
-    cos, sin = attn.rope(layout.positions, x.dtype)
+    cos, sin = layout.rope(attn.rope, x.dtype)
     q_latent = attn.q_norm(attn.wq_a(x))
     q = unweighted_rms_norm(attn.wq_b(q_latent).view(t, attn.n_heads, attn.head_dim), attn.eps)
     q = apply_rotary(q, cos, sin)
