@@ -43,8 +43,12 @@ def _ok_line(custom_id: str, body: dict[str, Any]) -> dict[str, Any]:
             "response": {"status_code": 200, "request_id": body.get("id"), "body": body}, "error": None}
 
 
-def parse_line(text: str) -> tuple[str, str, Any]:
-    """Validate one batch line; return ``(custom_id, api, body)`` or raise ``ProtocolError``."""
+def parse_line(text: str | bytes) -> tuple[str, str, Any]:
+    """Validate one batch line; return ``(custom_id, api, body)`` or raise ``ProtocolError``.
+
+    Bytes are decoded as JSON text does (UTF-8, with or without a byte-order mark);
+    undecodable bytes are a JSON error like any other.
+    """
     try:
         item = json.loads(text)
     except ValueError as err:
@@ -113,7 +117,7 @@ def run_batch(protocol: Any, input_path: Path, output_path: Path, progress: bool
     owners: list[str] = []
     early: list[dict[str, Any]] = []
     skipped = 0
-    with input_path.open(encoding="utf-8") as f:
+    with input_path.open("rb") as f:
         for number, text in enumerate(f, start=1):
             if not text.strip() or number in done_lines:
                 skipped += bool(text.strip())

@@ -33,7 +33,7 @@ def read(path):
 
 def test_every_line_gets_a_response_or_an_error(protocol, tmp_path):
     src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
-    src.write_text("\n".join([
+    src.write_bytes("\n".join([
         line("chat"),
         line("resp", "/v1/responses", {"model": "DeepSeek-V4-Pro", "input": "hi", "max_output_tokens": 2}),
         line("msg", "/v1/messages"),
@@ -46,11 +46,11 @@ def test_every_line_gets_a_response_or_an_error(protocol, tmp_path):
         line("unknown-model", body={"model": "gpt-x", "messages": [{"role": "user", "content": "x"}]}),
         "",
         line("last"),
-    ]) + "\n")
+    ]).encode() + b"\n" + b'{"custom_id": "\xff\xfe"}\n')
     counts = run_batch(protocol, src, dst, progress=True)
-    assert counts == {"ok": 4, "errors": 7, "skipped": 0}
+    assert counts == {"ok": 4, "errors": 8, "skipped": 0}
     recs = read(dst)
-    assert len(recs) == 11
+    assert len(recs) == 12
     by_id = {r["custom_id"]: r for r in recs if r["custom_id"] and "line" not in r}
     for cid, kind in [("chat", "ChatCompletionResponse"), ("resp", "ResponsesResponse"),
                       ("msg", "MessagesResponse"), ("last", "ChatCompletionResponse")]:
@@ -67,6 +67,7 @@ def test_every_line_gets_a_response_or_an_error(protocol, tmp_path):
     assert "POST" in errors[7]["message"]
     assert "body" in errors[8]["message"]
     assert errors[9]["code"] == "duplicate_custom_id"
+    assert errors[13]["code"] == "invalid_json"  # not UTF-8
     assert errors["unknown-model"]["message"] == "unsupported model gpt-x"
     # The content of a good line is the decoded greedy continuation of its prompt.
     prompt = [0, 3] + fake_codec.Tokenizer().encode("hello chat")
