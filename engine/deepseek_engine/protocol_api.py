@@ -259,7 +259,7 @@ class ResponseStream:
     def _feed(self, chunk: Any) -> None:
         try:
             self.chunks += self.proc.push(chunk)
-        except RuntimeError as err:
+        except Exception as err:  # noqa: BLE001 - any codec failure ends this response only
             self.error = str(err)
 
     @property
@@ -274,12 +274,22 @@ class ResponseStream:
         return self.done
 
     def on_token(self, seq: Sequence) -> bool:
-        """``LLM.add_request`` callback: stream each new token as it is generated."""
-        if self.proc is None:
-            self.start(seq.num_cached_tokens or 0)
-        return self.push(seq.token_ids[-1], seq.logprobs[-1] if seq.params.logprobs is not None else None)
+        """``LLM.add_request`` callback: stream each new token as it is generated.
+
+        It runs inside the engine step, so it never raises: a failure is kept for
+        ``close`` and ends this request.
+        """
+        try:
+            if self.proc is None:
+                self.start(seq.num_cached_tokens or 0)
+            return self.push(seq.token_ids[-1], seq.logprobs[-1] if seq.params.logprobs is not None else None)
+        except Exception as err:  # noqa: BLE001
+            self.error = str(err)
+            return True
 
     def close(self, finish_reason: str, cached_tokens: int = 0) -> dict[str, Any]:
+        if self.error is not None:
+            raise ProtocolError(500, "parsing_error", self.error)
         if self.proc is None:  # nothing was generated besides EOS
             self.start(cached_tokens)
         codec = self.engine.codec
@@ -289,10 +299,13 @@ class ResponseStream:
         if self.error is None:
             try:
                 self.chunks += self.proc.finish()
-            except RuntimeError as err:
+            except Exception as err:  # noqa: BLE001
                 self.error = str(err)
         if self.error is not None:
             raise ProtocolError(500, "parsing_error", self.error)
-        for chunk in self.chunks:
-            self.response.accumulate(chunk)
-        return json.loads(self.response.to_json())
+        try:
+            for chunk in self.chunks:
+                self.response.accumulate(chunk)
+            return json.loads(self.response.to_json())
+        except Exception as err:  # noqa: BLE001
+            raise ProtocolError(500, "parsing_error", str(err)) from None
