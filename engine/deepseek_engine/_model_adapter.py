@@ -1,0 +1,71 @@
+"""Glue between the serving layer and the DeepSeek V4 model.
+
+``DeepseekV4ForCausalLM`` computes one sequence at a time (its batch-context
+forward loops over sequences). ``BatchedDeepseekV4`` runs the new tokens of all
+scheduled sequences in one pass instead: embedding, hyper-connections, MoE and the
+head work on the flat batch of tokens, and attention, the part that reads the
+paged cache, runs once per layer for all sequences (``batched_attention``). It
+follows the layer order of ``DeepseekV4ForCausalLM.forward_sequence`` exactly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from .batched_attention import StepLayout, attention
+from .kv_cache import KVCachePool
+from .layers.hyper_connection import hyper_head, hyper_merge
+from .model_runner import StepContext
+
+#: Context length used when the caller gives none (the checkpoint's may be 1M tokens).
+DEFAULT_MAX_MODEL_LEN = 8192
+
+
+class BatchedDeepseekV4(nn.Module):
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+        self.config = model.config
+
+    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx: StepContext) -> torch.Tensor:
+        m, c = self.model, self.config
+        layout = StepLayout(positions, ctx.slot_mapping, ctx.query_start_loc, ctx.block_tables, ctx.block_size,
+                            c.sliding_window)
+        streams = m.embed(input_ids).unsqueeze(1).expand(-1, c.hc_mult, -1).contiguous()
+        for layer in m.layers:
+            post, comb, x = layer._weights("attn", streams)
+            streams = hyper_merge(streams, attention(layer.attn, layer.attn_norm(x), layout, ctx.kv), post, comb)
+            post, comb, x = layer._weights("ffn", streams)
+            streams = hyper_merge(streams, layer.ffn(layer.ffn_norm(x), input_ids), post, comb)
+        if ctx.logits_indices is not None:
+            if ctx.logits_indices.numel() == 0:  # a step of unfinished prefill chunks only
+                return torch.empty(0, c.vocab_size, device=streams.device)
+            streams = streams[ctx.logits_indices]
+        h = m.norm(hyper_head(streams, m.hc_head_fn, m.hc_head_base, m.hc_head_scale, c.hc_eps, c.rms_norm_eps))
+        return m.head(h).float()
+
+
+def load(model_dir: str, dtype: torch.dtype | None, device: torch.device) -> tuple[nn.Module, Any, dict]:
+    """Load a checkpoint; return the batched model, its cache factory and engine facts."""
+    from .loader import load_model
+
+    model = load_model(model_dir, dtype or torch.float32, device)
+    return wrap(model)
+
+
+def wrap(model: nn.Module) -> tuple[nn.Module, Any, dict]:
+    config = model.config
+    eos = config.eos_token_id
+
+    def make_kv(num_blocks: int, block_size: int) -> KVCachePool:
+        return KVCachePool(config, num_blocks, block_size, model.dtype, model.device)
+
+    info = {
+        "vocab_size": config.vocab_size,
+        "eos_token_id": eos,
+        "max_model_len": min(config.max_position_embeddings, DEFAULT_MAX_MODEL_LEN),
+    }
+    return BatchedDeepseekV4(model), make_kv, info

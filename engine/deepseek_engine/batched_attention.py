@@ -1,0 +1,202 @@
+"""DeepSeek V4 attention for a whole scheduled batch at once, over the paged pool.
+
+``layers.attention.DeepseekV4Attention`` handles one sequence per call, so a step
+with ``B`` sequences would cost ``B`` Python-level attention calls per layer.
+``attention`` here does the same computation for every sequence of the step in
+one call: sequence ``b`` adds ``T_b`` tokens (a prefill chunk, or one token when
+decoding) after the ``start_b`` tokens already in its cache. Per-token work
+(projections, norms, RoPE) runs on the flat token batch; the cache rows each
+sequence reads (its sliding window, its compressed entries, the windows its
+compressors close in this step) are gathered through padded block tables, and
+padded positions are masked out.
+
+It reuses the attention module's weights and follows its arithmetic step by step
+(tested against the per-sequence path and the transformers references in
+``tests/engine/test_serving_model.py``): query and shared key/value projections
+with RoPE, compressors that pool every window closed by this step's tokens (CSA
+windows overlap the previous window), the lightning indexer's top-k choice of
+compressed entries per query, a softmax with the learned sink logit, and the
+grouped output projection.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from .config import CSA, HCA
+from .kv_cache import read_rows, write_rows
+from .layers.norm import unweighted_rms_norm
+from .layers.rotary_embedding import apply_rotary
+
+
+class StepLayout:
+    """Gather indices for one step, shared by all layers.
+
+    ``starts[b]`` tokens of sequence ``b`` are cached; its ``counts[b]`` new tokens
+    sit at ``query_start_loc[b]`` in the flat batch and at ``slots`` in the pool.
+    """
+
+    def __init__(self, positions: torch.Tensor, slots: torch.Tensor, query_start_loc: list[int],
+                 block_tables: list[list[int]], block_size: int, window: int) -> None:
+        dev = positions.device
+        self.positions, self.slots, self.block_size, self.window = positions, slots, block_size, window
+        counts = [b - a for a, b in zip(query_start_loc[:-1], query_start_loc[1:])]
+        self.num_seqs, self.t_max = len(counts), max(counts)
+        loc = torch.tensor(query_start_loc[:-1], dtype=torch.long, device=dev)
+        self.counts = torch.tensor(counts, dtype=torch.long, device=dev)
+        self.starts = positions[loc]
+        self.ends = self.starts + self.counts
+        width = max(len(t) for t in block_tables)
+        self.tables = torch.tensor([t + [0] * (width - len(t)) for t in block_tables], dtype=torch.long, device=dev)
+        t = torch.arange(self.t_max, device=dev)[None, :]
+        self.q_valid = t < self.counts[:, None]  # [B, Tq]
+        self.q_index = (loc[:, None] + t).clamp_max(positions.numel() - 1)  # flat index of (b, t)
+        self.q_pos = self.starts[:, None] + t
+        # Sliding-window keys: positions from max(0, start - window + 1) up to the last new token.
+        k_first = (self.starts - window + 1).clamp_min(0)
+        k_count = self.ends - k_first
+        k = torch.arange(int(k_count.max()), device=dev)[None, :]
+        key_pos = k_first[:, None] + k
+        self.key_slots = self.rows_to_slots(key_pos.clamp_max(self.ends[:, None] - 1))
+        qp, kp = self.q_pos[:, :, None], key_pos[:, None, :]
+        self.window_visible = (k < k_count[:, None])[:, None, :] & (kp <= qp) & (kp > qp - window)  # [B, Tq, K]
+        self._per_rate: dict[int, dict[str, torch.Tensor]] = {}
+        self._rope: dict[tuple[int, torch.dtype], tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def rope(self, module, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """``module(positions, dtype)`` for the step's tokens, computed once per step."""
+        key = (id(module), dtype)
+        if key not in self._rope:
+            self._rope[key] = module(self.positions, dtype)
+        return self._rope[key]
+
+    def rows_to_slots(self, rows: torch.Tensor, tables: torch.Tensor | None = None) -> torch.Tensor:
+        """Flat pool rows of each sequence's logical rows ``rows`` ``[B, K]``."""
+        bs = self.block_size
+        tables = self.tables if tables is None else tables
+        return torch.gather(tables, 1, rows // bs) * bs + rows % bs
+
+    def pad(self, flat: torch.Tensor) -> torch.Tensor:
+        """Flat per-token rows ``[T, ...]`` -> ``[B, Tq, ...]`` (padding repeats a real row)."""
+        return flat[self.q_index]
+
+    def rate_info(self, rate: int) -> dict[str, torch.Tensor]:
+        """Gather indices for compressors of rate ``rate``."""
+        info = self._per_rate.get(rate)
+        if info is not None:
+            return info
+        dev = self.positions.device
+        done, total = self.starts // rate, self.ends // rate  # entries complete before / after the step
+        n_new = total - done
+        # Every window closed in this step, as (sequence, entry index) pairs.
+        win_seq = torch.repeat_interleave(torch.arange(self.num_seqs, device=dev), n_new)
+        first = torch.repeat_interleave(done, n_new)
+        offset = torch.arange(win_seq.numel(), device=dev) - torch.repeat_interleave(torch.cumsum(n_new, 0) - n_new,
+                                                                                      n_new)
+        w = first + offset
+        offs = torch.arange(rate, device=dev)[None, :]
+        sub = self.tables[win_seq]
+        n_max = int(total.max())
+        e = torch.arange(n_max, device=dev)[None, :]
+        info = {
+            "w": w,
+            "window_slots": self.rows_to_slots(w[:, None] * rate + offs, sub),
+            "prior_slots": self.rows_to_slots(((w[:, None] - 1) * rate + offs).clamp_min(0), sub),
+            "has_prior": w > 0,
+            "entry_out_slots": self.rows_to_slots(((w + 1) * rate - 1)[:, None], sub).flatten(),
+            "entry_slots": self.rows_to_slots(((e + 1) * rate - 1).clamp_max(self.ends[:, None] - 1)),
+            "entry_valid": e < total[:, None],
+            "threshold": (self.q_pos + 1) // rate,  # entries strictly below are complete for the query
+        }
+        self._per_rate[rate] = info
+        return info
+
+
+def _compress(comp, x: torch.Tensor, layout: StepLayout, pools) -> tuple[torch.Tensor, torch.Tensor]:
+    """Record the new tokens' projections and pool the windows they close.
+
+    Returns every sequence's entries ``[B, N, d]`` and which of them exist.
+    """
+    kv_pool, gate_pool, entry_pool = pools
+    write_rows(kv_pool, layout.slots, comp.wkv(x))
+    write_rows(gate_pool, layout.slots, comp.wgate(x))
+    info = layout.rate_info(comp.rate)
+    n = info["w"].numel()
+    if n:
+        r, d = comp.rate, comp.head_dim
+        kv = read_rows(kv_pool, info["window_slots"].flatten()).view(n, r, -1)
+        gate = read_rows(gate_pool, info["window_slots"].flatten()).view(n, r, -1) + comp.ape
+        if comp.overlap:
+            prior_kv = read_rows(kv_pool, info["prior_slots"].flatten()).view(n, r, -1)[..., :d]
+            prior_gate = (read_rows(gate_pool, info["prior_slots"].flatten()).view(n, r, -1) + comp.ape)[..., :d]
+            has = info["has_prior"].view(n, 1, 1)
+            prior_kv = torch.where(has, prior_kv, torch.zeros_like(prior_kv))
+            prior_gate = torch.where(has, prior_gate, torch.full_like(prior_gate, float("-inf")))
+            kv = torch.cat([prior_kv, kv[..., d:]], dim=1)
+            gate = torch.cat([prior_gate, gate[..., d:]], dim=1)
+        weights = gate.softmax(dim=1, dtype=torch.float32).to(kv.dtype)
+        pooled = comp.norm((kv * weights).sum(dim=1))
+        cos, sin = comp.rope(info["w"] * r, pooled.dtype)
+        # Entry w sits in the row of the token closing its window.
+        write_rows(entry_pool, info["entry_out_slots"], apply_rotary(pooled, cos, sin))
+    valid = info["entry_valid"]
+    b, n_max = valid.shape
+    entries = read_rows(entry_pool, info["entry_slots"].flatten()).view(b, n_max, entry_pool.shape[-1])
+    return entries, valid
+
+
+def _index(indexer, x: torch.Tensor, q_latent: torch.Tensor, layout: StepLayout, pools) -> torch.Tensor:
+    """The lightning indexer's choice: ``[B, Tq, N]``, the entries each query attends to."""
+    keys, _ = _compress(indexer.compressor, x, layout, pools)
+    b, n = keys.shape[:2]
+    if n == 0:
+        return torch.zeros((b, layout.t_max, 0), dtype=torch.bool, device=x.device)
+    cos, sin = layout.rope(indexer.rope, x.dtype)
+    q = apply_rotary(indexer.wq_b(q_latent).view(-1, indexer.n_heads, indexer.head_dim), cos, sin)
+    q = layout.pad(q).float()  # [B, Tq, H, d]
+    scores = torch.matmul(q, keys.float()[:, None].transpose(-1, -2))  # [B, Tq, H, N]
+    scores = F.relu(scores) * indexer.head_dim**-0.5
+    weights = layout.pad(indexer.weights_proj(x).float() * indexer.n_heads**-0.5)  # [B, Tq, H]
+    scores = (scores * weights[..., None]).sum(dim=2)  # [B, Tq, N]
+    threshold = layout.rate_info(indexer.rate)["threshold"]
+    entry = torch.arange(n, device=x.device)
+    scores = scores.masked_fill(entry[None, None, :] >= threshold[..., None], float("-inf"))
+    picked = scores.topk(min(indexer.topk, n), dim=-1).indices
+    picked = torch.where(picked < threshold[..., None], picked, torch.full_like(picked, n))
+    allowed = torch.zeros((b, layout.t_max, n + 1), dtype=torch.bool, device=x.device)
+    allowed.scatter_(2, picked, True)
+    return allowed[..., :n]
+
+
+def attention(attn, x: torch.Tensor, layout: StepLayout, pool) -> torch.Tensor:
+    """``DeepseekV4Attention`` for all new tokens of a step: ``x`` ``[T, hidden]`` -> ``[T, hidden]``."""
+    t = x.shape[0]
+    lp = pool.layers[attn.layer_idx]
+    cos, sin = layout.rope(attn.rope, x.dtype)
+    q_latent = attn.q_norm(attn.wq_a(x))
+    q = unweighted_rms_norm(attn.wq_b(q_latent).view(t, attn.n_heads, attn.head_dim), attn.eps)
+    q = apply_rotary(q, cos, sin)
+    write_rows(lp.kv, layout.slots, apply_rotary(attn.norm(attn.wkv(x)), cos, sin))
+    b = layout.num_seqs
+    keys = read_rows(lp.kv, layout.key_slots.flatten()).view(b, -1, attn.head_dim)
+    visible = layout.window_visible
+    if attn.kind in (HCA, CSA):
+        entries, valid = _compress(attn.compressor, x, layout, (lp.comp_kv, lp.comp_gate, lp.entries))
+        if attn.kind == CSA:
+            allowed = _index(attn.indexer, x, q_latent, layout, (lp.idx_kv, lp.idx_gate, lp.idx_entries))
+        else:
+            threshold = layout.rate_info(attn.compressor.rate)["threshold"]
+            allowed = torch.arange(entries.shape[1], device=x.device)[None, None, :] < threshold[..., None]
+        keys = torch.cat([keys, entries], dim=1)
+        visible = torch.cat([visible, allowed], dim=2)
+    qp = layout.pad(q).transpose(1, 2)  # [B, H, Tq, D]
+    logits = torch.matmul(qp, keys[:, None].transpose(-1, -2)) * attn.scale  # [B, H, Tq, K]
+    logits = logits.masked_fill(~visible[:, None], float("-inf"))
+    sinks = attn.attn_sink.to(logits.dtype).view(1, -1, 1, 1).expand(b, -1, layout.t_max, 1)
+    logits = torch.cat([logits, sinks], dim=-1)
+    logits = logits - logits.max(dim=-1, keepdim=True).values
+    probs = F.softmax(logits, dim=-1, dtype=logits.dtype)[..., :-1].to(keys.dtype)
+    out = torch.matmul(probs, keys[:, None]).transpose(1, 2)[layout.q_valid]  # [T, H, D]
+    out = apply_rotary(out, cos, -sin)
+    return attn.wo_b(attn.wo_a(out.reshape(t, attn.o_groups, -1)))

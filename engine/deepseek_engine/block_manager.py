@@ -1,0 +1,174 @@
+"""Paged-cache block allocation with reference counts and prefix caching.
+
+The cache storage (owned by the model) is an array of ``num_blocks`` blocks of
+``block_size`` token slots. This module only decides which block IDs a sequence
+uses. A block that is full and whose contents have been computed is registered
+under a hash of its tokens chained with the hash of the block before it, so a later
+sequence with the same prefix (block for block) reuses it instead of recomputing.
+Freed blocks keep their hash until they are handed out again (least recently freed
+first), so a prefix stays reusable while nothing else needs the space.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+
+from .sequence import Sequence
+
+
+def chain_hash(prev: bytes | None, token_ids: list[int]) -> bytes:
+    """Hash of a full block given the hash of the block before it (``None`` for the first)."""
+    h = hashlib.blake2b(digest_size=16)
+    if prev is not None:
+        h.update(prev)
+    h.update(b"|")
+    h.update(",".join(map(str, token_ids)).encode())
+    return h.digest()
+
+
+class Block:
+    __slots__ = ("block_id", "ref_count", "hash", "token_ids")
+
+    def __init__(self, block_id: int) -> None:
+        self.block_id = block_id
+        self.ref_count = 0
+        self.hash: bytes | None = None
+        self.token_ids: tuple[int, ...] = ()
+
+
+class BlockManager:
+    """Hands out cache blocks to sequences and shares full, computed prefix blocks.
+
+    Invariants (checked by ``check_invariants`` in tests): a block is either in use
+    (``ref_count > 0``, not in the free queue) or free (``ref_count == 0``, in the
+    free queue); every registered hash points at a block carrying that hash.
+    """
+
+    def __init__(self, num_blocks: int, block_size: int, enable_prefix_caching: bool = True) -> None:
+        if num_blocks < 1 or block_size < 1:
+            raise ValueError("num_blocks and block_size must be positive")
+        self.block_size = block_size
+        self.enable_prefix_caching = enable_prefix_caching
+        self.blocks = [Block(i) for i in range(num_blocks)]
+        # Free blocks in the order they were freed; the oldest is reused first.
+        self.free: OrderedDict[int, None] = OrderedDict((i, None) for i in range(num_blocks))
+        self.hash_to_block: dict[bytes, int] = {}
+        # Per sequence: number of its leading blocks already registered as cached.
+        self._num_hashed: dict[int, int] = {}
+        self._last_hash: dict[int, bytes | None] = {}
+
+    # -- queries --------------------------------------------------------------------------
+    @property
+    def num_free_blocks(self) -> int:
+        return len(self.free)
+
+    def blocks_needed(self, num_tokens: int) -> int:
+        return -(-num_tokens // self.block_size)
+
+    def _cached_prefix(self, seq: Sequence) -> list[int]:
+        """Block IDs of the longest cached prefix of ``seq``, leaving at least one token to compute."""
+        if not self.enable_prefix_caching:
+            return []
+        hits: list[int] = []
+        prev: bytes | None = None
+        max_blocks = (len(seq) - 1) // self.block_size
+        for i in range(max_blocks):
+            ids = seq.token_ids[i * self.block_size : (i + 1) * self.block_size]
+            prev = chain_hash(prev, ids)
+            block_id = self.hash_to_block.get(prev)
+            if block_id is None or self.blocks[block_id].token_ids != tuple(ids):
+                break
+            hits.append(block_id)
+        return hits
+
+    def _take_free(self, block_id: int | None = None) -> Block:
+        """Take a block out of the free queue: ``block_id`` (a cache hit) or the oldest one."""
+        if block_id is None:
+            block_id, _ = self.free.popitem(last=False)
+            block = self.blocks[block_id]
+            if block.hash is not None and self.hash_to_block.get(block.hash) == block_id:
+                del self.hash_to_block[block.hash]
+            block.hash = None
+            block.token_ids = ()
+        else:
+            del self.free[block_id]
+            block = self.blocks[block_id]
+        block.ref_count = 1
+        return block
+
+    def allocate(self, seq: Sequence, use_prefix_cache: bool = True) -> int | None:
+        """Give ``seq`` blocks for all its current tokens, reusing its cached prefix.
+
+        Returns the number of leading tokens found in the cache, or ``None`` (and
+        changes nothing) when there are not enough free blocks.
+        """
+        if seq.block_table:
+            raise RuntimeError(f"sequence {seq.seq_id} already holds blocks")
+        hits = self._cached_prefix(seq) if use_prefix_cache else []
+        new = self.blocks_needed(len(seq)) - len(hits)
+        # Cached blocks sitting in the free queue are taken out of it, too.
+        revived = sum(1 for b in hits if self.blocks[b].ref_count == 0)
+        if new + revived > self.num_free_blocks:
+            return None
+        for block_id in hits:
+            block = self.blocks[block_id]
+            if block.ref_count == 0:
+                self._take_free(block_id)
+            else:
+                block.ref_count += 1
+        seq.block_table = hits + [self._take_free().block_id for _ in range(new)]
+        self._num_hashed[seq.seq_id] = len(hits)
+        self._last_hash[seq.seq_id] = self.blocks[hits[-1]].hash if hits else None
+        return len(hits) * self.block_size
+
+    def deallocate(self, seq: Sequence) -> None:
+        """Drop ``seq``'s references; blocks nobody uses go back to the free queue."""
+        for block_id in reversed(seq.block_table):
+            block = self.blocks[block_id]
+            block.ref_count -= 1
+            if block.ref_count == 0:
+                self.free[block_id] = None
+        seq.block_table = []
+        self._num_hashed.pop(seq.seq_id, None)
+        self._last_hash.pop(seq.seq_id, None)
+
+    def ensure_slots(self, seq: Sequence, num_tokens: int) -> bool:
+        """Grow ``seq``'s block table to cover ``num_tokens`` tokens; ``False`` (no change) if blocks run out."""
+        extra = self.blocks_needed(num_tokens) - len(seq.block_table)
+        if extra > self.num_free_blocks:
+            return False
+        for _ in range(extra):
+            seq.block_table.append(self._take_free().block_id)
+        return True
+
+    def commit(self, seq: Sequence) -> None:
+        """Register the full blocks of ``seq`` whose contents the model has now computed."""
+        if not self.enable_prefix_caching:
+            return
+        done = self._num_hashed.get(seq.seq_id, 0)
+        prev = self._last_hash.get(seq.seq_id)
+        full = min(seq.num_computed_tokens, len(seq)) // self.block_size
+        for i in range(done, full):
+            ids = seq.token_ids[i * self.block_size : (i + 1) * self.block_size]
+            prev = chain_hash(prev, ids)
+            block = self.blocks[seq.block_table[i]]
+            if block.hash is None:
+                block.hash = prev
+                block.token_ids = tuple(ids)
+                # An identical block computed by another sequence keeps its registration.
+                self.hash_to_block.setdefault(prev, block.block_id)
+        self._num_hashed[seq.seq_id] = max(done, full)
+        self._last_hash[seq.seq_id] = prev
+
+    # -- checks ----------------------------------------------------------------------------
+    def check_invariants(self, live: list[Sequence]) -> None:
+        counts = [0] * len(self.blocks)
+        for seq in live:
+            for block_id in seq.block_table:
+                counts[block_id] += 1
+        for block in self.blocks:
+            assert block.ref_count == counts[block.block_id], (block.block_id, block.ref_count)
+            assert (block.ref_count == 0) == (block.block_id in self.free), block.block_id
+        for h, block_id in self.hash_to_block.items():
+            assert self.blocks[block_id].hash == h

