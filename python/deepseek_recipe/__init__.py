@@ -5,6 +5,14 @@ extension module; this package only re-exports it.
 """
 
 from ._native import (
+    ModelVersion,
+    Tokenizer,
+    SpecialTokens,
+    SpecialToken,
+    IMAGE_SPECIAL_TOKEN_ID,
+    RenderedPrompt,
+    DeepseekV4Encoding,
+    DeepseekV41Encoding,
     AssistantMessage,
     BytesImageSource,
     Conversation,
@@ -22,6 +30,14 @@ from ._native import (
 )
 
 __all__ = [
+    "ModelVersion",
+    "Tokenizer",
+    "SpecialTokens",
+    "SpecialToken",
+    "IMAGE_SPECIAL_TOKEN_ID",
+    "RenderedPrompt",
+    "DeepseekV4Encoding",
+    "DeepseekV41Encoding",
     "AssistantMessage",
     "BytesImageSource",
     "Conversation",
