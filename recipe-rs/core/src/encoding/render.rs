@@ -61,6 +61,53 @@ impl<'a> Out<'a> {
         self.spans.push(Span::Special(t, self.tokens.get(t).to_owned()));
     }
 
+    /// Assistant text: the grounding tokens (`<｜ref｜>`, `<｜box｜>`, …) it spells are control
+    /// tokens, every other control-token spelling stays plain text.
+    fn grounded(&mut self, text: &str) {
+        const GROUNDING: [SpecialToken; 8] = [
+            SpecialToken::Ref,
+            SpecialToken::RefEnd,
+            SpecialToken::Box,
+            SpecialToken::BoxEnd,
+            SpecialToken::Point,
+            SpecialToken::PointEnd,
+            SpecialToken::Polygon,
+            SpecialToken::PolygonEnd,
+        ];
+        let tokens = self.tokens;
+        let mut rest = text;
+        loop {
+            // Earliest match; the longest spelling wins a tie.
+            let mut best: Option<(usize, usize, SpecialToken)> = None;
+            for t in GROUNDING {
+                let sp = tokens.get(t);
+                if sp.is_empty() {
+                    continue;
+                }
+                if let Some(at) = rest.find(sp) {
+                    let better = match best {
+                        None => true,
+                        Some((b_at, b_len, _)) => at < b_at || (at == b_at && sp.len() > b_len),
+                    };
+                    if better {
+                        best = Some((at, sp.len(), t));
+                    }
+                }
+            }
+            match best {
+                Some((at, len, t)) => {
+                    self.text(&rest[..at]);
+                    self.spans.push(Span::Special(t, rest[at..at + len].to_owned()));
+                    rest = &rest[at + len..];
+                }
+                None => {
+                    self.text(rest);
+                    return;
+                }
+            }
+        }
+    }
+
     /// Message text with the first `n` occurrences of `image_token` as image placeholders.
     fn content_with_images(&mut self, content: &str, image_token: &str, n: usize) {
         let mut rest = content;
@@ -128,11 +175,12 @@ pub fn render(v: EncodingVersion, tokens: &SpecialTokens, conv: &Conversation) -
     if !ends_with_prefix {
         out.special(SpecialToken::Assistant);
         out.special(if conv.thinking_mode { SpecialToken::ThinkingStart } else { SpecialToken::ThinkingEnd });
-        if ctx.tools_on && conv.tool_choice == ToolChoice::Required {
-            out.text("\n\n<");
-            out.special(SpecialToken::Dsml);
-            out.text(if ctx.v41() { " calls>\n" } else { "tool_calls>\n" });
-        }
+    }
+    // A required tool choice opens the calls block, also after a prefix continuation.
+    if ctx.tools_on && conv.tool_choice == ToolChoice::Required {
+        out.text("\n\n<");
+        out.special(SpecialToken::Dsml);
+        out.text(if ctx.v41() { " calls>\n" } else { "tool_calls>\n" });
     }
     RenderedPrompt { spans: out.spans, image_sources: images }
 }
@@ -213,9 +261,9 @@ fn tool_line(ctx: &Ctx<'_>, t: &ToolDefinition, s: &mut String) {
     s.push('}');
 }
 
-fn tool_lines(ctx: &Ctx<'_>, tools: &[ToolDefinition]) -> String {
+fn tool_lines(ctx: &Ctx<'_>, tools: &[ToolDefinition], skip_deferred: bool) -> String {
     let mut s = String::new();
-    for (i, t) in tools.iter().filter(|t| !t.defer_loading).enumerate() {
+    for (i, t) in tools.iter().filter(|t| !(skip_deferred && t.defer_loading)).enumerate() {
         if i > 0 {
             s.push('\n');
         }
@@ -258,7 +306,7 @@ fn tools_block(ctx: &Ctx<'_>, out: &mut Out<'_>) {
     out.text(" BEFORE any tool calls or final response.\n\nOtherwise, output directly after ");
     out.special(ThinkingEnd);
     out.text(" with tool calls or final response.\n\n### Available Tool Schemas\n\n");
-    let lines = tool_lines(ctx, &ctx.conv.tools);
+    let lines = tool_lines(ctx, &ctx.conv.tools, true);
     if ctx.v41() || lines.is_empty() {
         out.text(&lines);
         out.text(if ctx.v41() { TOOLS_OUTRO } else { &TOOLS_OUTRO[1..] });
@@ -293,7 +341,7 @@ fn updated_tools(ctx: &Ctx<'_>, out: &mut Out<'_>, tools: Option<&[ToolDefinitio
     }
     if let Some(tools) = tools.filter(|t| !t.is_empty()) {
         out.text("\n\n### Updated Tool Schemas\n\n");
-        out.text(&tool_lines(ctx, tools));
+        out.text(&tool_lines(ctx, tools, false));
     }
 }
 
@@ -438,7 +486,7 @@ fn assistant(ctx: &Ctx<'_>, out: &mut Out<'_>, a: &AssistantMessage, last: bool)
         if ctx.v41() {
             if thinking {
                 out.special(ThinkingStart);
-                out.text(a.reasoning_content.as_deref().unwrap_or(""));
+                out.grounded(a.reasoning_content.as_deref().unwrap_or(""));
                 if !a.content.is_empty() {
                     out.special(ThinkingEnd);
                 }
@@ -448,24 +496,25 @@ fn assistant(ctx: &Ctx<'_>, out: &mut Out<'_>, a: &AssistantMessage, last: bool)
         } else {
             if let Some(r) = &a.reasoning_content {
                 out.special(ThinkingStart);
-                out.text(r);
+                out.grounded(r);
             }
             if !a.content.is_empty() || !thinking {
                 out.special(ThinkingEnd);
             }
         }
-        out.text(&a.content);
-        tool_calls_block(ctx, out, a.tool_calls.as_deref().unwrap_or(&[]));
+        out.grounded(&a.content);
+        tool_calls_block(ctx, out, a.tool_calls.as_deref());
         if !ctx.v41() && !last {
             out.special(Eos);
         }
         return;
     }
-    let keep_reasoning = thinking && ctx.tools_on;
+    // V4 keeps historical reasoning whenever tools are offered; V4.1 only in thinking mode.
+    let keep_reasoning = ctx.tools_on && (thinking || !ctx.v41());
     match (&a.reasoning_content, ctx.v) {
         (Some(r), _) if keep_reasoning => {
             out.special(ThinkingStart);
-            out.text(r);
+            out.grounded(r);
             out.special(ThinkingEnd);
         }
         (None, EncodingVersion::V41) if keep_reasoning => {
@@ -474,15 +523,18 @@ fn assistant(ctx: &Ctx<'_>, out: &mut Out<'_>, a: &AssistantMessage, last: bool)
         }
         _ => out.special(ThinkingEnd),
     }
-    out.text(&a.content);
-    tool_calls_block(ctx, out, a.tool_calls.as_deref().unwrap_or(&[]));
+    out.grounded(&a.content);
+    tool_calls_block(ctx, out, a.tool_calls.as_deref());
     out.special(Eos);
 }
 
-fn tool_calls_block(ctx: &Ctx<'_>, out: &mut Out<'_>, calls: &[ToolCall]) {
-    if calls.is_empty() {
-        return;
-    }
+fn tool_calls_block(ctx: &Ctx<'_>, out: &mut Out<'_>, calls: Option<&[ToolCall]>) {
+    // V4 writes an empty block for an empty (but present) call list.
+    let calls = match calls {
+        None => return,
+        Some([]) if ctx.v41() => return,
+        Some(c) => c,
+    };
     use SpecialToken::Dsml;
     let v41 = ctx.v41();
     let sp = if v41 { " " } else { "" };
