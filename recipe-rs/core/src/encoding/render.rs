@@ -161,7 +161,9 @@ pub fn render(v: EncodingVersion, tokens: &SpecialTokens, conv: &Conversation) -
     let body: Vec<&Message> = match v {
         EncodingVersion::V4 => {
             header_v4(&ctx, &mut out, &mut images);
-            msgs.iter().filter(|m| !matches!(m, Message::System(_))).collect()
+            let mut body: Vec<&Message> = msgs.iter().filter(|m| !matches!(m, Message::System(_))).collect();
+            v4_order_after_calls(&mut body);
+            body
         }
         EncodingVersion::V41 => {
             let first_system = header_v41(&ctx, &mut out, &mut images);
@@ -399,8 +401,12 @@ fn turns(ctx: &Ctx<'_>, out: &mut Out<'_>, images: &mut Vec<ImageSource>, body: 
                 i = j;
             }
             Message::LatestReminder(r) => {
-                out.special(SpecialToken::LatestReminder);
-                out.text(&r.content);
+                // V4.1 keeps only the first of consecutive reminders.
+                let repeated = i > 0 && matches!(body[i - 1], Message::LatestReminder(_));
+                if !(ctx.v41() && repeated) {
+                    out.special(SpecialToken::LatestReminder);
+                    out.text(&r.content);
+                }
                 i += 1;
             }
             Message::System(s) => {
@@ -421,7 +427,32 @@ fn turns(ctx: &Ctx<'_>, out: &mut Out<'_>, images: &mut Vec<ImageSource>, body: 
     }
 }
 
-/// Put tool results in the order of the calls they answer.
+/// V4 ordering of tool results: after an assistant message with `n` calls, the next `n`
+/// messages (when there are that many) are stably sorted: tool results without an ID first,
+/// then tool results by call ID, then every other message.
+fn v4_order_after_calls(body: &mut [&Message]) {
+    fn key(m: &Message) -> (u8, Option<&str>) {
+        match m {
+            Message::Tool(t) => match t.tool_call_id.as_deref() {
+                None => (0, None),
+                Some(id) => (1, Some(id)),
+            },
+            _ => (2, None),
+        }
+    }
+    let mut i = 0;
+    while i < body.len() {
+        if let Message::Assistant(a) = body[i] {
+            let n = a.tool_calls.as_ref().map_or(0, Vec::len);
+            if n >= 2 && body.len() - (i + 1) >= n {
+                body[i + 1..i + 1 + n].sort_by(|x, y| key(x).cmp(&key(y)));
+            }
+        }
+        i += 1;
+    }
+}
+
+/// Put tool results in the order of the calls they answer (V4.1; V4 orders beforehand).
 fn order_tool_results(v: EncodingVersion, parts: &mut [Part<'_>], calls: &[ToolCall]) {
     match v {
         EncodingVersion::V41 => {
@@ -449,24 +480,7 @@ fn order_tool_results(v: EncodingVersion, parts: &mut [Part<'_>], calls: &[ToolC
             order.sort_by_key(|&k| key(&parts[k]));
             permute(parts, &slots, &order);
         }
-        EncodingVersion::V4 => {
-            // The first `calls.len()` results (when there are at least that many) are stably
-            // sorted by their call ID, results without an ID first.
-            let tools: Vec<usize> =
-                parts.iter().enumerate().filter(|(_, p)| matches!(p, Part::Tool(_))).map(|(k, _)| k).collect();
-            let m = calls.len();
-            if m < 2 || tools.len() < m {
-                return;
-            }
-            let slots: Vec<usize> = tools[..m].to_vec();
-            let id = |p: &Part<'_>| match p {
-                Part::Tool(t) => t.tool_call_id.clone(),
-                Part::User(_) => None,
-            };
-            let mut order = slots.clone();
-            order.sort_by(|&a, &b| id(&parts[a]).cmp(&id(&parts[b])));
-            permute(parts, &slots, &order);
-        }
+        EncodingVersion::V4 => {}
     }
 }
 
