@@ -250,6 +250,11 @@ def cases():
     add("ovr_eos_reminder", conv([U("q"), A("a"), L("rem")], thinking_mode=False), {"eos": "<｜begin▁of▁sentence｜>", "latest_reminder": "<｜latest_reminder｜>"})
     add("ovr_empty_many", conv([S("sys"), U("q"), A("é", "r", [call("1", "f", "{}")]), T("t", "1")], tools=TOOLSETS["noargs"]), {"bos": "", "eos": "", "dsml": "", "thinking_end": ""})
 
+    add("ovr_empty_ref_ascii", conv([U("q"), A("abc <｜ref｜>x", "rs")], thinking_mode=False), {"ref": ""})
+    add("ovr_empty_ref_nonascii_panics", conv([U("q"), A("é", "rs")], thinking_mode=False), {"ref": ""})
+    add("ovr_grounding_spellings", conv([U("<｜box｜>u"), A("<｜ref｜>obj<｜/ref｜><｜box｜>(1,2),(3,4)<｜/box｜> [P]<｜point｜>", "<｜polygon｜>p<｜/polygon｜>", [call("1", "f", {"a": "<｜ref｜>"})])], tools=TOOLSETS["noargs"]), {"point": "[P]"})
+    add("v4_empty_systems", conv([S(""), U("q"), S("x"), S(""), S("y")], thinking_mode=False))
+
     # 8. long / unicode
     add("long_cjk_emoji", conv([U("你好！" * 200 + "🎉" * 50), A("好的。" * 100, "思考" * 50)], tools=TOOLSETS["weather"]))
     add("long_document", conv([S("Summarize."), U(("Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 40 + "\n\n") * 5)], thinking_mode=False))
@@ -324,9 +329,10 @@ def record(specs_path: str, out_dir: str) -> None:
         chunk = specs[start:start + CHUNK]
         for spec in chunk:
             spec["official"] = record_case(dr, spec, toks)
+        body = ",\n".join(json.dumps(c, ensure_ascii=False, separators=(",", ":")) for c in chunk)
         (out / f"cases_{start // CHUNK:02d}.json").write_text(
-            json.dumps({"generator": "tests/conformance/generate_encoding.py", "official": "deepseek-recipe 0.2.0",
-                        "cases": chunk}, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+            '{"generator":"tests/conformance/generate_encoding.py","official":"deepseek-recipe 0.2.0",\n"cases":[\n'
+            + body + "\n]}\n", encoding="utf-8")
     print(f"recorded {len(specs)} cases into {out}")
 
 

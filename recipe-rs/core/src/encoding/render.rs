@@ -199,6 +199,10 @@ fn header_v4(ctx: &Ctx<'_>, out: &mut Out<'_>, images: &mut Vec<ImageSource>) {
     let mut first = true;
     for m in &conv.messages {
         if let Message::System(s) = m {
+            // Empty system texts are left out of the joined header.
+            if s.content.is_empty() && s.image_sources.is_empty() {
+                continue;
+            }
             if !first {
                 out.text("\n\n");
             }
