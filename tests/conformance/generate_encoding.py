@@ -194,6 +194,12 @@ def cases():
         add(f"order_{k}", conv([U("q"), A("", None, calls3)] + [T(f"r{i}", i) for i in ids], thinking_mode=False))
     add("order_with_user_between", conv([U("q"), A("", None, calls3), T("r3", "3"), T("r1", "1"), U("u"), T("r2", "2")], thinking_mode=False))
     add("order_with_reminder_between", conv([U("q"), A("", None, calls3[:2]), T("r2", "2"), L("rem"), T("r1", "1")], thinking_mode=False))
+    for think in (True, False):
+        add(f"partial_results_then_user_t{int(think)}", conv([U("q"), A("", "r", calls3), T("r3", "3"), T("r1", "1"), U("follow up"), A("done", "r2")], tools=TOOLSETS["noargs"], thinking_mode=think))
+        add(f"partial_results_end_t{int(think)}", conv([U("q"), A("", "r", calls3), T("r3", "3"), T("r1", "1")], tools=TOOLSETS["noargs"], thinking_mode=think))
+        add(f"results_then_reminder_t{int(think)}", conv([U("q"), A("", "r", calls3[:2]), T("r2", "2"), T("r1", "1"), L("be brief"), A("ok")], tools=TOOLSETS["noargs"], thinking_mode=think))
+        add(f"two_rounds_t{int(think)}", conv([U("q"), A("", "r", calls3[:2]), T("r2", "2"), T("r1", "1"), A("", "again", [call("4", "f", "{}"), call("5", "f", '{"z": 1}')]), T("r5", "5"), T("r4", "4")], tools=TOOLSETS["noargs"], thinking_mode=think))
+        add(f"system_between_results_t{int(think)}", conv([U("q"), A("", None, calls3[:2]), S("s"), T("r2", "2"), T("r1", "1")], thinking_mode=think))
     add("user_then_tool", conv([U("q"), T("r")], thinking_mode=False))
     add("orphan_tool", conv([T("res", "zz"), U("q")], thinking_mode=False))
     add("tool_after_plain_assistant", conv([U("q"), A("ok"), T("r1", "1")], thinking_mode=False))

@@ -10,6 +10,16 @@
 //! template-inserted token goes in by the ID of its spelling in the added vocabulary, and a
 //! token whose spelling is empty contributes nothing. So user text that spells a control token
 //! stays plain text.
+//!
+//! Assistant content and reasoning are the one place where the template recognises control
+//! tokens inside message text: the grounding tokens (`<｜ref｜>`, `<｜/ref｜>`, `<｜box｜>`, …,
+//! with the spellings of the active [`SpecialTokens`]) become template tokens there, as in the
+//! official package. A grounding spelling overridden to `""` is ignored (the text stays plain);
+//! the official renderer panics on that input when the assistant text is not ASCII.
+//!
+//! Known differences from the official package: the V4 template re-orders messages after a
+//! tool-calling assistant turn; when such a window contains another tool-calling assistant turn
+//! the official result can differ from ours (fixtures `random_060`, `random_067`).
 
 pub mod json;
 mod render;
