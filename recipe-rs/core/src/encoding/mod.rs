@@ -159,10 +159,16 @@ impl Encoding {
 /// Encode spans: text runs with the ordinary vocabulary, template tokens by ID.
 ///
 /// Adjacent text spans are joined and encoded as one piece, so the result does not depend on
-/// how the template happened to split its text.
+/// how the template happened to split its text. Long prompts encode their text runs on several
+/// threads; every run is encoded on its own either way, so the IDs are the same.
 pub fn encode_spans(tok: &Tokenizer, spans: &[Span]) -> Result<Vec<u32>, EncodeError> {
-    let mut ids = Vec::new();
+    enum Piece {
+        Text(String),
+        Id(u32),
+    }
+    let mut pieces: Vec<Piece> = Vec::new();
     let mut pending = String::new();
+    let mut text_bytes = 0;
     for sp in spans {
         match sp {
             Span::Text(t) => pending.push_str(t),
@@ -170,24 +176,48 @@ pub fn encode_spans(tok: &Tokenizer, spans: &[Span]) -> Result<Vec<u32>, EncodeE
                 if spelling.is_empty() {
                     continue;
                 }
-                // Check the special first: the official encoder reports a missing token even
-                // when the text before it is fine.
                 let id = tok
                     .added_token_id(spelling)
                     .ok_or_else(|| EncodeError::MissingSpecial(spelling.clone()))?;
                 if !pending.is_empty() {
-                    tok.encode_ordinary_into(&pending, &mut ids)?;
-                    pending.clear();
+                    text_bytes += pending.len();
+                    pieces.push(Piece::Text(std::mem::take(&mut pending)));
                 }
-                ids.push(id);
+                pieces.push(Piece::Id(id));
             }
         }
     }
     if !pending.is_empty() {
-        tok.encode_ordinary_into(&pending, &mut ids)?;
+        text_bytes += pending.len();
+        pieces.push(Piece::Text(pending));
+    }
+    if text_bytes < PARALLEL_MIN_TEXT_BYTES {
+        let mut ids = Vec::new();
+        for p in &pieces {
+            match p {
+                Piece::Text(t) => tok.encode_ordinary_into(t, &mut ids)?,
+                Piece::Id(id) => ids.push(*id),
+            }
+        }
+        return Ok(ids);
+    }
+    use rayon::prelude::*;
+    let parts: Vec<Result<Vec<u32>, TokenizerError>> = pieces
+        .par_iter()
+        .map(|p| match p {
+            Piece::Text(t) => tok.encode_ordinary(t),
+            Piece::Id(id) => Ok(vec![*id]),
+        })
+        .collect();
+    let mut ids = Vec::with_capacity(text_bytes / 3);
+    for part in parts {
+        ids.extend(part?);
     }
     Ok(ids)
 }
+
+/// Prompts with at least this much plain text encode their text runs in parallel.
+const PARALLEL_MIN_TEXT_BYTES: usize = 16 * 1024;
 
 /// The kind of control token a template-inserted span stands for.
 pub fn span_kind(sp: &Span) -> Option<SpecialToken> {
