@@ -199,8 +199,8 @@ fn header_v4(ctx: &Ctx<'_>, out: &mut Out<'_>, images: &mut Vec<ImageSource>) {
     let mut first = true;
     for m in &conv.messages {
         if let Message::System(s) = m {
-            // Empty system texts are left out of the joined header.
-            if s.content.is_empty() && s.image_sources.is_empty() {
+            // Empty system texts are left out of the joined header (with their images).
+            if s.content.is_empty() {
                 continue;
             }
             if !first {
@@ -385,9 +385,13 @@ fn turns(ctx: &Ctx<'_>, out: &mut Out<'_>, images: &mut Vec<ImageSource>, body: 
                 }
                 order_tool_results(ctx.v, &mut parts, last_calls);
                 out.special(SpecialToken::User);
+                let mut user_text_written = false;
                 for (k, p) in parts.iter().enumerate() {
-                    if k > 0 {
+                    if k > 0 && (ctx.v41() || v4_separator(&parts[..k], p, user_text_written)) {
                         out.text("\n\n");
+                    }
+                    if matches!(p, Part::User(u) if !u.content.is_empty()) {
+                        user_text_written = true;
                     }
                     match p {
                         Part::User(u) => {
@@ -426,6 +430,23 @@ fn turns(ctx: &Ctx<'_>, out: &mut Out<'_>, images: &mut Vec<ImageSource>, body: 
                 assistant(ctx, out, a, last);
                 last_calls = a.tool_calls.as_deref().unwrap_or(&[]);
                 i += 1;
+            }
+        }
+    }
+}
+
+/// Whether V4 separates part `p` from the parts `before` it in a merged user turn: tool results
+/// are joined with blank lines, the first user text after tool results is always separated, and
+/// among user texts empty ones are left out.
+fn v4_separator(before: &[Part<'_>], p: &Part<'_>, user_text_written: bool) -> bool {
+    match p {
+        Part::Tool(_) => true,
+        Part::User(u) => {
+            let first_user = !before.iter().any(|b| matches!(b, Part::User(_)));
+            if first_user {
+                true // `before` is non-empty and holds only tool results
+            } else {
+                !u.content.is_empty() && user_text_written
             }
         }
     }
