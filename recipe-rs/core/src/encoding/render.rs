@@ -427,7 +427,7 @@ fn turns(ctx: &Ctx<'_>, out: &mut Out<'_>, images: &mut Vec<ImageSource>, body: 
             }
             Message::Assistant(a) => {
                 let last = i + 1 == n;
-                assistant(ctx, out, a, last);
+                assistant(ctx, out, a, last, i == 0);
                 last_calls = a.tool_calls.as_deref().unwrap_or(&[]);
                 i += 1;
             }
@@ -517,16 +517,20 @@ fn permute(parts: &mut [Part<'_>], slots: &[usize], order: &[usize]) {
     }
 }
 
-fn assistant(ctx: &Ctx<'_>, out: &mut Out<'_>, a: &AssistantMessage, last: bool) {
+/// `opens_body`: the message directly follows the header (nothing else came before it).
+fn assistant(ctx: &Ctx<'_>, out: &mut Out<'_>, a: &AssistantMessage, last: bool, opens_body: bool) {
     use SpecialToken::{Assistant, Eos, ThinkingEnd, ThinkingStart};
     let thinking = ctx.conv.thinking_mode;
     out.special(Assistant);
     if a.prefix {
         if ctx.v41() {
-            if thinking {
+            // V4.1 continues the reasoning of a prefix turn, unless the turn opens the
+            // conversation (then it is written like a non-thinking turn).
+            if thinking && !opens_body {
                 out.special(ThinkingStart);
                 out.grounded(a.reasoning_content.as_deref().unwrap_or(""));
-                if !a.content.is_empty() {
+                let has_calls = a.tool_calls.as_ref().is_some_and(|c| !c.is_empty());
+                if !a.content.is_empty() || has_calls {
                     out.special(ThinkingEnd);
                 }
             } else {
