@@ -223,6 +223,10 @@ def cases():
                     add(f"prefix_t{int(think)}_r{reasoning is not None and len(reasoning)}_c{len(content)}_last{int(last)}", conv(msgs, thinking_mode=think))
     add("prefix_with_tools", conv([U("q"), A("c", "r", prefix=True)], tools=TOOLSETS["weather"]))
     add("prefix_with_calls", conv([U("q"), A("c", "r", [call("1", "get_weather", {"city": "A"})], prefix=True)], tools=TOOLSETS["weather"]))
+    for hdr, kw in (("bare", {}), ("tools", {"tools": TOOLSETS["noargs"]}), ("json", {"response_format": "json_object"})):
+        add(f"prefix_opening_{hdr}", conv([A("c", "r", prefix=True), U("q")], **kw))
+        add(f"prefix_opening_calls_{hdr}", conv([A("", None, [call("1", "noop", "{}")], prefix=True)], **kw))
+    add("prefix_after_system", conv([S("s"), A("c", "r", prefix=True)]))
     add("prefix_then_assistant", conv([U("q"), A("c", "r", prefix=True), A("d")], thinking_mode=False))
     add("prefix_required", conv([U("q"), A("c", None, prefix=True)], tools=TOOLSETS["weather"], tool_choice="required", thinking_mode=False))
 

@@ -133,6 +133,9 @@ struct Ctx<'a> {
     style: FloatStyle,
     /// Tools are offered (non-empty list and tool choice other than none).
     tools_on: bool,
+    /// V4.1: the header holds more than the reasoning-effort line (a leading system message, the
+    /// tools block or a response format).
+    header_has_content: bool,
 }
 
 impl Ctx<'_> {
@@ -151,6 +154,9 @@ pub fn render(v: EncodingVersion, tokens: &SpecialTokens, conv: &Conversation) -
             EncodingVersion::V41 => FloatStyle::Python,
         },
         tools_on: !conv.tools.is_empty() && conv.tool_choice != ToolChoice::None,
+        header_has_content: matches!(conv.messages.first(), Some(Message::System(_)))
+            || (!conv.tools.is_empty() && conv.tool_choice != ToolChoice::None)
+            || matches!(conv.response_format, ResponseFormat::JsonObject | ResponseFormat::JsonSchema(_)),
     };
     let mut out = Out { spans: Vec::new(), tokens };
     let mut images: Vec<ImageSource> = Vec::new();
@@ -427,7 +433,7 @@ fn turns(ctx: &Ctx<'_>, out: &mut Out<'_>, images: &mut Vec<ImageSource>, body: 
             }
             Message::Assistant(a) => {
                 let last = i + 1 == n;
-                assistant(ctx, out, a, last, i == 0);
+                assistant(ctx, out, a, last, i == 0 && !ctx.header_has_content);
                 last_calls = a.tool_calls.as_deref().unwrap_or(&[]);
                 i += 1;
             }
@@ -517,7 +523,7 @@ fn permute(parts: &mut [Part<'_>], slots: &[usize], order: &[usize]) {
     }
 }
 
-/// `opens_body`: the message directly follows the header (nothing else came before it).
+/// `opens_body`: the message comes first and the header holds nothing but the effort line.
 fn assistant(ctx: &Ctx<'_>, out: &mut Out<'_>, a: &AssistantMessage, last: bool, opens_body: bool) {
     use SpecialToken::{Assistant, Eos, ThinkingEnd, ThinkingStart};
     let thinking = ctx.conv.thinking_mode;
@@ -525,7 +531,7 @@ fn assistant(ctx: &Ctx<'_>, out: &mut Out<'_>, a: &AssistantMessage, last: bool,
     if a.prefix {
         if ctx.v41() {
             // V4.1 continues the reasoning of a prefix turn, unless the turn opens the
-            // conversation (then it is written like a non-thinking turn).
+            // conversation right after a bare header (then it is written like a non-thinking turn).
             if thinking && !opens_body {
                 out.special(ThinkingStart);
                 out.grounded(a.reasoning_content.as_deref().unwrap_or(""));
