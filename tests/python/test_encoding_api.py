@@ -129,3 +129,14 @@ def test_with_methods_return_new_objects(tokenizer):
     assert enc.with_special_tokens(dr.SpecialTokens()) is not enc
     with pytest.raises(RuntimeError):
         enc.encode(Conversation())
+
+
+def test_tokenizer_load_errors_match_official(tmp_path):
+    with pytest.raises(RuntimeError) as e:
+        dr.Tokenizer.from_file(str(tmp_path / "missing.json"))
+    assert str(e.value) == "No such file or directory (os error 2)"
+    with pytest.raises(RuntimeError) as e:
+        dr.Tokenizer.from_str("{")
+    assert str(e.value) == "EOF while parsing an object at line 1 column 1"
+    with pytest.raises(RuntimeError, match="not in the local Hugging Face cache"):
+        dr.Tokenizer.from_pretrained("nonexistent/model")
