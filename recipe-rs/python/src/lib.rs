@@ -6,11 +6,15 @@
 
 use pyo3::prelude::*;
 
+pub mod conversation;
+pub mod encoding;
 mod vocabulary;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     vocabulary::register(m)?;
+    conversation::register(m)?;
+    encoding::register(m)?;
     Ok(())
 }

@@ -258,13 +258,18 @@ impl PyTokenizer {
     /// Load a `tokenizer.json` file.
     #[staticmethod]
     fn from_file(path: &str) -> PyResult<Self> {
-        Tokenizer::from_file(path).map(|inner| PyTokenizer { inner }).map_err(runtime_error)
+        // Same messages as the official package: the I/O or parse error alone.
+        let text = std::fs::read_to_string(path).map_err(runtime_error)?;
+        Self::from_str(&text)
     }
 
     /// Load a tokenizer from the text of a `tokenizer.json` file.
     #[staticmethod]
     fn from_str(text: &str) -> PyResult<Self> {
-        Tokenizer::from_json(text).map(|inner| PyTokenizer { inner }).map_err(runtime_error)
+        Tokenizer::from_json(text).map(|inner| PyTokenizer { inner }).map_err(|e| match e {
+            recipe_core::tokenizer::TokenizerError::Load(msg) => PyRuntimeError::new_err(msg),
+            other => runtime_error(other),
+        })
     }
 
     /// Load `tokenizer.json` of a Hub repository from the local Hugging Face cache.
