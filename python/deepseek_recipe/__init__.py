@@ -4,6 +4,36 @@ Everything here is implemented in Rust (`recipe-rs/`) and exposed through the `_
 extension module; this package only re-exports it.
 """
 
-from ._native import __version__
+from ._native import (
+    AssistantMessage,
+    BytesImageSource,
+    Conversation,
+    DataUrlImageSource,
+    ImageSource,
+    LatestReminderMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolDefinition,
+    ToolMessage,
+    UrlImageSource,
+    UserMessage,
+    __version__,
+)
 
-__all__ = ["__version__"]
+__all__ = [
+    "AssistantMessage",
+    "BytesImageSource",
+    "Conversation",
+    "DataUrlImageSource",
+    "ImageSource",
+    "LatestReminderMessage",
+    "Message",
+    "SystemMessage",
+    "ToolCall",
+    "ToolDefinition",
+    "ToolMessage",
+    "UrlImageSource",
+    "UserMessage",
+    "__version__",
+]
