@@ -10,6 +10,7 @@
 pub mod body;
 pub mod chat;
 pub mod common;
+pub mod dump;
 pub mod error;
 pub mod options;
 pub mod request;

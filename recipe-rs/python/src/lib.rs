@@ -7,6 +7,7 @@
 use pyo3::prelude::*;
 
 pub mod conversation;
+pub mod protocol;
 mod vocabulary;
 
 #[pymodule]
@@ -14,5 +15,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     vocabulary::register(m)?;
     conversation::register(m)?;
+    protocol::register(m)?;
     Ok(())
 }
