@@ -27,6 +27,8 @@ from ._native import (
     ReasoningContentBehavior,
     ResponsesEcho,
     WebSearchBehavior,
+    MessagesRequest,
+    ResponsesRequest,
     __version__,
 )
 
@@ -53,5 +55,7 @@ __all__ = [
     "ReasoningContentBehavior",
     "ResponsesEcho",
     "WebSearchBehavior",
+    "MessagesRequest",
+    "ResponsesRequest",
     "__version__",
 ]

@@ -259,7 +259,7 @@ pub fn finish_tools(declared: Vec<DeclaredTool>) -> ConvResult<Tools> {
         let parameters = match (strict, t.parameters) {
             (true, Some(p)) => crate::strict::normalize_strict_schema(p)?,
             (_, Some(p)) => p,
-            (_, None) => Value::Null,
+            (_, None) => Value::Object(Map::new()),
         };
         tools.push(ToolDefinition {
             name: t.name,

@@ -12,8 +12,10 @@ pub mod chat;
 pub mod common;
 pub mod dump;
 pub mod error;
+pub mod messages;
 pub mod options;
 pub mod request;
+pub mod responses;
 pub mod strict;
 
 pub use error::{ConversionError, RequestError};

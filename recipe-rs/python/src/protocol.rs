@@ -15,7 +15,7 @@ use serde_json::{Map, Number, Value};
 
 use recipe_core::ResponsesEcho;
 use recipe_protocol::{
-    chat, ConversationRequest, ConversionError, ConversionOptions, InferenceOptions, OutputConstraint,
+    chat, messages, responses, ConversationRequest, ConversionError, ConversionOptions, InferenceOptions, OutputConstraint,
     ReasoningContentBehavior, RequestError, WebSearchBehavior,
 };
 
@@ -487,6 +487,73 @@ impl PyChatCompletionRequest {
     }
 }
 
+/// An OpenAI Responses request body; `convert` consumes it.
+#[pyclass(name = "ResponsesRequest", module = "deepseek_recipe._native")]
+pub struct PyResponsesRequest {
+    pub inner: Option<responses::ResponsesRequest>,
+}
+
+#[pymethods]
+impl PyResponsesRequest {
+    #[new]
+    fn new(body: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let value = body_value(body)?;
+        let inner = responses::ResponsesRequest::from_value(value).map_err(request_error)?;
+        Ok(PyResponsesRequest { inner: Some(inner) })
+    }
+    #[getter]
+    fn model(&self) -> PyResult<String> {
+        self.inner.as_ref().map(|r| r.model.clone()).ok_or_else(consumed)
+    }
+    /// The request settings a Responses response reports back.
+    fn echo(&self) -> PyResult<PyResponsesEcho> {
+        self.inner.as_ref().map(|r| PyResponsesEcho { inner: r.echo() }).ok_or_else(consumed)
+    }
+    /// `{"ns::name": ("ns", "name")}` for the functions declared in namespace tools.
+    fn namespace_tool_map(
+        &self,
+        py: Python<'_>,
+        options: PyRef<'_, PyConversionOptions>,
+    ) -> PyResult<BTreeMap<String, (String, String)>> {
+        let req = self.inner.as_ref().ok_or_else(consumed)?;
+        req.namespace_tool_map(&options.inner).map_err(|e| conversion_error(py, &e))
+    }
+    fn convert(&mut self, py: Python<'_>, options: PyRef<'_, PyConversionOptions>) -> PyResult<PyConversationRequest> {
+        let req = self.inner.take().ok_or_else(consumed)?;
+        let opts = &options.inner;
+        py.allow_threads(|| req.convert(opts))
+            .map(|inner| PyConversationRequest { inner })
+            .map_err(|e| conversion_error(py, &e))
+    }
+}
+
+/// An Anthropic Messages request body; `convert` consumes it.
+#[pyclass(name = "MessagesRequest", module = "deepseek_recipe._native")]
+pub struct PyMessagesRequest {
+    pub inner: Option<messages::MessagesRequest>,
+}
+
+#[pymethods]
+impl PyMessagesRequest {
+    #[new]
+    fn new(body: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let value = body_value(body)?;
+        let inner = messages::MessagesRequest::from_value(value).map_err(request_error)?;
+        Ok(PyMessagesRequest { inner: Some(inner) })
+    }
+    #[getter]
+    fn model(&self) -> PyResult<String> {
+        self.inner.as_ref().map(|r| r.model.clone()).ok_or_else(consumed)
+    }
+    fn convert(&mut self, py: Python<'_>, options: PyRef<'_, PyConversionOptions>) -> PyResult<PyConversationRequest> {
+        let req = self.inner.take().ok_or_else(consumed)?;
+        let opts = &options.inner;
+        py.allow_threads(|| req.convert(opts))
+            .map(|inner| PyConversationRequest { inner })
+            .map_err(|e| conversion_error(py, &e))
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ConversionError", m.py().get_type::<PyConversionError>())?;
     m.add_class::<PyWebSearchBehavior>()?;
@@ -497,5 +564,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyConversationRequest>()?;
     m.add_class::<PyResponsesEcho>()?;
     m.add_class::<PyChatCompletionRequest>()?;
+    m.add_class::<PyResponsesRequest>()?;
+    m.add_class::<PyMessagesRequest>()?;
     Ok(())
 }
