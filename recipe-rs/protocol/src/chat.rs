@@ -323,6 +323,10 @@ fn content_parts(
             ChatCompletionRequestContentBlock::Text { text } => parts.push(Part::Text(text)),
             ChatCompletionRequestContentBlock::ImageUrl { image_url } => {
                 if !allow_images {
+                    if version == ModelVersion::DeepseekV4Pro {
+                        parts.push(Part::Text(common::UNSUPPORTED_IMAGE.to_owned()));
+                        continue;
+                    }
                     return reject("Image in assistant message is not supported");
                 }
                 let detail = image_url.detail.map(ImageDetail::from).unwrap_or_default();

@@ -177,15 +177,60 @@ fn write_spaced(v: &Value, out: &mut String) {
     }
 }
 
-fn image_from_source(source: &Value) -> Option<ImageData> {
+/// Whether `s` is canonical standard base64 (padded, no stray bits in the last symbol).
+pub fn is_canonical_base64(s: &str) -> bool {
+    fn val(c: u8) -> Option<u8> {
+        match c {
+            b'A'..=b'Z' => Some(c - b'A'),
+            b'a'..=b'z' => Some(c - b'a' + 26),
+            b'0'..=b'9' => Some(c - b'0' + 52),
+            b'+' => Some(62),
+            b'/' => Some(63),
+            _ => None,
+        }
+    }
+    let b = s.as_bytes();
+    if b.len() % 4 != 0 {
+        return false;
+    }
+    let pad = b.iter().rev().take_while(|&&c| c == b'=').count();
+    if pad > 2 {
+        return false;
+    }
+    let body = &b[..b.len() - pad];
+    let mut last = 0u8;
+    for &c in body {
+        match val(c) {
+            Some(v) => last = v,
+            None => return false,
+        }
+    }
+    match pad {
+        1 => last & 0b11 == 0,
+        2 => last & 0b1111 == 0,
+        _ => true,
+    }
+}
+
+/// The image data of an image block; `Err` carries the message suffix of a rejection.
+fn image_from_source(source: &Value, validate: bool) -> Result<Option<ImageData>, String> {
     match source.get("type").and_then(Value::as_str) {
         Some("base64") => {
             let mt = source.get("media_type").and_then(Value::as_str).unwrap_or("");
             let data = source.get("data").and_then(Value::as_str).unwrap_or("");
-            Some(ImageData::DataUrl(format!("data:{mt};base64,{data}")))
+            if validate && !is_canonical_base64(data) {
+                return Err("base64 decode error".to_owned());
+            }
+            Ok(Some(ImageData::DataUrl(format!("data:{mt};base64,{data}"))))
         }
-        Some("url") => source.get("url").and_then(Value::as_str).map(|u| ImageData::Url(u.to_owned())),
-        _ => None,
+        Some("url") => {
+            let url = source.get("url").and_then(Value::as_str).unwrap_or("");
+            if validate && !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(format!("invalid url: {url:?}"));
+            }
+            Ok(Some(ImageData::Url(url.to_owned())))
+        }
+        _ => Ok(None),
     }
 }
 
@@ -260,6 +305,24 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
     let mut previous_calls: Vec<String> = Vec::new();
     for (i, m) in req.messages.into_iter().enumerate() {
         let mut calls_here = Vec::new();
+        if matches!(m.role, Role::System) && version == ModelVersion::DeepseekV4Pro {
+            // V4 has no mid-conversation system turn: the text becomes a user reminder.
+            let text: Vec<String> = m
+                .content
+                .into_iter()
+                .filter_map(|b| match b {
+                    Block::Text { text } => Some(text),
+                    _ => None,
+                })
+                .collect();
+            messages.push(Message::User(UserMessage {
+                content: format!("<system-reminder>\n{}\n</system-reminder>", text.join("\n\n")),
+                image_sources: Vec::new(),
+                image_token: image_token.clone(),
+            }));
+            previous_calls = calls_here;
+            continue;
+        }
         match m.role {
             Role::User | Role::System => {
                 let mut texts: Vec<String> = Vec::new();
@@ -268,7 +331,12 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
                     match block {
                         Block::Text { text } => texts.push(text),
                         Block::Image { source } => {
-                            if let Some(data) = image_from_source(&source) {
+                            let validate = version == ModelVersion::DeepseekV41Flash;
+                            let data = match image_from_source(&source, validate) {
+                                Ok(d) => d,
+                                Err(m) => return reject(format!("{path}: {m}")),
+                            };
+                            if let Some(data) = data {
                                 if version == ModelVersion::DeepseekV4Pro {
                                     texts.push(common::UNSUPPORTED_IMAGE.to_owned());
                                 } else {
@@ -350,7 +418,8 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
 
     let choice = req.tool_choice.map(|c| match c {
         MessagesToolChoice::Auto => RequestToolChoice::Auto,
-        MessagesToolChoice::Any => RequestToolChoice::Required,
+        // `any` is accepted but served as `auto`.
+        MessagesToolChoice::Any => RequestToolChoice::Auto,
         MessagesToolChoice::Tool { name } => RequestToolChoice::Named(name),
         MessagesToolChoice::None => RequestToolChoice::None,
     });

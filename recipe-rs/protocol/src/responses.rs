@@ -248,7 +248,8 @@ impl ResponsesRequest {
 
     /// `"ns::name" → (ns, name)` for every function declared inside a namespace tool.
     pub fn namespace_tool_map(&self, options: &ConversionOptions) -> ConvResult<BTreeMap<String, (String, String)>> {
-        let (_, map) = declared_tools(self.tools.as_deref().unwrap_or(&[]), options)?;
+        let version = common::resolve_model(options, &self.model)?;
+        let (_, map) = declared_tools(self.tools.as_deref().unwrap_or(&[]), options, version, true)?;
         Ok(map)
     }
 
@@ -257,8 +258,14 @@ impl ResponsesRequest {
     }
 }
 
-fn apply_patch_tool() -> DeclaredTool {
-    let data: Value = serde_json::from_str(include_str!("../data/apply_patch_tool.json")).unwrap_or(Value::Null);
+/// The fixed function tool that stands in for the `apply_patch` custom tool (its text differs
+/// slightly between model versions).
+fn apply_patch_tool(version: ModelVersion) -> DeclaredTool {
+    let text = match version {
+        ModelVersion::DeepseekV4Pro => include_str!("../data/apply_patch_tool_v4.json"),
+        ModelVersion::DeepseekV41Flash => include_str!("../data/apply_patch_tool.json"),
+    };
+    let data: Value = serde_json::from_str(text).unwrap_or(Value::Null);
     DeclaredTool {
         name: "apply_patch".to_owned(),
         description: data.get("description").and_then(Value::as_str).map(str::to_owned),
@@ -284,7 +291,14 @@ fn function_tool(obj: &Map<String, Value>, name: String, description: Option<Str
     }
 }
 
-fn declared_tools(tools: &[Value], options: &ConversionOptions) -> ConvResult<(Vec<DeclaredTool>, NamespaceMap)> {
+/// The function tools a request declares, and the namespace map. With `names_only`, only the
+/// name checks run (what `namespace_tool_map` reports).
+fn declared_tools(
+    tools: &[Value],
+    options: &ConversionOptions,
+    version: ModelVersion,
+    names_only: bool,
+) -> ConvResult<(Vec<DeclaredTool>, NamespaceMap)> {
     let mut out = Vec::new();
     let mut map = NamespaceMap::new();
     for (i, tool) in tools.iter().enumerate() {
@@ -297,29 +311,42 @@ fn declared_tools(tools: &[Value], options: &ConversionOptions) -> ConvResult<(V
             }
             "namespace" => {
                 let ns = str_field(obj, "name").unwrap_or_default();
+                common::check_tool_name(&ns, &format!("tools[{i}].name"))?;
                 let ns_desc = str_field(obj, "description");
                 let inner = obj.get("tools").and_then(Value::as_array).cloned().unwrap_or_default();
-                for t in &inner {
+                for (j, t) in inner.iter().enumerate() {
                     let Some(t) = t.as_object() else { continue };
+                    if t.get("type").and_then(Value::as_str) != Some("function") {
+                        continue;
+                    }
                     let local = str_field(t, "name").unwrap_or_default();
-                    let description = match (&ns_desc, str_field(t, "description")) {
-                        (Some(n), d) => Some(format!("{n}\n{}", d.unwrap_or_default())),
-                        (None, d) => d,
+                    common::check_tool_name(&local, &format!("tools[{i}].tools[{j}].name"))?;
+                    let (full, description) = match version {
+                        ModelVersion::DeepseekV41Flash => {
+                            let description = match (&ns_desc, str_field(t, "description")) {
+                                (Some(n), d) => Some(format!("{n}\n{}", d.unwrap_or_default())),
+                                (None, d) => d,
+                            };
+                            (format!("{ns}::{local}"), description)
+                        }
+                        ModelVersion::DeepseekV4Pro => (format!("{ns}__{local}"), str_field(t, "description")),
                     };
-                    let full = format!("{ns}::{local}");
                     map.insert(full.clone(), (ns.clone(), local));
                     out.push(function_tool(t, full, description));
                 }
             }
             "custom" => {
                 let name = str_field(obj, "name").unwrap_or_default();
+                if names_only {
+                    continue;
+                }
                 if name != "apply_patch" {
                     return reject(format!("Unsupported custom tool: '{name}'. Only 'apply_patch' is supported."));
                 }
-                out.push(apply_patch_tool());
+                out.push(apply_patch_tool(version));
             }
             "web_search" | "web_search_preview" => {
-                if options.responses_web_search == WebSearchBehavior::Reject {
+                if !names_only && options.responses_web_search == WebSearchBehavior::Reject {
                     return reject("Server tools are not supported");
                 }
             }
@@ -378,7 +405,7 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
     let effort = req.reasoning.as_ref().and_then(|r| r.effort);
     let (thinking, effort) = common::resolve_thinking(None, effort, options.default_thinking_mode);
 
-    let (declared, _) = declared_tools(req.tools.as_deref().unwrap_or(&[]), options)?;
+    let (declared, _) = declared_tools(req.tools.as_deref().unwrap_or(&[]), options, version, false)?;
     for t in &declared {
         common::check_parameters(&t.name, &t.parameters)?;
     }
@@ -568,6 +595,9 @@ fn convert_items(
                                 prefix: false,
                             }));
                         }
+                        messages.push(Message::User(UserMessage { content: text, image_sources, image_token: image_token.to_owned() }))
+                    }
+                    Role::Developer if version == ModelVersion::DeepseekV4Pro => {
                         messages.push(Message::User(UserMessage { content: text, image_sources, image_token: image_token.to_owned() }))
                     }
                     Role::System | Role::Developer => messages.push(Message::System(SystemMessage {
