@@ -29,6 +29,7 @@ from ._native import (
     WebSearchBehavior,
     MessagesRequest,
     ResponsesRequest,
+    ModelVersion,
     __version__,
 )
 
@@ -57,5 +58,6 @@ __all__ = [
     "WebSearchBehavior",
     "MessagesRequest",
     "ResponsesRequest",
+    "ModelVersion",
     "__version__",
 ]

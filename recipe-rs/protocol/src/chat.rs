@@ -317,6 +317,11 @@ fn content_parts(
         StringOrList::String(s) => return Ok(vec![Part::Text(s)]),
         StringOrList::List(b) => b,
     };
+    if version != ModelVersion::DeepseekV4Pro
+        && blocks.iter().any(|b| matches!(b, ChatCompletionRequestContentBlock::File { .. }))
+    {
+        return reject(format!("{path}: file must have a file_id or file_data"));
+    }
     let mut parts = Vec::with_capacity(blocks.len());
     for block in blocks {
         match block {
@@ -355,12 +360,9 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
     let version = common::resolve_model(options, &req.model)?;
     let switch = req.thinking.as_ref().map(|t| !matches!(t.kind, ThinkingType::Disabled));
     let (thinking, effort) = common::resolve_thinking(switch, req.reasoning_effort, options.default_thinking_mode);
-    if req.messages.is_empty() {
-        return reject("Empty input messages");
-    }
 
-    // Tools.
-    let mut declared = Vec::new();
+    // Tool names are checked first, the rest of the tool rules after the messages.
+    let mut declared: Vec<DeclaredTool> = Vec::new();
     for (i, tool) in req.tools.unwrap_or_default().into_iter().enumerate() {
         let f = tool.function;
         common::check_tool_name(&f.name, &format!("tools[{i}].function.name"))?;
@@ -372,57 +374,15 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
             defer_loading: false,
         });
     }
-    for t in &declared {
-        common::check_parameters(&t.name, &t.parameters)?;
-    }
-    let tools = common::finish_tools(declared)?;
-
-    // Sampling parameters.
-    if req.n.is_some_and(|n| n != 1) {
-        return reject("Invalid n value (currently only n = 1 is supported)");
-    }
-    common::check_temperature(req.temperature)?;
-    common::check_top_p(req.top_p)?;
-    common::check_max_tokens(req.max_tokens, options.max_tokens_upper_bound(thinking))?;
-    let logprobs = req.logprobs.unwrap_or(false);
-    if let Some(top) = req.top_logprobs {
-        if !logprobs {
-            return reject("Invalid top_logprobs and logprobs value, logprobs must be set to true if top_logprobs is used.");
-        }
-        if top > 20 {
-            return reject("Invalid top_logprobs value, the valid range of top_logprobs is [0, 20].");
-        }
-    }
-    if req.seed.is_some_and(|s| s >= 1 << 63) {
-        return reject("Invalid seed value, the valid range of seed is [0, 2^63)");
-    }
-    let stop = match req.stop {
-        None => Vec::new(),
-        Some(Stop::One(s)) => {
-            if s.is_empty() {
-                return reject(empty_string_error("stop"));
-            }
-            vec![s]
-        }
-        Some(Stop::Many(list)) => {
-            if list.len() > 16 {
-                return reject(format!("Stop string array too long: {}", list.len()));
-            }
-            if let Some(i) = list.iter().position(String::is_empty) {
-                return reject(empty_string_error(&format!("stop[{i}]")));
-            }
-            list
-        }
-    };
-    let stream = req.stream.unwrap_or(false);
-    if req.stream_options.is_some() && !stream {
-        return reject("stream_options should be set along with stream = true");
+    if req.messages.is_empty() {
+        return reject("Empty input messages");
     }
 
-    // Messages.
+    // Messages, in order; tool results are matched against the preceding tool calls.
     let image_token = options.special_tokens.get(SpecialToken::Image).to_owned();
     let n_messages = req.messages.len();
     let mut messages = Vec::with_capacity(n_messages);
+    let mut sequence = ToolSequence::default();
     for (i, m) in req.messages.into_iter().enumerate() {
         let path = format!(".messages[{i}]");
         let msg = match m {
@@ -464,9 +424,6 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
                     }
                 };
                 let prefix = prefix.unwrap_or(false);
-                if prefix && i + 1 != n_messages {
-                    return reject("Invalid completion message: prefix set true with message which is not final message or message role is not assistant");
-                }
                 Message::Assistant(AssistantMessage { content: text, reasoning_content, tool_calls, prefix })
             }
             ChatCompletionRequestMessage::Tool { content, tool_call_id } => {
@@ -478,30 +435,29 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
                 Message::LatestReminder(LatestReminderMessage { content })
             }
         };
+        sequence.step(&msg, i)?;
+        if matches!(&msg, Message::System(sys) if sys.content.is_empty() && sys.image_sources.is_empty()) {
+            continue;
+        }
         messages.push(msg);
     }
-    check_tool_sequence(&messages)?;
+    sequence.finish()?;
 
-    // Response format.
-    let has_response_format = req.response_format.is_some();
-    let (response_format, json_constraint) = match req.response_format {
-        None | Some(ChatCompletionResponseFormat::Text) => (ResponseFormat::Text, None),
-        Some(ChatCompletionResponseFormat::JsonObject) => (ResponseFormat::JsonObject, None),
-        Some(ChatCompletionResponseFormat::JsonSchema { json_schema }) => {
-            let strict = json_schema.strict == Some(true);
-            let constraint = if strict {
-                crate::strict::normalize_strict_schema(json_schema.schema.clone())?.to_string()
-            } else {
-                json_schema.schema.to_string()
-            };
-            (ResponseFormat::JsonSchema(json_schema.schema), Some(constraint))
+    // Prefix continuation: only as the last message, without tools or json_object.
+    for (i, m) in messages.iter().enumerate() {
+        if let Message::Assistant(a) = m {
+            if a.prefix && i + 1 != n_messages {
+                return reject("Invalid completion message: prefix set true with message which is not final message or message role is not assistant");
+            }
         }
-        Some(ChatCompletionResponseFormat::Regex { regex }) => (ResponseFormat::Regex(regex), None),
-    };
-    if tools.strict && has_response_format {
-        return reject("response_format should not be used with tools");
     }
-    if response_format == ResponseFormat::JsonObject && !common::mentions_json(&messages) {
+    let has_response_format = req.response_format.is_some();
+    let is_json_object = matches!(req.response_format, Some(ChatCompletionResponseFormat::JsonObject));
+    let is_prefix = matches!(messages.last(), Some(Message::Assistant(a)) if a.prefix);
+    if is_prefix && is_json_object {
+        return reject("response_format json_object should not be used with prefix");
+    }
+    if is_json_object && !common::mentions_json(&messages) {
         return reject(common::JSON_WORD_REQUIRED);
     }
 
@@ -511,20 +467,78 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
         ChatToolChoice::Required => RequestToolChoice::Required,
         ChatToolChoice::Function(n) => RequestToolChoice::Named(n),
     });
-    let (tool_defs, tool_choice) = common::apply_tool_choice(tools.tools, choice, thinking, true)?;
-
-    // Prefix continuation restrictions.
-    if let Some(Message::Assistant(a)) = messages.last() {
-        if a.prefix {
-            let any_calls = messages.iter().any(|m| matches!(m, Message::Assistant(x) if x.tool_calls.is_some()));
-            if !tool_defs.is_empty() || any_calls {
-                return reject("Function call should not be used with prefix");
-            }
-            if response_format == ResponseFormat::JsonObject {
-                return reject("response_format json_object should not be used with prefix");
-            }
+    let any_declared = !declared.is_empty();
+    common::drop_tools_for_none(&mut declared, &choice);
+    common::check_tools(&declared)?;
+    if is_prefix {
+        let any_calls = messages.iter().any(|m| matches!(m, Message::Assistant(x) if x.tool_calls.is_some()));
+        if any_declared || any_calls {
+            return reject("Function call should not be used with prefix");
         }
     }
+    let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;
+
+    let stop = match req.stop {
+        None => Vec::new(),
+        Some(Stop::One(s)) => {
+            if s.is_empty() {
+                return reject(empty_string_error("stop"));
+            }
+            vec![s]
+        }
+        Some(Stop::Many(list)) => {
+            if list.len() > 16 {
+                return reject(format!("Stop string array too long: {}", list.len()));
+            }
+            if let Some(i) = list.iter().position(String::is_empty) {
+                return reject(empty_string_error(&format!("stop[{i}]")));
+            }
+            list
+        }
+    };
+    let stream = req.stream.unwrap_or(false);
+    if req.stream_options.is_some() && !stream {
+        return reject("stream_options should be set along with stream = true");
+    }
+
+    let tools = common::finish_tools(declared)?;
+    if tools.strict && has_response_format {
+        return reject("response_format should not be used with tools");
+    }
+
+    // Sampling parameters.
+    if req.n.is_some_and(|n| n != 1) {
+        return reject("Invalid n value (currently only n = 1 is supported)");
+    }
+    common::check_temperature(req.temperature)?;
+    common::check_top_p(req.top_p)?;
+    let logprobs = req.logprobs.unwrap_or(false);
+    if let Some(top) = req.top_logprobs {
+        if !logprobs {
+            return reject("Invalid top_logprobs and logprobs value, logprobs must be set to true if top_logprobs is used.");
+        }
+        if top > 20 {
+            return reject("Invalid top_logprobs value, the valid range of top_logprobs is [0, 20].");
+        }
+    }
+    common::check_max_tokens(req.max_tokens, options.max_tokens_upper_bound(thinking))?;
+    if req.seed.is_some_and(|s| s >= 1 << 63) {
+        return reject("Invalid seed value, the valid range of seed is [0, 2^63)");
+    }
+
+    let (response_format, json_constraint) = match req.response_format {
+        None | Some(ChatCompletionResponseFormat::Text) => (ResponseFormat::Text, None),
+        Some(ChatCompletionResponseFormat::JsonObject) => (ResponseFormat::JsonObject, None),
+        Some(ChatCompletionResponseFormat::JsonSchema { json_schema }) => {
+            let constraint = if json_schema.strict == Some(true) {
+                crate::strict::normalize_strict_schema(json_schema.schema.clone())?.to_string()
+            } else {
+                json_schema.schema.to_string()
+            };
+            (ResponseFormat::JsonSchema(json_schema.schema), Some(constraint))
+        }
+        Some(ChatCompletionResponseFormat::Regex { regex }) => (ResponseFormat::Regex(regex), None),
+    };
 
     common::apply_reasoning_policy(&mut messages, thinking, options.reasoning_content_behavior)?;
 
@@ -534,7 +548,7 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
             thinking,
             effort,
             messages,
-            tools: tool_defs,
+            tools: tools.tools,
             tool_choice,
             response_format,
             json_constraint,
@@ -551,44 +565,51 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
     ))
 }
 
-/// Every assistant turn with tool calls must be followed by one tool message per call (any
-/// order, no duplicates); a tool message must belong to such a run.
-fn check_tool_sequence(messages: &[Message]) -> ConvResult<()> {
-    let mut i = 0;
-    while i < messages.len() {
-        match &messages[i] {
-            Message::Assistant(AssistantMessage { tool_calls: Some(calls), .. }) => {
-                let mut pending: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
-                let mut answered: Vec<&str> = Vec::new();
-                let mut j = i + 1;
-                while j < messages.len() {
-                    let Message::Tool(t) = &messages[j] else { break };
-                    if pending.is_empty() {
-                        return reject(TOOL_WITHOUT_CALLS);
-                    }
-                    let id = t.tool_call_id.as_deref().unwrap_or("");
-                    if let Some(pos) = pending.iter().position(|p| *p == id) {
-                        pending.remove(pos);
-                        answered.push(id);
-                    } else if answered.contains(&id) {
-                        return reject(format!("Duplicate value for 'tool_call_id' of {id} in message[{j}]"));
-                    } else {
-                        return reject(format!(
-                            "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id', The following tool_call_ids did not have response messages: {id}"
-                        ));
-                    }
-                    j += 1;
-                }
-                if !pending.is_empty() {
-                    return reject("An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. (insufficient tool messages following tool_calls message)");
-                }
-                i = j;
+/// Tracks the tool calls of the latest assistant turn while messages are read in order: every
+/// call must be answered by one of the tool messages that directly follow it.
+#[derive(Default)]
+struct ToolSequence {
+    /// Calls still owed a result, and those already answered; `None` outside a tool-call run.
+    open: Option<(Vec<String>, Vec<String>)>,
+}
+
+impl ToolSequence {
+    fn step(&mut self, msg: &Message, index: usize) -> ConvResult<()> {
+        if let Message::Tool(t) = msg {
+            let Some((pending, answered)) = self.open.as_mut() else {
+                return reject(TOOL_WITHOUT_CALLS);
+            };
+            if pending.is_empty() {
+                return reject(TOOL_WITHOUT_CALLS);
             }
-            Message::Tool(_) => return reject(TOOL_WITHOUT_CALLS),
-            _ => i += 1,
+            let id = t.tool_call_id.clone().unwrap_or_default();
+            if let Some(pos) = pending.iter().position(|p| *p == id) {
+                pending.remove(pos);
+                answered.push(id);
+            } else if answered.contains(&id) {
+                return reject(format!("Duplicate value for 'tool_call_id' of {id} in message[{index}]"));
+            } else {
+                return reject(format!(
+                    "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id', The following tool_call_ids did not have response messages: {id}"
+                ));
+            }
+            return Ok(());
         }
+        self.finish()?;
+        if let Message::Assistant(AssistantMessage { tool_calls: Some(calls), .. }) = msg {
+            self.open = Some((calls.iter().map(|c| c.id.clone()).collect(), Vec::new()));
+        }
+        Ok(())
     }
-    Ok(())
+
+    fn finish(&mut self) -> ConvResult<()> {
+        if let Some((pending, _)) = self.open.take() {
+            if !pending.is_empty() {
+                return reject("An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. (insufficient tool messages following tool_calls message)");
+            }
+        }
+        Ok(())
+    }
 }
 
 const TOOL_WITHOUT_CALLS: &str =

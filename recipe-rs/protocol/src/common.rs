@@ -242,13 +242,31 @@ pub struct Tools {
     pub strict: bool,
 }
 
-pub fn finish_tools(declared: Vec<DeclaredTool>) -> ConvResult<Tools> {
+/// Per tool, in order: names must be unique, and a non-strict tool needs an object schema
+/// (strict tools are checked when they are normalised).
+pub fn check_tools(declared: &[DeclaredTool]) -> ConvResult<()> {
     let mut seen = std::collections::HashSet::new();
-    for t in &declared {
+    for t in declared {
         if !seen.insert(t.name.as_str()) {
             return reject("Tool names must be unique.");
         }
+        if t.strict == Some(true) {
+            let is_object = match &t.parameters {
+                None => true,
+                Some(p) => p.get("type") == Some(&Value::String("object".into())),
+            };
+            if !is_object {
+                return reject("The top level of the function parameters schema must be an object.");
+            }
+        } else {
+            check_parameters(&t.name, &t.parameters)?;
+        }
     }
+    Ok(())
+}
+
+/// Reject strict/non-strict mixing and normalise strict schemas.
+pub fn finish_tools(declared: Vec<DeclaredTool>) -> ConvResult<Tools> {
     let n_strict = declared.iter().filter(|t| t.strict == Some(true)).count();
     if n_strict > 0 && n_strict != declared.len() {
         return reject("Cannot use strict tool with non-strict tool in the same request");
@@ -258,8 +276,9 @@ pub fn finish_tools(declared: Vec<DeclaredTool>) -> ConvResult<Tools> {
     for t in declared {
         let parameters = match (strict, t.parameters) {
             (true, Some(p)) => crate::strict::normalize_strict_schema(p)?,
-            (_, Some(p)) => p,
-            (_, None) => Value::Object(Map::new()),
+            (true, None) => crate::strict::normalize_strict_schema(serde_json::json!({"type": "object", "properties": {}}))?,
+            (false, Some(p)) => p,
+            (false, None) => Value::Object(Map::new()),
         };
         tools.push(ToolDefinition {
             name: t.name,
@@ -282,11 +301,11 @@ pub enum RequestToolChoice {
 
 /// Apply a tool choice: `none` drops all tools, a named tool keeps only that one.
 pub fn apply_tool_choice(
-    tools: Vec<ToolDefinition>,
+    tools: Vec<DeclaredTool>,
     choice: Option<RequestToolChoice>,
     thinking: bool,
     thinking_rejects: bool,
-) -> ConvResult<(Vec<ToolDefinition>, ToolChoice)> {
+) -> ConvResult<(Vec<DeclaredTool>, ToolChoice)> {
     let choice = choice.unwrap_or(RequestToolChoice::Auto);
     if tools.is_empty() {
         let tc = match choice {
@@ -308,19 +327,26 @@ pub fn apply_tool_choice(
             Ok((tools, ToolChoice::Required))
         }
         RequestToolChoice::Named(name) => {
-            if thinking && thinking_rejects {
-                return reject("Thinking mode does not support this tool_choice");
-            }
             let Some(tool) = tools.into_iter().find(|t| t.name == name) else {
                 return reject(format!(
                     "Invalid value for 'tool_call': no function named '{name}' was specified in the 'tools' parameter."
                 ));
             };
+            if thinking && thinking_rejects {
+                return reject("Thinking mode does not support this tool_choice");
+            }
             if thinking {
                 return Ok((vec![tool], ToolChoice::Auto));
             }
             Ok((vec![tool], ToolChoice::Required))
         }
+    }
+}
+
+/// `tool_choice: none` removes the tools before their schemas are looked at.
+pub fn drop_tools_for_none(declared: &mut Vec<DeclaredTool>, choice: &Option<RequestToolChoice>) {
+    if matches!(choice, Some(RequestToolChoice::None)) {
+        declared.clear();
     }
 }
 

@@ -252,10 +252,6 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
     let switch = req.thinking.as_ref().map(|t| !matches!(t.kind, crate::chat::ThinkingType::Disabled));
     let effort = req.output_config.as_ref().and_then(|o| o.effort);
     let (thinking, effort) = common::resolve_thinking(switch, effort, options.default_thinking_mode);
-    if req.messages.is_empty() {
-        return reject("messages: at least one message is required");
-    }
-
     let mut declared = Vec::new();
     for (i, tool) in req.tools.unwrap_or_default().iter().enumerate() {
         let Some(obj) = tool.as_object() else { continue };
@@ -278,19 +274,9 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
             defer_loading: false,
         });
     }
-    for t in &declared {
-        common::check_parameters(&t.name, &t.parameters)?;
+    if req.messages.is_empty() {
+        return reject("messages: at least one message is required");
     }
-    let tools = common::finish_tools(declared)?;
-
-    common::check_temperature(req.temperature)?;
-    common::check_top_p(req.top_p)?;
-    let bound = options.max_tokens_upper_bound(thinking);
-    let max_tokens = match req.max_tokens {
-        Some(0) => return common::check_max_tokens(Some(0), bound).map(|_| unreachable_request()),
-        Some(m) => Some(m.min(bound)),
-        None => None,
-    };
 
     let image_token = options.special_tokens.get(SpecialToken::Image).to_owned();
     let mut messages: Vec<Message> = Vec::new();
@@ -416,6 +402,7 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
         previous_calls = calls_here;
     }
 
+    let mut declared = declared;
     let choice = req.tool_choice.map(|c| match c {
         MessagesToolChoice::Auto => RequestToolChoice::Auto,
         // `any` is accepted but served as `auto`.
@@ -423,7 +410,19 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
         MessagesToolChoice::Tool { name } => RequestToolChoice::Named(name),
         MessagesToolChoice::None => RequestToolChoice::None,
     });
-    let (tool_defs, tool_choice) = common::apply_tool_choice(tools.tools, choice, thinking, false)?;
+    common::drop_tools_for_none(&mut declared, &choice);
+    common::check_tools(&declared)?;
+    let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;
+    let tools = common::finish_tools(declared)?;
+
+    common::check_temperature(req.temperature)?;
+    common::check_top_p(req.top_p)?;
+    let bound = options.max_tokens_upper_bound(thinking);
+    if req.max_tokens == Some(0) {
+        common::check_max_tokens(Some(0), bound)?;
+    }
+    let max_tokens = req.max_tokens.map(|m| m.min(bound));
+
     common::apply_reasoning_policy(&mut messages, thinking, options.reasoning_content_behavior)?;
 
     Ok(common::assemble(
@@ -432,7 +431,7 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
             thinking,
             effort,
             messages,
-            tools: tool_defs,
+            tools: tools.tools,
             tool_choice,
             response_format: ResponseFormat::Text,
             json_constraint: None,
@@ -447,10 +446,6 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
         },
         options,
     ))
-}
-
-fn unreachable_request() -> ConversationRequest {
-    ConversationRequest::new(Default::default(), ModelVersion::DeepseekV41Flash)
 }
 
 fn flush_user(texts: &mut Vec<String>, messages: &mut Vec<Message>, image_token: &str, role: Role) {

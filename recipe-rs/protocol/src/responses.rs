@@ -324,8 +324,8 @@ fn declared_tools(
                     let (full, description) = match version {
                         ModelVersion::DeepseekV41Flash => {
                             let description = match (&ns_desc, str_field(t, "description")) {
-                                (Some(n), d) => Some(format!("{n}\n{}", d.unwrap_or_default())),
-                                (None, d) => d,
+                                (Some(n), d) if !n.is_empty() => Some(format!("{n}\n{}", d.unwrap_or_default())),
+                                (_, d) => d,
                             };
                             (format!("{ns}::{local}"), description)
                         }
@@ -356,7 +356,7 @@ fn declared_tools(
     Ok((out, map))
 }
 
-fn content_parts(content: Content, path: &str, version: ModelVersion) -> ConvResult<Vec<Part>> {
+fn content_parts(content: Content, path: &str, version: ModelVersion, assistant: bool) -> ConvResult<Vec<Part>> {
     let blocks = match content {
         Content::Text(s) => return Ok(vec![Part::Text(s)]),
         Content::Blocks(b) => b,
@@ -366,13 +366,16 @@ fn content_parts(content: Content, path: &str, version: ModelVersion) -> ConvRes
         match block {
             ContentBlock::InputText { text } | ContentBlock::OutputText { text } => parts.push(Part::Text(text)),
             ContentBlock::InputImage { image_url, file_id, detail } => {
+                if assistant && version == ModelVersion::DeepseekV41Flash {
+                    return reject(format!("{path}: Image in assistant message is unsupported"));
+                }
                 let detail = detail.map(ImageDetail::from).unwrap_or_default();
                 match (image_url, file_id) {
                     (Some(url), _) => {
                         let data = match common::image_data_from_url(&url) {
                             Some(d) => d,
                             None if version == ModelVersion::DeepseekV4Pro => recipe_core::ImageData::Url(url),
-                            None => return reject(format!("{path}.content[{j}]: Unsupported image_url format")),
+                            None => return reject(format!("{path}: Unsupported image_url format")),
                         };
                         parts.push(Part::Image(ImagePart { data, detail }));
                     }
@@ -406,21 +409,10 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
     let (thinking, effort) = common::resolve_thinking(None, effort, options.default_thinking_mode);
 
     let (declared, _) = declared_tools(req.tools.as_deref().unwrap_or(&[]), options, version, false)?;
-    for t in &declared {
-        common::check_parameters(&t.name, &t.parameters)?;
-    }
-    let tools = common::finish_tools(declared)?;
-
-    common::check_temperature(req.temperature)?;
-    common::check_top_p(req.top_p)?;
-    common::check_max_tokens(req.max_output_tokens, options.max_tokens_upper_bound(thinking))?;
-    if req.top_logprobs.is_some_and(|t| t > 20) {
-        return reject("Invalid top_logprobs value, the valid range of top_logprobs is [0, 20].");
-    }
 
     let image_token = options.special_tokens.get(SpecialToken::Image).to_owned();
     let mut messages: Vec<Message> = Vec::new();
-    if let Some(instr) = &req.instructions {
+    if let Some(instr) = req.instructions.as_ref().filter(|i| !i.is_empty()) {
         messages.push(Message::System(SystemMessage {
             content: instr.clone(),
             image_sources: Vec::new(),
@@ -447,26 +439,7 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
         }
     }
 
-    let has_format = req.text.as_ref().and_then(|t| t.format.as_ref()).is_some();
-    let (response_format, json_constraint) = match req.text.and_then(|t| t.format) {
-        None | Some(ResponsesTextFormat::Text) => (ResponseFormat::Text, None),
-        Some(ResponsesTextFormat::JsonObject) => (ResponseFormat::JsonObject, None),
-        Some(ResponsesTextFormat::JsonSchema { schema, strict, .. }) => {
-            let constraint = if strict == Some(true) {
-                crate::strict::normalize_strict_schema(schema.clone())?.to_string()
-            } else {
-                schema.to_string()
-            };
-            (ResponseFormat::JsonSchema(schema), Some(constraint))
-        }
-    };
-    if tools.strict && has_format {
-        return reject("response_format should not be used with tools");
-    }
-    if response_format == ResponseFormat::JsonObject && !common::mentions_json(&messages) {
-        return reject("Response input messages must contain the word 'json' in some form to use 'text.format' of type 'json_object'.");
-    }
-
+    let mut declared = declared;
     let choice = match req.tool_choice {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => match s.as_str() {
@@ -486,7 +459,41 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
         },
         Some(_) => None,
     };
-    let (tool_defs, tool_choice) = common::apply_tool_choice(tools.tools, choice, thinking, true)?;
+    common::drop_tools_for_none(&mut declared, &choice);
+    common::check_tools(&declared)?;
+    let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;
+
+    let has_format = matches!(
+        req.text.as_ref().and_then(|t| t.format.as_ref()),
+        Some(ResponsesTextFormat::JsonObject) | Some(ResponsesTextFormat::JsonSchema { .. })
+    );
+    let is_json_object = matches!(req.text.as_ref().and_then(|t| t.format.as_ref()), Some(ResponsesTextFormat::JsonObject));
+    if is_json_object && !common::mentions_json(&messages) {
+        return reject("Response input messages must contain the word 'json' in some form to use 'text.format' of type 'json_object'.");
+    }
+    let tools = common::finish_tools(declared)?;
+    if tools.strict && has_format {
+        return reject("response_format should not be used with tools");
+    }
+    common::check_temperature(req.temperature)?;
+    common::check_top_p(req.top_p)?;
+    if req.top_logprobs.is_some_and(|t| t > 20) {
+        return reject("Invalid top_logprobs value, the valid range of top_logprobs is [0, 20].");
+    }
+    common::check_max_tokens(req.max_output_tokens, options.max_tokens_upper_bound(thinking))?;
+    let (response_format, json_constraint) = match req.text.and_then(|t| t.format) {
+        None | Some(ResponsesTextFormat::Text) => (ResponseFormat::Text, None),
+        Some(ResponsesTextFormat::JsonObject) => (ResponseFormat::JsonObject, None),
+        Some(ResponsesTextFormat::JsonSchema { schema, strict, .. }) => {
+            let constraint = if strict == Some(true) {
+                crate::strict::normalize_strict_schema(schema.clone())?.to_string()
+            } else {
+                schema.to_string()
+            };
+            (ResponseFormat::JsonSchema(schema), Some(constraint))
+        }
+    };
+
 
     common::apply_reasoning_policy(&mut messages, thinking, options.reasoning_content_behavior)?;
 
@@ -496,7 +503,7 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
             thinking,
             effort,
             messages,
-            tools: tool_defs,
+            tools: tools.tools,
             tool_choice,
             response_format,
             json_constraint,
@@ -574,7 +581,7 @@ fn convert_items(
                 if !open_calls.contains(&call_id) {
                     return reject(format!("No tool call found for tool output with call_id {call_id}."));
                 }
-                let parts = content_parts(content, &path, version)?;
+                let parts = content_parts(content, &path, version, false)?;
                 let (text, image_sources) = common::join_parts(parts, version, image_token, &path);
                 outputs.push((
                     call_id.clone(),
@@ -583,7 +590,7 @@ fn convert_items(
             }
             Item::Message(role, content) => {
                 flush_outputs(&mut open_calls, &mut outputs, messages)?;
-                let parts = content_parts(content, &path, version)?;
+                let parts = content_parts(content, &path, version, matches!(role, Role::Assistant))?;
                 let (text, image_sources) = common::join_parts(parts, version, image_token, &path);
                 match role {
                     Role::User => {

@@ -17,8 +17,12 @@ use recipe_protocol::{
 
 const RESOLVE_PAIRS: [(u32, u32); 6] = [(10, 1_000_000), (100, 100), (101, 100), (50, 60), (0, 0), (1000, 200_000)];
 
+/// The recorded cases; `CONVERSION_CASES` may point at another file of the same shape.
 fn fixtures() -> Vec<Value> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/conversion/cases.json");
+    let path = match std::env::var_os("CONVERSION_CASES") {
+        Some(p) => PathBuf::from(p),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/conversion/cases.json"),
+    };
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     serde_json::from_str::<Value>(&text).expect("fixture JSON").as_array().expect("a list").clone()
 }
@@ -199,6 +203,9 @@ fn conversions_match_the_official_package() {
     }
     if !failures.is_empty() {
         let n = failures.len();
+        if let Some(report) = std::env::var_os("CONVERSION_REPORT") {
+            let _ = std::fs::write(report, failures.join("\n"));
+        }
         failures.truncate(25);
         panic!("{n} of {} cases differ:\n{}", cases.len(), failures.join("\n"));
     }
