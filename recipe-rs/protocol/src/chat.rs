@@ -444,9 +444,10 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
     sequence.finish()?;
 
     // Prefix continuation: only as the last message, without tools or json_object.
+    let n_kept = messages.len();
     for (i, m) in messages.iter().enumerate() {
         if let Message::Assistant(a) = m {
-            if a.prefix && i + 1 != n_messages {
+            if a.prefix && i + 1 != n_kept {
                 return reject("Invalid completion message: prefix set true with message which is not final message or message role is not assistant");
             }
         }
@@ -454,11 +455,11 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
     let has_response_format = req.response_format.is_some();
     let is_json_object = matches!(req.response_format, Some(ChatCompletionResponseFormat::JsonObject));
     let is_prefix = matches!(messages.last(), Some(Message::Assistant(a)) if a.prefix);
-    if is_prefix && is_json_object {
-        return reject("response_format json_object should not be used with prefix");
-    }
     if is_json_object && !common::mentions_json(&messages) {
         return reject(common::JSON_WORD_REQUIRED);
+    }
+    if is_prefix && is_json_object {
+        return reject("response_format json_object should not be used with prefix");
     }
 
     let choice = req.tool_choice.map(|c| match c {
@@ -470,13 +471,13 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
     let any_declared = !declared.is_empty();
     common::drop_tools_for_none(&mut declared, &choice);
     common::check_tools(&declared)?;
+    let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;
     if is_prefix {
         let any_calls = messages.iter().any(|m| matches!(m, Message::Assistant(x) if x.tool_calls.is_some()));
         if any_declared || any_calls {
             return reject("Function call should not be used with prefix");
         }
     }
-    let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;
 
     let stop = match req.stop {
         None => Vec::new(),
@@ -506,6 +507,20 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
         return reject("response_format should not be used with tools");
     }
 
+    let (response_format, json_constraint) = match req.response_format {
+        None | Some(ChatCompletionResponseFormat::Text) => (ResponseFormat::Text, None),
+        Some(ChatCompletionResponseFormat::JsonObject) => (ResponseFormat::JsonObject, None),
+        Some(ChatCompletionResponseFormat::JsonSchema { json_schema }) => {
+            let constraint = if json_schema.strict == Some(true) {
+                crate::strict::normalize_response_schema(json_schema.schema.clone())?.to_string()
+            } else {
+                json_schema.schema.to_string()
+            };
+            (ResponseFormat::JsonSchema(json_schema.schema), Some(constraint))
+        }
+        Some(ChatCompletionResponseFormat::Regex { regex }) => (ResponseFormat::Regex(regex), None),
+    };
+
     // Sampling parameters.
     if req.n.is_some_and(|n| n != 1) {
         return reject("Invalid n value (currently only n = 1 is supported)");
@@ -526,19 +541,6 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
         return reject("Invalid seed value, the valid range of seed is [0, 2^63)");
     }
 
-    let (response_format, json_constraint) = match req.response_format {
-        None | Some(ChatCompletionResponseFormat::Text) => (ResponseFormat::Text, None),
-        Some(ChatCompletionResponseFormat::JsonObject) => (ResponseFormat::JsonObject, None),
-        Some(ChatCompletionResponseFormat::JsonSchema { json_schema }) => {
-            let constraint = if json_schema.strict == Some(true) {
-                crate::strict::normalize_strict_schema(json_schema.schema.clone())?.to_string()
-            } else {
-                json_schema.schema.to_string()
-            };
-            (ResponseFormat::JsonSchema(json_schema.schema), Some(constraint))
-        }
-        Some(ChatCompletionResponseFormat::Regex { regex }) => (ResponseFormat::Regex(regex), None),
-    };
 
     common::apply_reasoning_policy(&mut messages, thinking, options.reasoning_content_behavior)?;
 

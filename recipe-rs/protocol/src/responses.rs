@@ -361,6 +361,15 @@ fn content_parts(content: Content, path: &str, version: ModelVersion, assistant:
         Content::Text(s) => return Ok(vec![Part::Text(s)]),
         Content::Blocks(b) => b,
     };
+    if version == ModelVersion::DeepseekV41Flash {
+        for (j, block) in blocks.iter().enumerate() {
+            if let ContentBlock::InputImage { image_url: None, file_id: Some(_), .. } = block {
+                return reject(format!(
+                    "{path}.content[{j}]: file_id is not supported. Pass the image as a base64 data url instead."
+                ));
+            }
+        }
+    }
     let mut parts = Vec::with_capacity(blocks.len());
     for (j, block) in blocks.into_iter().enumerate() {
         match block {
@@ -475,18 +484,12 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
     if tools.strict && has_format {
         return reject("response_format should not be used with tools");
     }
-    common::check_temperature(req.temperature)?;
-    common::check_top_p(req.top_p)?;
-    if req.top_logprobs.is_some_and(|t| t > 20) {
-        return reject("Invalid top_logprobs value, the valid range of top_logprobs is [0, 20].");
-    }
-    common::check_max_tokens(req.max_output_tokens, options.max_tokens_upper_bound(thinking))?;
     let (response_format, json_constraint) = match req.text.and_then(|t| t.format) {
         None | Some(ResponsesTextFormat::Text) => (ResponseFormat::Text, None),
         Some(ResponsesTextFormat::JsonObject) => (ResponseFormat::JsonObject, None),
         Some(ResponsesTextFormat::JsonSchema { schema, strict, .. }) => {
             let constraint = if strict == Some(true) {
-                crate::strict::normalize_strict_schema(schema.clone())?.to_string()
+                crate::strict::normalize_response_schema(schema.clone())?.to_string()
             } else {
                 schema.to_string()
             };
@@ -495,6 +498,12 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
     };
 
 
+    common::check_temperature(req.temperature)?;
+    common::check_top_p(req.top_p)?;
+    if req.top_logprobs.is_some_and(|t| t > 20) {
+        return reject("Invalid top_logprobs value, the valid range of top_logprobs is [0, 20].");
+    }
+    common::check_max_tokens(req.max_output_tokens, options.max_tokens_upper_bound(thinking))?;
     common::apply_reasoning_policy(&mut messages, thinking, options.reasoning_content_behavior)?;
 
     Ok(common::assemble(
@@ -591,6 +600,16 @@ fn convert_items(
             Item::Message(role, content) => {
                 flush_outputs(&mut open_calls, &mut outputs, messages)?;
                 let parts = content_parts(content, &path, version, matches!(role, Role::Assistant))?;
+                if !matches!(role, Role::Assistant) {
+                    if let Some(r) = pending_reasoning.take() {
+                        messages.push(Message::Assistant(AssistantMessage {
+                            content: String::new(),
+                            reasoning_content: Some(r),
+                            tool_calls: None,
+                            prefix: false,
+                        }));
+                    }
+                }
                 let (text, image_sources) = common::join_parts(parts, version, image_token, &path);
                 match role {
                     Role::User => {

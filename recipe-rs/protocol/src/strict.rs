@@ -10,9 +10,24 @@ use serde_json::{Map, Value};
 use crate::error::{reject, ConvResult};
 
 const PREFIX: &str = "Invalid tool parameters schema : ";
+const RESPONSE_PREFIX: &str = "Invalid json schema: ";
+
+thread_local! {
+    /// The message prefix of shape errors: tool parameters and response schemas differ.
+    static ERROR_PREFIX: std::cell::Cell<&'static str> = const { std::cell::Cell::new(PREFIX) };
+}
 
 fn schema_err<T>(msg: impl std::fmt::Display) -> ConvResult<T> {
-    reject(format!("{PREFIX}{msg}"))
+    let prefix = ERROR_PREFIX.with(|p| p.get());
+    reject(format!("{prefix}{msg}"))
+}
+
+/// Normalise a strict response-format schema (any kind of schema at the top level).
+pub fn normalize_response_schema(schema: Value) -> ConvResult<Value> {
+    ERROR_PREFIX.with(|p| p.set(RESPONSE_PREFIX));
+    let out = normalize(&schema, true);
+    ERROR_PREFIX.with(|p| p.set(PREFIX));
+    out
 }
 
 /// How serde describes an unexpected JSON value ("string \"x\"", "integer `5`", "map").
