@@ -331,3 +331,41 @@ if __name__ == "__main__":
                     print(f"  {k}: expected {json.dumps(case['expected'].get(k), ensure_ascii=False)[:600]}")
                     print(f"  {' ' * len(k)}  actual   {json.dumps(actual.get(k), ensure_ascii=False)[:600]}")
     print(f"{bad} of {len(expected)} differ")
+
+
+def _paths(v, prefix=()):
+    yield prefix
+    if isinstance(v, dict):
+        for k, x in v.items():
+            yield from _paths(x, prefix + (k,))
+    elif isinstance(v, list):
+        for i, x in enumerate(v):
+            yield from _paths(x, prefix + (i,))
+
+
+MUTANTS = [None, True, 0, -1, 1.5, "x", "", [], {}, ["x"], {"type": "x"}, 2**40, "function", "text"]
+
+
+def mutate(r, body):
+    """Change one node of `body`: replace it by a value of another type, or delete it."""
+    import copy
+    body = copy.deepcopy(body)
+    paths = [p for p in _paths(body) if p]
+    if not paths:
+        return body
+    path = r.choice(paths)
+    parent = body
+    for k in path[:-1]:
+        parent = parent[k]
+    last = path[-1]
+    if r.random() < 0.25 and isinstance(parent, dict):
+        del parent[last]
+    else:
+        parent[last] = copy.deepcopy(r.choice(MUTANTS))
+    return body
+
+
+def mutated_cases(seed: int, n: int):
+    r = random.Random(seed)
+    base = random_cases(seed + 1000, n)
+    return [dict(c, body=mutate(r, c["body"])) for c in base]

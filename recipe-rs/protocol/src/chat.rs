@@ -469,7 +469,7 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
         ChatToolChoice::Function(n) => RequestToolChoice::Named(n),
     });
     let any_declared = !declared.is_empty();
-    common::drop_tools_for_none(&mut declared, &choice);
+    common::drop_tools_for_none(&mut declared, &choice)?;
     common::check_tools(&declared)?;
     let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;
     if is_prefix {

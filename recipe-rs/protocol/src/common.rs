@@ -215,17 +215,75 @@ pub fn check_tool_name(name: &str, field: &str) -> ConvResult<()> {
 }
 
 /// Validate a function's parameter schema: a JSON Schema whose type is `object`.
-pub fn check_parameters(name: &str, parameters: &Option<Value>) -> ConvResult<()> {
+/// The JSON Schema meta-validation of a parameter schema (a subset of the keywords).
+pub fn meta_check(name: &str, parameters: &Option<Value>) -> ConvResult<()> {
     let Some(p) = parameters else { return Ok(()) };
-    match p {
-        Value::Bool(_) | Value::Object(_) => {}
-        other => {
-            return reject(format!(
-                "Invalid schema for function '{name}': {} is not of types \"boolean\", \"object\"",
-                other
-            ))
+    let msg = meta_error(p, 0);
+    match msg {
+        Some(m) => reject(format!("Invalid schema for function '{name}': {m}")),
+        None => Ok(()),
+    }
+}
+
+const SIMPLE_TYPES: [&str; 7] = ["array", "boolean", "integer", "null", "number", "object", "string"];
+
+fn meta_error(schema: &Value, depth: usize) -> Option<String> {
+    let obj = match schema {
+        Value::Bool(_) => return None,
+        Value::Object(o) => o,
+        other => return Some(format!("{other} is not of types \"boolean\", \"object\"")),
+    };
+    if depth > 64 {
+        return None;
+    }
+    if let Some(t) = obj.get("type") {
+        let ok = match t {
+            Value::String(s) => SIMPLE_TYPES.contains(&s.as_str()),
+            Value::Array(items) => {
+                !items.is_empty()
+                    && items.iter().all(|i| matches!(i, Value::String(s) if SIMPLE_TYPES.contains(&s.as_str())))
+            }
+            _ => false,
+        };
+        if !ok {
+            return Some(format!("{t} is not valid under any of the schemas listed in the 'anyOf' keyword"));
         }
     }
+    if let Some(props) = obj.get("properties") {
+        match props {
+            Value::Object(map) => {
+                for v in map.values() {
+                    if let Some(m) = meta_error(v, depth + 1) {
+                        return Some(m);
+                    }
+                }
+            }
+            other => return Some(format!("{other} is not of type \"object\"")),
+        }
+    }
+    if let Some(items) = obj.get("items") {
+        if let Some(m) = meta_error(items, depth + 1) {
+            return Some(m);
+        }
+    }
+    if let Some(req) = obj.get("required") {
+        match req {
+            Value::Array(list) => {
+                for r in list {
+                    if !r.is_string() {
+                        return Some(format!("{r} is not of type \"string\""));
+                    }
+                }
+            }
+            other => return Some(format!("{other} is not of type \"array\"")),
+        }
+    }
+    None
+}
+
+pub fn check_parameters(name: &str, parameters: &Option<Value>) -> ConvResult<()> {
+    let Some(p) = parameters else { return Ok(()) };
+    meta_check(name, parameters)?;
     let ty = p.get("type").cloned().unwrap_or(Value::Null);
     if ty != Value::String("object".into()) {
         return reject(format!(
@@ -343,11 +401,16 @@ pub fn apply_tool_choice(
     }
 }
 
-/// `tool_choice: none` removes the tools before their schemas are looked at.
-pub fn drop_tools_for_none(declared: &mut Vec<DeclaredTool>, choice: &Option<RequestToolChoice>) {
+/// `tool_choice: none` removes the tools before their schemas are checked for `type: object`
+/// (their schemas still have to be valid JSON Schemas).
+pub fn drop_tools_for_none(declared: &mut Vec<DeclaredTool>, choice: &Option<RequestToolChoice>) -> ConvResult<()> {
     if matches!(choice, Some(RequestToolChoice::None)) {
+        for t in declared.iter() {
+            meta_check(&t.name, &t.parameters)?;
+        }
         declared.clear();
     }
+    Ok(())
 }
 
 /// Whether the text of the messages mentions "json" (any case), as json_object requires.

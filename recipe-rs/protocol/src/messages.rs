@@ -79,8 +79,7 @@ fn de_system<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::
     }
 }
 
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy)]
 pub enum Role {
     User,
     Assistant,
@@ -88,24 +87,35 @@ pub enum Role {
 }
 
 #[derive(Debug, Deserialize)]
-pub struct MessagesMessage {
-    pub role: Role,
-    #[serde(deserialize_with = "de_content")]
-    pub content: Vec<Block>,
+#[serde(tag = "role", content = "content", rename_all = "lowercase", rename = "MessagesMessage")]
+pub enum MessagesMessage {
+    User(#[serde(deserialize_with = "de_content")] Vec<MessagesContentBlock>),
+    Assistant(#[serde(deserialize_with = "de_content")] Vec<MessagesContentBlock>),
+    System(#[serde(deserialize_with = "de_content")] Vec<MessagesContentBlock>),
 }
 
-fn de_content<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Block>, D::Error> {
+impl MessagesMessage {
+    fn split(self) -> (Role, Vec<MessagesContentBlock>) {
+        match self {
+            MessagesMessage::User(c) => (Role::User, c),
+            MessagesMessage::Assistant(c) => (Role::Assistant, c),
+            MessagesMessage::System(c) => (Role::System, c),
+        }
+    }
+}
+
+fn de_content<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<MessagesContentBlock>, D::Error> {
     use serde::de::Error;
     match Value::deserialize(d)? {
-        Value::String(s) => Ok(vec![Block::Text { text: s }]),
+        Value::String(s) => Ok(vec![MessagesContentBlock::Text { text: s }]),
         v @ Value::Array(_) => serde_json::from_value(v).map_err(D::Error::custom),
         _ => Err(D::Error::custom("expected a string or a list")),
     }
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Block {
+#[serde(tag = "type", rename_all = "snake_case", rename = "MessagesContentBlock")]
+pub enum MessagesContentBlock {
     Text { text: String },
     Image { source: Value },
     Document {
@@ -130,16 +140,37 @@ pub enum Block {
 
 impl MessagesRequest {
     pub fn from_value(v: Value) -> Result<Self, RequestError> {
-        crate::body::from_value(v)
+        let req: MessagesRequest = crate::body::from_value(v)?;
+        for tool in req.tools.iter().flatten() {
+            check_tool_shape(tool).map_err(RequestError::Body)?;
+        }
+        Ok(req)
     }
 
     pub fn from_slice(bytes: &[u8]) -> Result<Self, RequestError> {
-        crate::body::from_slice(bytes)
+        Self::from_value(crate::body::parse_json(bytes)?)
     }
 
     pub fn convert(self, options: &ConversionOptions) -> ConvResult<ConversationRequest> {
         convert(self, options)
     }
+}
+
+/// Field types of a declared tool (name required), as the typed request would reject them.
+fn check_tool_shape(tool: &Value) -> Result<(), String> {
+    let Value::Object(obj) = tool else {
+        return Err(format!("invalid type: {}, expected struct MessagesTool", crate::strict::unexpected(tool)));
+    };
+    match obj.get("name") {
+        None => return Err("missing field `name`".to_owned()),
+        Some(Value::String(_)) => {}
+        Some(v) => return Err(format!("field `name`: invalid type: {}, expected a string", crate::strict::unexpected(v))),
+    }
+    match obj.get("description") {
+        None | Some(Value::Null) | Some(Value::String(_)) => {}
+        Some(v) => return Err(format!("field `description`: invalid type: {}, expected a string", crate::strict::unexpected(v))),
+    }
+    Ok(())
 }
 
 /// JSON text with `", "` and `": "` separators and raw non-ASCII characters.
@@ -290,6 +321,8 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
     }
     let mut previous_calls: Vec<String> = Vec::new();
     for (i, m) in req.messages.into_iter().enumerate() {
+        let (role, content) = m.split();
+        let m = Msg { role, content };
         let mut calls_here = Vec::new();
         if matches!(m.role, Role::System) && version == ModelVersion::DeepseekV4Pro {
             // V4 has no mid-conversation system turn: the text becomes a user reminder.
@@ -297,7 +330,7 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
                 .content
                 .into_iter()
                 .filter_map(|b| match b {
-                    Block::Text { text } => Some(text),
+                    MessagesContentBlock::Text { text } => Some(text),
                     _ => None,
                 })
                 .collect();
@@ -315,8 +348,8 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
                 for (j, block) in m.content.into_iter().enumerate() {
                     let path = format!("messages.{i}.content[{j}]");
                     match block {
-                        Block::Text { text } => texts.push(text),
-                        Block::Image { source } => {
+                        MessagesContentBlock::Text { text } => texts.push(text),
+                        MessagesContentBlock::Image { source } => {
                             let validate = version == ModelVersion::DeepseekV41Flash;
                             let data = match image_from_source(&source, validate) {
                                 Ok(d) => d,
@@ -335,7 +368,7 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
                                 }
                             }
                         }
-                        Block::Document { source } => {
+                        MessagesContentBlock::Document { source } => {
                             let mt = source
                                 .as_ref()
                                 .and_then(|s| s.get("media_type"))
@@ -344,7 +377,7 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
                                 .to_owned();
                             texts.push(format!("[Unsupported document type: {mt}]"));
                         }
-                        Block::ToolResult { tool_use_id, content } => {
+                        MessagesContentBlock::ToolResult { tool_use_id, content } => {
                             if !previous_calls.contains(&tool_use_id) {
                                 return reject(format!(
                                     "unexpected `messages.{i}.content.{j}: tool_use_id` found in `tool_result` blocks: {tool_use_id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
@@ -358,12 +391,12 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
                                 image_token: image_token.clone(),
                             }));
                         }
-                        Block::ServerToolUse {} | Block::WebSearchToolResult {} => {
+                        MessagesContentBlock::ServerToolUse {} | MessagesContentBlock::WebSearchToolResult {} => {
                             if options.messages_web_search == WebSearchBehavior::Reject {
                                 return reject(format!("{path}: server tools are not supported"));
                             }
                         }
-                        Block::Thinking { .. } | Block::ToolUse { .. } | Block::ToolAddition {} => {}
+                        MessagesContentBlock::Thinking { .. } | MessagesContentBlock::ToolUse { .. } | MessagesContentBlock::ToolAddition {} => {}
                     }
                     if !texts.is_empty() {
                         flush_user(&mut texts, &mut messages, &image_token, m.role);
@@ -377,13 +410,13 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
                 let mut calls = Vec::new();
                 for (j, block) in m.content.into_iter().enumerate() {
                     match block {
-                        Block::Text { text } => texts.push(text),
-                        Block::Thinking { thinking, .. } => reasoning = Some(thinking),
-                        Block::ToolUse { id, name, input } => {
+                        MessagesContentBlock::Text { text } => texts.push(text),
+                        MessagesContentBlock::Thinking { thinking, .. } => reasoning = Some(thinking),
+                        MessagesContentBlock::ToolUse { id, name, input } => {
                             calls_here.push(id.clone());
                             calls.push(ToolCall { id, name, arguments: spaced_json(&input) });
                         }
-                        Block::ServerToolUse {} | Block::WebSearchToolResult {} => {
+                        MessagesContentBlock::ServerToolUse {} | MessagesContentBlock::WebSearchToolResult {} => {
                             if options.messages_web_search == WebSearchBehavior::Reject {
                                 return reject(format!("messages.{i}.content[{j}]: server tools are not supported"));
                             }
@@ -410,7 +443,7 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
         MessagesToolChoice::Tool { name } => RequestToolChoice::Named(name),
         MessagesToolChoice::None => RequestToolChoice::None,
     });
-    common::drop_tools_for_none(&mut declared, &choice);
+    common::drop_tools_for_none(&mut declared, &choice)?;
     common::check_tools(&declared)?;
     let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;
     let tools = common::finish_tools(declared)?;
@@ -446,6 +479,11 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
         },
         options,
     ))
+}
+
+struct Msg {
+    role: Role,
+    content: Vec<MessagesContentBlock>,
 }
 
 fn flush_user(texts: &mut Vec<String>, messages: &mut Vec<Message>, image_token: &str, role: Role) {

@@ -71,7 +71,6 @@ pub struct ResponsesTextConfig {
 #[serde(tag = "type", rename_all = "snake_case", rename = "ResponsesTextFormat")]
 pub enum ResponsesTextFormat {
     Text,
-    JsonObject,
     JsonSchema {
         name: String,
         schema: Value,
@@ -80,6 +79,7 @@ pub enum ResponsesTextFormat {
         #[serde(default)]
         strict: Option<bool>,
     },
+    JsonObject,
 }
 
 #[derive(Debug)]
@@ -113,8 +113,8 @@ enum Role {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum ContentBlock {
+#[serde(tag = "type", rename_all = "snake_case", rename = "ResponsesContentBlock")]
+enum ResponsesContentBlock {
     InputText {
         text: String,
     },
@@ -135,7 +135,7 @@ enum ContentBlock {
 #[derive(Debug)]
 enum Content {
     Text(String),
-    Blocks(Vec<ContentBlock>),
+    Blocks(Vec<ResponsesContentBlock>),
 }
 
 fn content_of(v: Value) -> Result<Content, String> {
@@ -186,6 +186,9 @@ enum Item {
 
 fn parse_item(item: Value) -> Result<Item, String> {
     let Value::Object(obj) = &item else { return Err("invalid input item".to_owned()) };
+    if let Some(t) = obj.get("type").filter(|t| !t.is_string()) {
+        return Err(format!("invalid type: {}, expected variant identifier", crate::strict::unexpected(t)));
+    }
     let ty = obj.get("type").and_then(Value::as_str).map(str::to_owned);
     match ty.as_deref() {
         None | Some("message") => {
@@ -221,6 +224,9 @@ impl ResponsesRequest {
         let raw_reasoning = v.get("reasoning").filter(|r| !r.is_null()).cloned();
         let raw_text = v.get("text").filter(|r| !r.is_null()).cloned();
         let mut req: ResponsesRequest = crate::body::from_value(v)?;
+        for tool in req.tools.iter().flatten() {
+            check_tool_shape(tool).map_err(RequestError::Body)?;
+        }
         req.raw_reasoning = raw_reasoning;
         req.raw_text = raw_text;
         Ok(req)
@@ -260,6 +266,50 @@ impl ResponsesRequest {
 
 /// The fixed function tool that stands in for the `apply_patch` custom tool (its text differs
 /// slightly between model versions).
+/// Shape errors of a declared tool, as a typed (internally tagged) tool list reports them.
+fn check_tool_shape(tool: &Value) -> Result<(), String> {
+    use crate::strict::unexpected;
+    let Value::Object(obj) = tool else {
+        return Err(format!("invalid type: {}, expected internally tagged enum ResponsesTool", unexpected(tool)));
+    };
+    let ty = match obj.get("type") {
+        None => return Err("missing field `type`".to_owned()),
+        Some(Value::String(s)) => s.as_str(),
+        Some(v) => return Err(format!("invalid type: {}, expected variant identifier", unexpected(v))),
+    };
+    let string_field = |key: &str, required: bool| -> Result<(), String> {
+        match obj.get(key) {
+            None if required => Err(format!("missing field `{key}`")),
+            None | Some(Value::Null) if !required => Ok(()),
+            Some(Value::String(_)) => Ok(()),
+            Some(v) => Err(format!("invalid type: {}, expected a string", unexpected(v))),
+            None => Err(format!("missing field `{key}`")),
+        }
+    };
+    match ty {
+        "function" => {
+            string_field("name", true)?;
+            string_field("description", false)?;
+        }
+        "namespace" => {
+            string_field("name", true)?;
+            string_field("description", false)?;
+            match obj.get("tools") {
+                None => return Err("missing field `tools`".to_owned()),
+                Some(Value::Array(items)) => {
+                    for t in items {
+                        check_tool_shape(t)?;
+                    }
+                }
+                Some(v) => return Err(format!("invalid type: {}, expected a sequence", unexpected(v))),
+            }
+        }
+        "custom" => string_field("name", true)?,
+        _ => {}
+    }
+    Ok(())
+}
+
 fn apply_patch_tool(version: ModelVersion) -> DeclaredTool {
     let text = match version {
         ModelVersion::DeepseekV4Pro => include_str!("../data/apply_patch_tool_v4.json"),
@@ -363,7 +413,7 @@ fn content_parts(content: Content, path: &str, version: ModelVersion, assistant:
     };
     if version == ModelVersion::DeepseekV41Flash {
         for (j, block) in blocks.iter().enumerate() {
-            if let ContentBlock::InputImage { image_url: None, file_id: Some(_), .. } = block {
+            if let ResponsesContentBlock::InputImage { image_url: None, file_id: Some(_), .. } = block {
                 return reject(format!(
                     "{path}.content[{j}]: file_id is not supported. Pass the image as a base64 data url instead."
                 ));
@@ -373,8 +423,8 @@ fn content_parts(content: Content, path: &str, version: ModelVersion, assistant:
     let mut parts = Vec::with_capacity(blocks.len());
     for (j, block) in blocks.into_iter().enumerate() {
         match block {
-            ContentBlock::InputText { text } | ContentBlock::OutputText { text } => parts.push(Part::Text(text)),
-            ContentBlock::InputImage { image_url, file_id, detail } => {
+            ResponsesContentBlock::InputText { text } | ResponsesContentBlock::OutputText { text } => parts.push(Part::Text(text)),
+            ResponsesContentBlock::InputImage { image_url, file_id, detail } => {
                 if assistant && version == ModelVersion::DeepseekV41Flash {
                     return reject(format!("{path}: Image in assistant message is unsupported"));
                 }
@@ -406,7 +456,7 @@ fn content_parts(content: Content, path: &str, version: ModelVersion, assistant:
                     }
                 }
             }
-            ContentBlock::InputFile {} => parts.push(Part::Text("[Unsupported Document]".to_owned())),
+            ResponsesContentBlock::InputFile {} => parts.push(Part::Text("[Unsupported Document]".to_owned())),
         }
     }
     Ok(parts)
@@ -468,7 +518,7 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
         },
         Some(_) => None,
     };
-    common::drop_tools_for_none(&mut declared, &choice);
+    common::drop_tools_for_none(&mut declared, &choice)?;
     common::check_tools(&declared)?;
     let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;
 

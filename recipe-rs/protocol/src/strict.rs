@@ -25,7 +25,7 @@ fn schema_err<T>(msg: impl std::fmt::Display) -> ConvResult<T> {
 /// Normalise a strict response-format schema (any kind of schema at the top level).
 pub fn normalize_response_schema(schema: Value) -> ConvResult<Value> {
     ERROR_PREFIX.with(|p| p.set(RESPONSE_PREFIX));
-    let out = normalize(&schema, true);
+    let out = normalize(&schema, false);
     ERROR_PREFIX.with(|p| p.set(PREFIX));
     out
 }
@@ -213,7 +213,12 @@ fn normalize_object(obj: &Map<String, Value>, out: &mut Map<String, Value>, root
             }
             Map::new()
         }
-        Some(Value::Object(p)) => p.clone(),
+        Some(Value::Object(p)) => {
+            if p.is_empty() && !root {
+                return reject("An object with no properties is not allowed.");
+            }
+            p.clone()
+        }
         Some(v) => return invalid_type(v, "a map"),
     };
     match obj.get("additionalProperties") {

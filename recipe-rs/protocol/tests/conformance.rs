@@ -194,12 +194,19 @@ fn conversions_match_the_official_package() {
     let cases = fixtures();
     assert!(cases.len() >= 200, "expected at least 200 fixture cases");
     let mut failures = Vec::new();
+    let mut actuals = Vec::new();
     for case in &cases {
         let expected = &case["expected"];
         let actual = run_case(case);
+        if std::env::var_os("CONVERSION_ACTUAL").is_some() {
+            actuals.push(json!({"id": case["id"], "actual": actual}));
+        }
         if &actual != expected {
             failures.push(format!("{} ({}):\n{}", case["id"], case["format"], diff(expected, &actual)));
         }
+    }
+    if let Some(path) = std::env::var_os("CONVERSION_ACTUAL") {
+        let _ = std::fs::write(path, Value::Array(actuals).to_string());
     }
     if !failures.is_empty() {
         let n = failures.len();
