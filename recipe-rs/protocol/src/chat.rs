@@ -36,7 +36,7 @@ pub struct ChatCompletionRequest {
     #[serde(default)]
     pub logprobs: Option<bool>,
     #[serde(default)]
-    pub top_logprobs: Option<u32>,
+    pub top_logprobs: Option<u8>,
     #[serde(default)]
     pub stream: Option<bool>,
     #[serde(default)]
@@ -469,6 +469,16 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
         ChatToolChoice::Function(n) => RequestToolChoice::Named(n),
     });
     let any_declared = !declared.is_empty();
+    let all_declared: Vec<DeclaredTool> = declared
+        .iter()
+        .map(|t| DeclaredTool {
+            name: t.name.clone(),
+            description: None,
+            parameters: t.parameters.clone(),
+            strict: t.strict,
+            defer_loading: false,
+        })
+        .collect();
     common::drop_tools_for_none(&mut declared, &choice)?;
     common::check_tools(&declared)?;
     let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;
@@ -502,6 +512,7 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
         return reject("stream_options should be set along with stream = true");
     }
 
+    common::meta_check_all_top(&all_declared)?;
     let tools = common::finish_tools(declared)?;
     if tools.strict && has_response_format {
         return reject("response_format should not be used with tools");
@@ -558,7 +569,7 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
             temperature: req.temperature,
             top_p: req.top_p,
             logprobs,
-            top_logprobs: req.top_logprobs,
+            top_logprobs: req.top_logprobs.map(u32::from),
             seed: req.seed,
             stop,
             stream,

@@ -219,6 +219,17 @@ pub fn check_tool_name(name: &str, field: &str) -> ConvResult<()> {
 pub fn meta_check(name: &str, parameters: &Option<Value>) -> ConvResult<()> {
     let Some(p) = parameters else { return Ok(()) };
     let msg = meta_error(p, 0);
+    meta_result(name, msg)
+}
+
+/// Only the top level of the schema (no nested property schemas).
+pub fn meta_check_top(name: &str, parameters: &Option<Value>) -> ConvResult<()> {
+    let Some(p) = parameters else { return Ok(()) };
+    let msg = meta_error(p, 64);
+    meta_result(name, msg)
+}
+
+fn meta_result(name: &str, msg: Option<String>) -> ConvResult<()> {
     match msg {
         Some(m) => reject(format!("Invalid schema for function '{name}': {m}")),
         None => Ok(()),
@@ -252,9 +263,11 @@ fn meta_error(schema: &Value, depth: usize) -> Option<String> {
     if let Some(props) = obj.get("properties") {
         match props {
             Value::Object(map) => {
-                for v in map.values() {
-                    if let Some(m) = meta_error(v, depth + 1) {
-                        return Some(m);
+                if depth < 64 {
+                    for v in map.values() {
+                        if let Some(m) = meta_error(v, depth + 1) {
+                            return Some(m);
+                        }
                     }
                 }
             }
@@ -262,8 +275,10 @@ fn meta_error(schema: &Value, depth: usize) -> Option<String> {
         }
     }
     if let Some(items) = obj.get("items") {
-        if let Some(m) = meta_error(items, depth + 1) {
-            return Some(m);
+        if depth < 64 {
+            if let Some(m) = meta_error(items, depth + 1) {
+                return Some(m);
+            }
         }
     }
     if let Some(req) = obj.get("required") {
@@ -298,6 +313,22 @@ pub struct Tools {
     pub tools: Vec<ToolDefinition>,
     /// Whether every tool is strict (and there is at least one).
     pub strict: bool,
+}
+
+/// JSON Schema meta-validation of every tool's parameters.
+pub fn meta_check_all(declared: &[DeclaredTool]) -> ConvResult<()> {
+    for t in declared {
+        meta_check(&t.name, &t.parameters)?;
+    }
+    Ok(())
+}
+
+/// Top-level meta-validation of every tool's parameters.
+pub fn meta_check_all_top(declared: &[DeclaredTool]) -> ConvResult<()> {
+    for t in declared {
+        meta_check_top(&t.name, &t.parameters)?;
+    }
+    Ok(())
 }
 
 /// Per tool, in order: names must be unique, and a non-strict tool needs an object schema
@@ -405,9 +436,6 @@ pub fn apply_tool_choice(
 /// (their schemas still have to be valid JSON Schemas).
 pub fn drop_tools_for_none(declared: &mut Vec<DeclaredTool>, choice: &Option<RequestToolChoice>) -> ConvResult<()> {
     if matches!(choice, Some(RequestToolChoice::None)) {
-        for t in declared.iter() {
-            meta_check(&t.name, &t.parameters)?;
-        }
         declared.clear();
     }
     Ok(())

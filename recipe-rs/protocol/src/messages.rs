@@ -443,6 +443,7 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
         MessagesToolChoice::Tool { name } => RequestToolChoice::Named(name),
         MessagesToolChoice::None => RequestToolChoice::None,
     });
+    common::meta_check_all(&declared)?;
     common::drop_tools_for_none(&mut declared, &choice)?;
     common::check_tools(&declared)?;
     let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;

@@ -33,7 +33,7 @@ pub struct ResponsesRequest {
     #[serde(default)]
     pub top_p: Option<f32>,
     #[serde(default)]
-    pub top_logprobs: Option<u32>,
+    pub top_logprobs: Option<u8>,
     #[serde(default)]
     pub reasoning: Option<ResponsesReasoningConfig>,
     #[serde(default)]
@@ -166,14 +166,14 @@ struct FunctionCallOutputItem {
 }
 
 #[derive(Debug, Deserialize)]
-struct ReasoningText {
+struct ResponsesReasoningContent {
     text: String,
 }
 
 #[derive(Debug, Deserialize)]
 struct ReasoningItem {
     #[serde(default)]
-    content: Option<Vec<ReasoningText>>,
+    content: Option<Vec<ResponsesReasoningContent>>,
 }
 
 enum Item {
@@ -518,6 +518,7 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
         },
         Some(_) => None,
     };
+    common::meta_check_all(&declared)?;
     common::drop_tools_for_none(&mut declared, &choice)?;
     common::check_tools(&declared)?;
     let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;
@@ -570,7 +571,7 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
             temperature: req.temperature,
             top_p: req.top_p,
             logprobs: req.top_logprobs.is_some(),
-            top_logprobs: req.top_logprobs,
+            top_logprobs: req.top_logprobs.map(u32::from),
             seed: None,
             stop: Vec::new(),
             stream: req.stream.unwrap_or(false),

@@ -96,7 +96,7 @@ fn check_type_name(v: &Value) -> ConvResult<&str> {
                 variant_list(&TYPES)
             )),
         },
-        other => invalid_type(other, "a string"),
+        other => schema_err(format!("invalid type: {}, expected variant identifier", unexpected(other))),
     }
 }
 
