@@ -5,6 +5,9 @@ side venv (see `official_venv.py`):
 
     python tests/conformance/generate_conversion.py
 
+Curated cases (every rule and error message we know of) are followed by deterministic random
+requests from `conversion_random.py`.
+
 Writes `tests/conformance/conversion/cases.json`: one entry per request with the request,
 the options and the official outcome (conversation, inference/parsing options, resolved
 max_tokens, Responses echo and namespace map, or the error class / status / body).
@@ -278,9 +281,14 @@ def messages_cases():
     return cases
 
 
+RANDOM_SEED, RANDOM_COUNT = 1, 600
+
+
 def main() -> int:
-    cases = chat_cases() + responses_cases() + messages_cases()
     sys.path.insert(0, str(HERE))
+    from conversion_random import random_cases  # noqa: E402
+
+    cases = chat_cases() + responses_cases() + messages_cases() + random_cases(RANDOM_SEED, RANDOM_COUNT)
     from official_venv import run_in_official  # noqa: E402
 
     OUT.parent.mkdir(parents=True, exist_ok=True)
