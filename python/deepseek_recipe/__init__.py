@@ -5,6 +5,14 @@ extension module; this package only re-exports it.
 """
 
 from ._native import (
+    ModelVersion,
+    Tokenizer,
+    SpecialTokens,
+    SpecialToken,
+    IMAGE_SPECIAL_TOKEN_ID,
+    RenderedPrompt,
+    DeepseekV4Encoding,
+    DeepseekV41Encoding,
     AssistantMessage,
     BytesImageSource,
     Conversation,
@@ -29,11 +37,18 @@ from ._native import (
     WebSearchBehavior,
     MessagesRequest,
     ResponsesRequest,
-    ModelVersion,
     __version__,
 )
 
 __all__ = [
+    "ModelVersion",
+    "Tokenizer",
+    "SpecialTokens",
+    "SpecialToken",
+    "IMAGE_SPECIAL_TOKEN_ID",
+    "RenderedPrompt",
+    "DeepseekV4Encoding",
+    "DeepseekV41Encoding",
     "AssistantMessage",
     "BytesImageSource",
     "Conversation",
@@ -58,6 +73,5 @@ __all__ = [
     "WebSearchBehavior",
     "MessagesRequest",
     "ResponsesRequest",
-    "ModelVersion",
     "__version__",
 ]

@@ -7,6 +7,7 @@
 use pyo3::prelude::*;
 
 pub mod conversation;
+pub mod encoding;
 pub mod protocol;
 mod vocabulary;
 
@@ -15,6 +16,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     vocabulary::register(m)?;
     conversation::register(m)?;
+    encoding::register(m)?;
     protocol::register(m)?;
     Ok(())
 }
