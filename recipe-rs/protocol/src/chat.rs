@@ -255,6 +255,9 @@ fn de_tool_choice<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ChatToolChoi
             _ => Err(D::Error::custom("expected one of `none`, `auto`, `required` or a tool")),
         },
         Value::Object(mut o) => {
+            if !o.get("type").is_some_and(Value::is_string) {
+                return Err(D::Error::custom("expected one of `none`, `auto`, `required` or a tool"));
+            }
             let ty = o.remove("type").unwrap_or(Value::Null);
             serde_json::from_value::<FunctionType>(ty)
                 .map_err(|e| D::Error::custom(format!("field `type`: {e}")))?;
@@ -366,13 +369,15 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
     for (i, tool) in req.tools.unwrap_or_default().into_iter().enumerate() {
         let f = tool.function;
         common::check_tool_name(&f.name, &format!("tools[{i}].function.name"))?;
-        declared.push(DeclaredTool {
+        let mut tool = DeclaredTool {
             name: f.name,
             description: f.description,
             parameters: f.parameters,
             strict: f.strict,
             defer_loading: false,
-        });
+        };
+        common::declare_strict(&mut tool)?;
+        declared.push(tool);
     }
     if req.messages.is_empty() {
         return reject("Empty input messages");

@@ -331,6 +331,19 @@ pub fn meta_check_all_top(declared: &[DeclaredTool]) -> ConvResult<()> {
     Ok(())
 }
 
+/// A strict tool's schema is validated and normalised as soon as the tool is read.
+pub fn declare_strict(tool: &mut DeclaredTool) -> ConvResult<()> {
+    if tool.strict == Some(true) {
+        if crate::strict::non_object_top_level(tool.parameters.as_ref()) {
+            // Reported later, when the tool list is finished (and only if the tool is kept).
+            return Ok(());
+        }
+        let schema = tool.parameters.take().unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}}));
+        tool.parameters = Some(crate::strict::normalize_strict_schema(schema)?);
+    }
+    Ok(())
+}
+
 /// Per tool, in order: names must be unique, and a non-strict tool needs an object schema
 /// (strict tools are checked when they are normalised).
 pub fn check_tools(declared: &[DeclaredTool]) -> ConvResult<()> {
@@ -339,16 +352,10 @@ pub fn check_tools(declared: &[DeclaredTool]) -> ConvResult<()> {
         if !seen.insert(t.name.as_str()) {
             return reject("Tool names must be unique.");
         }
-        if t.strict == Some(true) {
-            let is_object = match &t.parameters {
-                None => true,
-                Some(p) => p.get("type") == Some(&Value::String("object".into())),
-            };
-            if !is_object {
-                return reject("The top level of the function parameters schema must be an object.");
-            }
-        } else {
+        if t.strict != Some(true) {
             check_parameters(&t.name, &t.parameters)?;
+        } else if crate::strict::non_object_top_level(t.parameters.as_ref()) {
+            return reject("The top level of the function parameters schema must be an object.");
         }
     }
     Ok(())
@@ -363,12 +370,11 @@ pub fn finish_tools(declared: Vec<DeclaredTool>) -> ConvResult<Tools> {
     let strict = n_strict > 0;
     let mut tools = Vec::with_capacity(declared.len());
     for t in declared {
-        let parameters = match (strict, t.parameters) {
-            (true, Some(p)) => crate::strict::normalize_strict_schema(p)?,
-            (true, None) => crate::strict::normalize_strict_schema(serde_json::json!({"type": "object", "properties": {}}))?,
-            (false, Some(p)) => p,
-            (false, None) => Value::Object(Map::new()),
-        };
+        // Strict schemas were normalised when the tool was declared (`declare_strict`).
+        if strict && crate::strict::non_object_top_level(t.parameters.as_ref()) {
+            return reject("The top level of the function parameters schema must be an object.");
+        }
+        let parameters = t.parameters.unwrap_or_else(|| Value::Object(Map::new()));
         tools.push(ToolDefinition {
             name: t.name,
             description: t.description,

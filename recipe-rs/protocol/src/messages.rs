@@ -159,7 +159,7 @@ impl MessagesRequest {
 /// Field types of a declared tool (name required), as the typed request would reject them.
 fn check_tool_shape(tool: &Value) -> Result<(), String> {
     let Value::Object(obj) = tool else {
-        return Err(format!("invalid type: {}, expected struct MessagesTool", crate::strict::unexpected(tool)));
+        return Err("missing field `name`".to_owned());
     };
     match obj.get("name") {
         None => return Err("missing field `name`".to_owned()),
@@ -297,13 +297,15 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
         }
         let name = obj.get("name").and_then(Value::as_str).unwrap_or("").to_owned();
         common::check_tool_name(&name, &format!("tools[{i}].name"))?;
-        declared.push(DeclaredTool {
+        let mut tool = DeclaredTool {
             name,
             description: obj.get("description").and_then(Value::as_str).map(str::to_owned),
             parameters: obj.get("input_schema").filter(|p| !p.is_null()).cloned(),
             strict: obj.get("strict").and_then(Value::as_bool),
             defer_loading: false,
-        });
+        };
+        common::declare_strict(&mut tool)?;
+        declared.push(tool);
     }
     if req.messages.is_empty() {
         return reject("messages: at least one message is required");

@@ -227,6 +227,9 @@ impl ResponsesRequest {
         for tool in req.tools.iter().flatten() {
             check_tool_shape(tool).map_err(RequestError::Body)?;
         }
+        if let Some(choice) = &req.tool_choice {
+            check_tool_choice_shape(choice).map_err(RequestError::Body)?;
+        }
         req.raw_reasoning = raw_reasoning;
         req.raw_text = raw_text;
         Ok(req)
@@ -270,7 +273,7 @@ impl ResponsesRequest {
 fn check_tool_shape(tool: &Value) -> Result<(), String> {
     use crate::strict::unexpected;
     let Value::Object(obj) = tool else {
-        return Err(format!("invalid type: {}, expected internally tagged enum ResponsesTool", unexpected(tool)));
+        return Err("missing field `type`".to_owned());
     };
     let ty = match obj.get("type") {
         None => return Err("missing field `type`".to_owned()),
@@ -298,6 +301,16 @@ fn check_tool_shape(tool: &Value) -> Result<(), String> {
                 None => return Err("missing field `tools`".to_owned()),
                 Some(Value::Array(items)) => {
                     for t in items {
+                        match t.get("type") {
+                            Some(Value::String(k)) if k == "function" || k == "custom" => {}
+                            Some(Value::String(k)) => {
+                                return Err(format!("unknown variant `{k}`, expected `function` or `custom`"))
+                            }
+                            None => return Err("missing field `type`".to_owned()),
+                            Some(v) => {
+                                return Err(format!("invalid type: {}, expected variant identifier", unexpected(v)))
+                            }
+                        }
                         check_tool_shape(t)?;
                     }
                 }
@@ -308,6 +321,22 @@ fn check_tool_shape(tool: &Value) -> Result<(), String> {
         _ => {}
     }
     Ok(())
+}
+
+fn check_tool_choice_shape(choice: &Value) -> Result<(), String> {
+    const GENERIC: &str = "expected one of `none`, `auto`, `required` or a tool choice object";
+    match choice {
+        Value::Null => Ok(()),
+        Value::String(s) if ["none", "auto", "required"].contains(&s.as_str()) => Ok(()),
+        Value::Object(o) => match o.get("type") {
+            Some(Value::String(t)) if ["function", "web_search", "web_search_2025_08_26", "custom"].contains(&t.as_str()) => Ok(()),
+            Some(Value::String(t)) => Err(format!(
+                "unknown variant `{t}`, expected one of `function`, `web_search`, `web_search_2025_08_26`, `custom`"
+            )),
+            _ => Err(GENERIC.to_owned()),
+        },
+        _ => Err(GENERIC.to_owned()),
+    }
 }
 
 fn apply_patch_tool(version: ModelVersion) -> DeclaredTool {
@@ -357,7 +386,11 @@ fn declared_tools(
             "function" => {
                 let name = str_field(obj, "name").unwrap_or_default();
                 common::check_tool_name(&name, &format!("tools[{i}].name"))?;
-                out.push(function_tool(obj, name, str_field(obj, "description")));
+                let mut tool = function_tool(obj, name, str_field(obj, "description"));
+                if !names_only {
+                    common::declare_strict(&mut tool)?;
+                }
+                out.push(tool);
             }
             "namespace" => {
                 let ns = str_field(obj, "name").unwrap_or_default();
@@ -382,7 +415,11 @@ fn declared_tools(
                         ModelVersion::DeepseekV4Pro => (format!("{ns}__{local}"), str_field(t, "description")),
                     };
                     map.insert(full.clone(), (ns.clone(), local));
-                    out.push(function_tool(t, full, description));
+                    let mut tool = function_tool(t, full, description);
+                    if !names_only {
+                        common::declare_strict(&mut tool)?;
+                    }
+                    out.push(tool);
                 }
             }
             "custom" => {

@@ -100,11 +100,24 @@ fn check_type_name(v: &Value) -> ConvResult<&str> {
     }
 }
 
+/// Whether a schema's top level names a known type other than `object`.
+pub fn non_object_top_level(schema: Option<&Value>) -> bool {
+    match schema.and_then(|s| s.get("type")) {
+        Some(Value::String(t)) => t != "object" && TYPES.contains(&t.as_str()),
+        _ => false,
+    }
+}
+
 /// Normalise the parameters of a strict tool (or a strict response schema).
 pub fn normalize_strict_schema(schema: Value) -> ConvResult<Value> {
-    match &schema {
-        Value::Object(o) if o.get("type") == Some(&Value::String("object".into())) => {}
-        _ => return reject("The top level of the function parameters schema must be an object."),
+    // A recognised type other than `object` at the top is rejected as such; anything else gets
+    // the shape errors of the schema parser.
+    if let Value::Object(o) = &schema {
+        if let Some(Value::String(t)) = o.get("type") {
+            if t != "object" && TYPES.contains(&t.as_str()) {
+                return reject("The top level of the function parameters schema must be an object.");
+            }
+        }
     }
     normalize(&schema, true)
 }
