@@ -369,14 +369,13 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
     for (i, tool) in req.tools.unwrap_or_default().into_iter().enumerate() {
         let f = tool.function;
         common::check_tool_name(&f.name, &format!("tools[{i}].function.name"))?;
-        let mut tool = DeclaredTool {
+        let tool = DeclaredTool {
             name: f.name,
             description: f.description,
             parameters: f.parameters,
             strict: f.strict,
             defer_loading: false,
         };
-        common::declare_strict(&mut tool)?;
         declared.push(tool);
     }
     if req.messages.is_empty() {
@@ -463,9 +462,6 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
     if is_json_object && !common::mentions_json(&messages) {
         return reject(common::JSON_WORD_REQUIRED);
     }
-    if is_prefix && is_json_object {
-        return reject("response_format json_object should not be used with prefix");
-    }
 
     let choice = req.tool_choice.map(|c| match c {
         ChatToolChoice::None => RequestToolChoice::None,
@@ -485,7 +481,10 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
         })
         .collect();
     common::drop_tools_for_none(&mut declared, &choice)?;
-    common::check_tools(&declared)?;
+    common::check_tools(&mut declared)?;
+    if is_prefix && is_json_object {
+        return reject("response_format json_object should not be used with prefix");
+    }
     let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;
     if is_prefix {
         let any_calls = messages.iter().any(|m| matches!(m, Message::Assistant(x) if x.tool_calls.is_some()));

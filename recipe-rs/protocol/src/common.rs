@@ -346,16 +346,18 @@ pub fn declare_strict(tool: &mut DeclaredTool) -> ConvResult<()> {
 
 /// Per tool, in order: names must be unique, and a non-strict tool needs an object schema
 /// (strict tools are checked when they are normalised).
-pub fn check_tools(declared: &[DeclaredTool]) -> ConvResult<()> {
+pub fn check_tools(declared: &mut [DeclaredTool]) -> ConvResult<()> {
     let mut seen = std::collections::HashSet::new();
-    for t in declared {
-        if !seen.insert(t.name.as_str()) {
+    for t in declared.iter_mut() {
+        if !seen.insert(t.name.clone()) {
             return reject("Tool names must be unique.");
         }
         if t.strict != Some(true) {
             check_parameters(&t.name, &t.parameters)?;
         } else if crate::strict::non_object_top_level(t.parameters.as_ref()) {
             return reject("The top level of the function parameters schema must be an object.");
+        } else {
+            declare_strict(t)?;
         }
     }
     Ok(())

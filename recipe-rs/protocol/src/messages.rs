@@ -297,14 +297,13 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
         }
         let name = obj.get("name").and_then(Value::as_str).unwrap_or("").to_owned();
         common::check_tool_name(&name, &format!("tools[{i}].name"))?;
-        let mut tool = DeclaredTool {
+        let tool = DeclaredTool {
             name,
             description: obj.get("description").and_then(Value::as_str).map(str::to_owned),
             parameters: obj.get("input_schema").filter(|p| !p.is_null()).cloned(),
             strict: obj.get("strict").and_then(Value::as_bool),
             defer_loading: false,
         };
-        common::declare_strict(&mut tool)?;
         declared.push(tool);
     }
     if req.messages.is_empty() {
@@ -447,7 +446,7 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
     });
     common::meta_check_all(&declared)?;
     common::drop_tools_for_none(&mut declared, &choice)?;
-    common::check_tools(&declared)?;
+    common::check_tools(&mut declared)?;
     let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;
     let tools = common::finish_tools(declared)?;
 

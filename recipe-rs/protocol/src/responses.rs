@@ -273,7 +273,7 @@ impl ResponsesRequest {
 fn check_tool_shape(tool: &Value) -> Result<(), String> {
     use crate::strict::unexpected;
     let Value::Object(obj) = tool else {
-        return Err("missing field `type`".to_owned());
+        return Err(format!("invalid type: {}, expected internally tagged enum ResponsesTool", unexpected(tool)));
     };
     let ty = match obj.get("type") {
         None => return Err("missing field `type`".to_owned()),
@@ -386,10 +386,9 @@ fn declared_tools(
             "function" => {
                 let name = str_field(obj, "name").unwrap_or_default();
                 common::check_tool_name(&name, &format!("tools[{i}].name"))?;
-                let mut tool = function_tool(obj, name, str_field(obj, "description"));
+                let tool = function_tool(obj, name, str_field(obj, "description"));
                 if !names_only {
-                    common::declare_strict(&mut tool)?;
-                }
+                            }
                 out.push(tool);
             }
             "namespace" => {
@@ -415,10 +414,9 @@ fn declared_tools(
                         ModelVersion::DeepseekV4Pro => (format!("{ns}__{local}"), str_field(t, "description")),
                     };
                     map.insert(full.clone(), (ns.clone(), local));
-                    let mut tool = function_tool(t, full, description);
+                    let tool = function_tool(t, full, description);
                     if !names_only {
-                        common::declare_strict(&mut tool)?;
-                    }
+                                    }
                     out.push(tool);
                 }
             }
@@ -557,7 +555,7 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
     };
     common::meta_check_all(&declared)?;
     common::drop_tools_for_none(&mut declared, &choice)?;
-    common::check_tools(&declared)?;
+    common::check_tools(&mut declared)?;
     let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;
 
     let has_format = matches!(
