@@ -38,6 +38,15 @@ pub struct MessagesRequest {
     pub tools: Option<Vec<Value>>,
     #[serde(default)]
     pub tool_choice: Option<MessagesToolChoice>,
+    #[serde(default)]
+    pub metadata: Option<MessagesMetadata>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename = "MessagesMetadata")]
+pub struct MessagesMetadata {
+    #[serde(default)]
+    pub user_id: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -66,14 +75,15 @@ pub enum MessagesToolChoice {
 fn de_system<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
     use serde::de::Error;
     #[derive(Deserialize)]
-    struct TextBlock {
-        text: String,
+    #[serde(tag = "type", rename_all = "snake_case")]
+    enum MessagesSystemBlock {
+        Text { text: String },
     }
     match Value::deserialize(d)? {
         Value::Null => Ok(None),
         Value::String(s) => Ok(Some(vec![s])),
-        v @ Value::Array(_) => serde_json::from_value::<Vec<TextBlock>>(v)
-            .map(|b| Some(b.into_iter().map(|t| t.text).collect()))
+        v @ Value::Array(_) => serde_json::from_value::<Vec<MessagesSystemBlock>>(v)
+            .map(|b| Some(b.into_iter().map(|MessagesSystemBlock::Text { text }| text).collect()))
             .map_err(D::Error::custom),
         _ => Err(D::Error::custom("expected a string or a list")),
     }
@@ -118,10 +128,7 @@ fn de_content<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<MessagesContentBloc
 pub enum MessagesContentBlock {
     Text { text: String },
     Image { source: Value },
-    Document {
-        #[serde(default)]
-        source: Option<Value>,
-    },
+    Document { source: MessagesDocumentSource },
     Thinking {
         thinking: String,
         #[serde(default)]
@@ -131,8 +138,8 @@ pub enum MessagesContentBlock {
     ToolUse { id: String, name: String, input: Value },
     ToolResult {
         tool_use_id: String,
-        #[serde(default)]
-        content: Option<Value>,
+        #[serde(default, deserialize_with = "de_tool_result_content")]
+        content: Option<Vec<MessagesToolResultBlock>>,
     },
     WebSearchToolResult {},
     ToolAddition {},
@@ -265,17 +272,42 @@ fn image_from_source(source: &Value, validate: bool) -> Result<Option<ImageData>
     }
 }
 
-fn tool_result_text(content: Option<Value>) -> String {
-    match content {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s,
-        Some(Value::Array(blocks)) => blocks
-            .iter()
-            .filter_map(|b| b.get("text").and_then(Value::as_str).map(str::to_owned))
-            .collect::<Vec<_>>()
-            .join("\n\n"),
-        Some(other) => other.to_string(),
+#[derive(Debug, Deserialize)]
+#[serde(rename = "MessagesDocumentSource")]
+pub struct MessagesDocumentSource {
+    #[serde(default)]
+    pub media_type: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum MessagesToolResultBlock {
+    Text { text: String },
+    Image { source: Value },
+    Document { source: MessagesDocumentSource },
+    ToolReference {},
+}
+
+fn de_tool_result_content<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<MessagesToolResultBlock>>, D::Error> {
+    use serde::de::Error;
+    match Value::deserialize(d)? {
+        Value::Null => Ok(None),
+        Value::String(s) => Ok(Some(vec![MessagesToolResultBlock::Text { text: s }])),
+        v @ Value::Array(_) => serde_json::from_value(v).map(Some).map_err(D::Error::custom),
+        _ => Err(D::Error::custom("expected a string or a list")),
     }
+}
+
+fn tool_result_text(content: Option<Vec<MessagesToolResultBlock>>) -> String {
+    content
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|b| match b {
+            MessagesToolResultBlock::Text { text } => Some(text),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n\n")
 }
 
 fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<ConversationRequest> {
@@ -300,7 +332,7 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
         let tool = DeclaredTool {
             name,
             description: obj.get("description").and_then(Value::as_str).map(str::to_owned),
-            parameters: obj.get("input_schema").filter(|p| !p.is_null()).cloned(),
+            parameters: obj.get("input_schema").cloned(),
             strict: obj.get("strict").and_then(Value::as_bool),
             defer_loading: false,
         };
@@ -370,12 +402,7 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
                             }
                         }
                         MessagesContentBlock::Document { source } => {
-                            let mt = source
-                                .as_ref()
-                                .and_then(|s| s.get("media_type"))
-                                .and_then(Value::as_str)
-                                .unwrap_or("")
-                                .to_owned();
+                            let mt = source.media_type.unwrap_or_default();
                             texts.push(format!("[Unsupported document type: {mt}]"));
                         }
                         MessagesContentBlock::ToolResult { tool_use_id, content } => {
