@@ -356,6 +356,18 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
     for (i, m) in req.messages.into_iter().enumerate() {
         let (role, content) = m.split();
         let m = Msg { role, content };
+        if m.content.is_empty() {
+            return reject(format!("messages.{i}: all messages must have non-empty content"));
+        }
+        let answered_here: Vec<String> = m
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                MessagesContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.clone()),
+                _ => None,
+            })
+            .collect();
+        let owed = std::mem::take(&mut previous_calls);
         let mut calls_here = Vec::new();
         if matches!(m.role, Role::System) && version == ModelVersion::DeepseekV4Pro {
             // V4 has no mid-conversation system turn: the text becomes a user reminder.
@@ -372,6 +384,12 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
                 image_sources: Vec::new(),
                 image_token: image_token.clone(),
             }));
+            if !owed.is_empty() {
+                return reject(format!(
+                    "messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
+                    owed.join(", ")
+                ));
+            }
             previous_calls = calls_here;
             continue;
         }
@@ -406,7 +424,7 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
                             texts.push(format!("[Unsupported document type: {mt}]"));
                         }
                         MessagesContentBlock::ToolResult { tool_use_id, content } => {
-                            if !previous_calls.contains(&tool_use_id) {
+                            if !owed.contains(&tool_use_id) {
                                 return reject(format!(
                                     "unexpected `messages.{i}.content.{j}: tool_use_id` found in `tool_result` blocks: {tool_use_id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
                                 ));
@@ -459,6 +477,13 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
                     prefix: false,
                 }));
             }
+        }
+        let missing: Vec<&str> = owed.iter().map(String::as_str).filter(|id| !answered_here.iter().any(|a| a == id)).collect();
+        if !missing.is_empty() {
+            return reject(format!(
+                "messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
+                missing.join(", ")
+            ));
         }
         previous_calls = calls_here;
     }

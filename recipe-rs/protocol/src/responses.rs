@@ -146,6 +146,47 @@ fn content_of(v: Value) -> Result<Content, String> {
     }
 }
 
+/// Parts of a function call output (no `output_text`).
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ResponsesOutputContentPart {
+    InputText {
+        text: String,
+    },
+    InputImage {
+        #[serde(default)]
+        image_url: Option<String>,
+        #[serde(default)]
+        file_id: Option<String>,
+        #[serde(default)]
+        detail: Option<crate::chat::Detail>,
+    },
+    InputFile {},
+}
+
+fn output_of(v: Value) -> Result<Content, String> {
+    match v {
+        Value::String(s) => Ok(Content::Text(s)),
+        v @ Value::Array(_) => serde_json::from_value::<Vec<ResponsesOutputContentPart>>(v)
+            .map(|parts| {
+                Content::Blocks(
+                    parts
+                        .into_iter()
+                        .map(|p| match p {
+                            ResponsesOutputContentPart::InputText { text } => ResponsesContentBlock::InputText { text },
+                            ResponsesOutputContentPart::InputImage { image_url, file_id, detail } => {
+                                ResponsesContentBlock::InputImage { image_url, file_id, detail }
+                            }
+                            ResponsesOutputContentPart::InputFile {} => ResponsesContentBlock::InputFile {},
+                        })
+                        .collect(),
+                )
+            })
+            .map_err(|e| e.to_string()),
+        _ => Err("output should be a string or a list of output content parts".to_owned()),
+    }
+}
+
 #[derive(Debug, Deserialize)]
 struct MessageItem {
     role: Role,
@@ -204,7 +245,7 @@ fn parse_item(item: Value) -> Result<Item, String> {
         }
         Some("function_call_output") => {
             let f: FunctionCallOutputItem = serde_json::from_value(item).map_err(|e| e.to_string())?;
-            Ok(Item::FunctionCallOutput(f.call_id, content_of(f.output)?))
+            Ok(Item::FunctionCallOutput(f.call_id, output_of(f.output)?))
         }
         Some("reasoning") => {
             let r: ReasoningItem = serde_json::from_value(item).map_err(|e| e.to_string())?;

@@ -89,7 +89,7 @@ fn variant_list(names: &[&str]) -> String {
 
 fn check_type_name(v: &Value) -> ConvResult<&str> {
     match v {
-        Value::String(s) => match TYPES.iter().find(|t| **t == s) {
+        Value::String(s) => match TYPES.iter().find(|t| **t == s.as_str()) {
             Some(t) => Ok(t),
             None => schema_err(format!(
                 "unknown variant `{s}`, expected one of {}",
@@ -127,7 +127,7 @@ fn normalize(schema: &Value, root: bool) -> ConvResult<Value> {
         return schema_err("one of `type`, `anyOf`, `$ref` field is required");
     };
     let mut out = Map::new();
-    if let Some(ty) = obj.get("type").filter(|t| !t.is_null()) {
+    if let Some(ty) = obj.get("type") {
         if let Value::Array(list) = ty {
             for t in list {
                 check_type_name(t)?;
