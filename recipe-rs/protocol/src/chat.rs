@@ -255,7 +255,7 @@ fn de_tool_choice<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ChatToolChoi
             _ => Err(D::Error::custom("expected one of `none`, `auto`, `required` or a tool")),
         },
         Value::Object(mut o) => {
-            if !o.get("type").is_some_and(Value::is_string) {
+            if o.get("type").is_none_or(Value::is_null) {
                 return Err(D::Error::custom("expected one of `none`, `auto`, `required` or a tool"));
             }
             let ty = o.remove("type").unwrap_or(Value::Null);
@@ -282,8 +282,6 @@ pub enum ChatCompletionResponseFormat {
 #[derive(Debug, Deserialize)]
 #[serde(rename = "ChatCompletionResponseFormatJsonSchema")]
 pub struct ChatCompletionResponseFormatJsonSchema {
-    #[serde(default)]
-    pub description: Option<String>,
     #[serde(default)]
     pub name: Option<String>,
     pub schema: Value,
@@ -389,6 +387,11 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
     let mut sequence = ToolSequence::default();
     for (i, m) in req.messages.into_iter().enumerate() {
         let path = format!(".messages[{i}]");
+        let tool_call_id = match &m {
+            ChatCompletionRequestMessage::Tool { tool_call_id, .. } => Some(tool_call_id.as_str()),
+            _ => None,
+        };
+        sequence.before(tool_call_id, i)?;
         let msg = match m {
             ChatCompletionRequestMessage::System { content, .. } => {
                 let parts = content_parts(content, &path, true, version)?;
@@ -439,7 +442,7 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
                 Message::LatestReminder(LatestReminderMessage { content })
             }
         };
-        sequence.step(&msg, i)?;
+        sequence.after(&msg);
         if matches!(&msg, Message::System(sys) if sys.content.is_empty() && sys.image_sources.is_empty()) {
             continue;
         }
@@ -591,15 +594,17 @@ struct ToolSequence {
 }
 
 impl ToolSequence {
-    fn step(&mut self, msg: &Message, index: usize) -> ConvResult<()> {
-        if let Message::Tool(t) = msg {
+    /// Before message `index` is converted: a tool result must answer an open call; any other
+    /// message closes the run of tool results.
+    fn before(&mut self, tool_call_id: Option<&str>, index: usize) -> ConvResult<()> {
+        if let Some(id) = tool_call_id {
             let Some((pending, answered)) = self.open.as_mut() else {
                 return reject(TOOL_WITHOUT_CALLS);
             };
             if pending.is_empty() {
                 return reject(TOOL_WITHOUT_CALLS);
             }
-            let id = t.tool_call_id.clone().unwrap_or_default();
+            let id = id.to_owned();
             if let Some(pos) = pending.iter().position(|p| *p == id) {
                 pending.remove(pos);
                 answered.push(id);
@@ -612,11 +617,14 @@ impl ToolSequence {
             }
             return Ok(());
         }
-        self.finish()?;
+        self.finish()
+    }
+
+    /// After a message is converted: an assistant turn with tool calls opens a run.
+    fn after(&mut self, msg: &Message) {
         if let Message::Assistant(AssistantMessage { tool_calls: Some(calls), .. }) = msg {
             self.open = Some((calls.iter().map(|c| c.id.clone()).collect(), Vec::new()));
         }
-        Ok(())
     }
 
     fn finish(&mut self) -> ConvResult<()> {

@@ -24,6 +24,9 @@ fn schema_err<T>(msg: impl std::fmt::Display) -> ConvResult<T> {
 
 /// Normalise a strict response-format schema (any kind of schema at the top level).
 pub fn normalize_response_schema(schema: Value) -> ConvResult<Value> {
+    if non_object_top_level(Some(&schema)) {
+        return reject("The top level of the json schema must be an object.");
+    }
     ERROR_PREFIX.with(|p| p.set(RESPONSE_PREFIX));
     let out = normalize(&schema, false);
     ERROR_PREFIX.with(|p| p.set(PREFIX));
