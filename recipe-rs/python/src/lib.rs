@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 
 pub mod conversation;
 pub mod encoding;
+pub mod protocol;
 mod vocabulary;
 
 #[pymodule]
@@ -16,5 +17,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     vocabulary::register(m)?;
     conversation::register(m)?;
     encoding::register(m)?;
+    protocol::register(m)?;
     Ok(())
 }
