@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from deepseek_engine.layers.norm import unweighted_rms_norm
+from deepseek_engine.native import hc_mix
 
 
 def hyper_weights(streams: torch.Tensor, fn: torch.Tensor, base: torch.Tensor, scale: torch.Tensor,
@@ -21,6 +22,11 @@ def hyper_weights(streams: torch.Tensor, fn: torch.Tensor, base: torch.Tensor, s
     t = streams.shape[0]
     flat = unweighted_rms_norm(streams.reshape(t, -1).float(), norm_eps)
     mixes = F.linear(flat, fn.float())
+    native = hc_mix(mixes, base.float(), scale.float(), hc, iters, hc_eps)
+    if native is not None:
+        pre, post, comb = native
+        collapsed = (pre.unsqueeze(-1) * streams).sum(dim=1).to(streams.dtype)
+        return post, comb, collapsed
     pre_w, post_w, comb_w = mixes.split([hc, hc, hc * hc], dim=-1)
     pre_b, post_b, comb_b = base.float().split([hc, hc, hc * hc])
     pre_s, post_s, comb_s = scale.float().unbind(0)

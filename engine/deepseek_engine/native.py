@@ -1,0 +1,294 @@
+"""Small CPU kernels for the decode step, built on first use with the system C compiler.
+
+Two parts of a DeepSeek V4 step are many tiny PyTorch operations (per-op
+overhead dominates) or a large product whose result is thrown away at once:
+
+* ``hc_mix``: the hyper-connection weights after the linear map — sigmoids for
+  ``pre``/``post``, the row softmax of ``comb`` and its Sinkhorn iterations. In
+  PyTorch this is about 130 operations on ``[T, 4, 4]`` tensors per site; here it
+  is one call doing the same arithmetic in the same order (float32).
+* ``head_argmax``: greedy decoding only needs the arg-max of ``h @ W.T`` over the
+  vocabulary. Materialising ``[rows, vocab]`` logits and scanning them again is
+  most of the cost; this kernel keeps a running maximum per row instead, over a
+  copy of ``W`` laid out in blocks of 8 vocabulary rows. Each logit is an
+  ordinary float32 dot product (accumulated in order over the hidden axis), so it
+  agrees with the BLAS product up to rounding; ties go to the lowest ID, as with
+  ``torch.argmax``.
+
+The library is compiled once per source version into a cache folder
+(``DEEPSEEK_ENGINE_CACHE``, default ``~/.cache/deepseek_engine``) and loaded
+with ``ctypes``. ``DEEPSEEK_ENGINE_NATIVE=0`` disables it; without a working
+``cc``/``gcc`` the callers fall back to the PyTorch code paths, which compute
+the same results.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+import torch
+
+_SOURCE = r"""
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
+
+/* pre/post/comb of one hyper-connection site for T tokens.
+   mixes: [T, 2*hc + hc*hc]; base: [2*hc + hc*hc]; scale: [3]. */
+void hc_mix(const float *mixes, int64_t T, int hc, const float *base, const float *scale, int iters,
+            float hc_eps, float *pre, float *post, float *comb) {
+    const int width = 2 * hc + hc * hc;
+    const float ps = scale[0], qs = scale[1], cs = scale[2];
+    float colsum[64];
+    for (int64_t t = 0; t < T; t++) {
+        const float *m = mixes + t * width;
+        float *pr = pre + t * hc, *po = post + t * hc, *c = comb + t * hc * hc;
+        for (int i = 0; i < hc; i++) {
+            float a = m[i] * ps;
+            a = a + base[i];
+            pr[i] = 1.0f / (1.0f + expf(-a)) + hc_eps;
+            float b = m[hc + i] * qs;
+            b = b + base[hc + i];
+            po[i] = 2.0f * (1.0f / (1.0f + expf(-b)));
+        }
+        for (int i = 0; i < hc; i++) {
+            float *row = c + i * hc;
+            float mx = -INFINITY;
+            for (int j = 0; j < hc; j++) {
+                float v = m[2 * hc + i * hc + j] * cs;
+                v = v + base[2 * hc + i * hc + j];
+                row[j] = v;
+                if (v > mx) mx = v;
+            }
+            float s = 0.0f;
+            for (int j = 0; j < hc; j++) { row[j] = expf(row[j] - mx); s += row[j]; }
+            for (int j = 0; j < hc; j++) row[j] = row[j] / s + hc_eps;
+        }
+        for (int it = 0; it < iters; it++) {
+            if (it > 0) {
+                for (int i = 0; i < hc; i++) {
+                    float *row = c + i * hc;
+                    float s = 0.0f;
+                    for (int j = 0; j < hc; j++) s += row[j];
+                    s = s + hc_eps;
+                    for (int j = 0; j < hc; j++) row[j] = row[j] / s;
+                }
+            }
+            for (int j = 0; j < hc; j++) colsum[j] = 0.0f;
+            for (int i = 0; i < hc; i++)
+                for (int j = 0; j < hc; j++) colsum[j] += c[i * hc + j];
+            for (int j = 0; j < hc; j++) colsum[j] = colsum[j] + hc_eps;
+            for (int i = 0; i < hc; i++)
+                for (int j = 0; j < hc; j++) c[i * hc + j] = c[i * hc + j] / colsum[j];
+        }
+    }
+}
+
+/* Arg-max over v of dot(h[m], W[v]) for every row m.
+   h: [M, K] with M a multiple of 8 (row chunks of HEAD_ROWS); wb: W in blocks, [nblocks, K, 8] (row v = 8*b + lane);
+   tail: the last V - 8*nblocks rows of W, plain [rest, K]. */
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+
+static inline v8f fma8(v8f a, v8f b, v8f c) {
+#if defined(__FMA__)
+    return (v8f)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#else
+    return a * b + c;
+#endif
+}
+
+static inline v8f bc(float x) { return (v8f){x, x, x, x, x, x, x, x}; }
+
+#define HEAD_ROWS 256
+void head_argmax(const float *h, int64_t M, int64_t K, const float *wb, int64_t nblocks, const float *tail,
+                 int64_t rest, int64_t *out, float *out_val) {
+    static __thread v8f best[HEAD_ROWS];
+    static __thread v8i bidx[HEAD_ROWS];
+    for (int64_t c0 = 0; c0 < M; c0 += HEAD_ROWS) {
+        const int64_t mc = (M - c0) < HEAD_ROWS ? (M - c0) : HEAD_ROWS;
+        const float *hc = h + c0 * K;
+        for (int64_t r = 0; r < mc; r++) { best[r] = bc(-INFINITY); bidx[r] = (v8i){0} - 1; }
+        for (int64_t b = 0; b < nblocks; b++) {
+            const float *wp = wb + b * K * 8;
+            const v8i bb = (v8i){0} + (int32_t)b;
+            for (int64_t m0 = 0; m0 < mc; m0 += 8) {
+                const float *hm = hc + m0 * K;
+                v8f a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
+                for (int64_t k = 0; k < K; k++) {
+                    v8f w;
+                    memcpy(&w, wp + 8 * k, sizeof(w));
+                    a0 = fma8(w, bc(hm[0 * K + k]), a0);
+                    a1 = fma8(w, bc(hm[1 * K + k]), a1);
+                    a2 = fma8(w, bc(hm[2 * K + k]), a2);
+                    a3 = fma8(w, bc(hm[3 * K + k]), a3);
+                    a4 = fma8(w, bc(hm[4 * K + k]), a4);
+                    a5 = fma8(w, bc(hm[5 * K + k]), a5);
+                    a6 = fma8(w, bc(hm[6 * K + k]), a6);
+                    a7 = fma8(w, bc(hm[7 * K + k]), a7);
+                }
+                v8f acc[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
+                for (int r = 0; r < 8; r++) {
+                    v8i gt = acc[r] > best[m0 + r];
+                    best[m0 + r] = (v8f)(((v8i)acc[r] & gt) | ((v8i)best[m0 + r] & ~gt));
+                    bidx[m0 + r] = (bb & gt) | (bidx[m0 + r] & ~gt);
+                }
+            }
+        }
+        for (int64_t r = 0; r < mc; r++) {
+            const float *hr = hc + r * K;
+            float bv = -INFINITY;
+            int64_t bi = -1;
+            for (int l = 0; l < 8; l++) {
+                if (bidx[r][l] < 0) continue;
+                int64_t idx = (int64_t)bidx[r][l] * 8 + l;
+                float v = best[r][l];
+                if (bi < 0 || v > bv || (v == bv && idx < bi)) { bv = v; bi = idx; }
+            }
+            for (int64_t j = 0; j < rest; j++) {
+                float v = 0.0f;
+                for (int64_t k = 0; k < K; k++) v = fmaf(tail[j * K + k], hr[k], v);
+                if (bi < 0 || v > bv) { bv = v; bi = nblocks * 8 + j; }
+            }
+            out[c0 + r] = bi;
+            out_val[c0 + r] = bv;
+        }
+    }
+}
+"""
+
+_lock = threading.Lock()
+_lib: ctypes.CDLL | None | bool = False  # False: not tried yet
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("DEEPSEEK_ENGINE_CACHE")
+    return Path(root) if root else Path.home() / ".cache" / "deepseek_engine"
+
+
+def _build() -> ctypes.CDLL | None:
+    if os.environ.get("DEEPSEEK_ENGINE_NATIVE", "1") == "0":
+        return None
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        return None
+    flags = ["-O3", "-march=native", "-ffp-contract=off", "-fno-fast-math", "-shared", "-fPIC"]
+    tag = hashlib.sha256((_SOURCE + cc + " ".join(flags)).encode()).hexdigest()[:16]
+    folder = _cache_dir()
+    lib_path = folder / f"native-{tag}.so"
+    if not lib_path.is_file():
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(dir=folder) as tmp:
+                src = Path(tmp) / "native.c"
+                src.write_text(_SOURCE)
+                out = Path(tmp) / "native.so"
+                subprocess.run([cc, *flags, str(src), "-o", str(out), "-lm"], check=True, capture_output=True,
+                               timeout=120)
+                os.replace(out, lib_path)
+        except (OSError, subprocess.SubprocessError):
+            return None
+    try:
+        lib = ctypes.CDLL(str(lib_path))
+    except OSError:
+        return None
+    p, i64, i32, f32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_float
+    lib.hc_mix.argtypes = [p, i64, i32, p, p, i32, f32, p, p, p]
+    lib.hc_mix.restype = None
+    lib.head_argmax.argtypes = [p, i64, i64, p, i64, p, i64, p, p]
+    lib.head_argmax.restype = None
+    return lib
+
+
+def library() -> ctypes.CDLL | None:
+    """The compiled kernels, or ``None`` when they are disabled or cannot be built."""
+    global _lib
+    if _lib is False:
+        with _lock:
+            if _lib is False:
+                _lib = _build()
+    return _lib  # type: ignore[return-value]
+
+
+def _usable(*tensors: torch.Tensor) -> bool:
+    return all(t.device.type == "cpu" and t.dtype == torch.float32 for t in tensors)
+
+
+def hc_mix(mixes: torch.Tensor, base: torch.Tensor, scale: torch.Tensor, hc: int, iters: int, hc_eps: float):
+    """``(pre [T, hc], post [T, hc], comb [T, hc, hc])`` from the float32 ``mixes`` ``[T, (2 + hc) * hc]``.
+
+    Returns ``None`` when the kernels are unavailable (the caller computes them in PyTorch).
+    """
+    lib = library()
+    if lib is None or not _usable(mixes, base, scale) or hc > 64 or iters < 1:
+        return None
+    mixes, base, scale = mixes.contiguous(), base.contiguous(), scale.contiguous()
+    t = mixes.shape[0]
+    pre = torch.empty(t, hc)
+    post = torch.empty(t, hc)
+    comb = torch.empty(t, hc, hc)
+    lib.hc_mix(mixes.data_ptr(), t, hc, base.data_ptr(), scale.data_ptr(), iters, hc_eps, pre.data_ptr(),
+               post.data_ptr(), comb.data_ptr())
+    return pre, post, comb
+
+
+class GreedyHead:
+    """Arg-max of ``x @ weight.T`` per row without materialising the logits.
+
+    Holds a blocked copy of ``weight`` (float32 only); ``None`` from ``__call__``
+    means the caller should compute the logits and ``torch.argmax`` them.
+    """
+
+    #: Largest head (in bytes) for which the blocked copy is made.
+    MAX_BYTES = 1 << 30
+
+    def __init__(self, weight: torch.Tensor) -> None:
+        self.weight = weight
+        self._blocked: tuple[torch.Tensor, torch.Tensor] | None = None
+        self._version = None
+        self._finite = False
+
+    def _blocks(self) -> tuple[torch.Tensor, torch.Tensor]:
+        w = self.weight
+        if self._blocked is None or self._version != (w.data_ptr(), w._version):
+            v, k = w.shape
+            n = v // 8
+            with torch.no_grad():
+                blocked = w[: n * 8].detach().reshape(n, 8, k).transpose(1, 2).contiguous()
+                tail = w[n * 8 :].detach().contiguous()
+            self._blocked = (blocked, tail)
+            self._finite = bool(torch.isfinite(w).all())
+            self._version = (w.data_ptr(), w._version)
+        return self._blocked
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor | None:
+        w = self.weight
+        lib = library()
+        if (lib is None or not _usable(x, w) or w.dim() != 2 or x.dim() != 2 or x.shape[1] != w.shape[1]
+                or w.numel() * 4 > self.MAX_BYTES or x.shape[0] == 0):
+            return None
+        blocked, tail = self._blocks()
+        # The running maximum skips NaN, where torch.argmax would pick it: leave such rows to torch.
+        if not (self._finite and bool(torch.isfinite(x).all())):
+            return None
+        m = x.shape[0]
+        m8 = -(-m // 8) * 8
+        h = torch.zeros(m8, x.shape[1])
+        h[:m] = x
+        out = torch.empty(m8, dtype=torch.long)
+        val = torch.empty(m8)
+        lib.head_argmax(h.data_ptr(), m8, x.shape[1], blocked.data_ptr(), blocked.shape[0], tail.data_ptr(),
+                        tail.shape[0], out.data_ptr(), val.data_ptr())
+        if bool((out[:m] < 0).any()) or bool(torch.isnan(val[:m]).any()):
+            return None
+        return out[:m]

@@ -1,0 +1,52 @@
+"""The optional C kernels (``deepseek_engine.native``) against their PyTorch definitions."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from deepseek_engine import native
+from deepseek_engine.layers import hyper_connection
+
+pytestmark = pytest.mark.skipif(native.library() is None, reason="no C compiler for the native kernels")
+
+
+def _torch_only(monkeypatch) -> None:
+    monkeypatch.setattr(native, "_lib", None)
+
+
+@pytest.mark.parametrize("tokens", [1, 7, 32])
+def test_hyper_weights_match_torch(monkeypatch, tokens: int) -> None:
+    g = torch.Generator().manual_seed(tokens)
+    hc, dim = 4, 24
+    streams = torch.randn(tokens, hc, dim, generator=g)
+    fn = torch.randn((2 + hc) * hc, hc * dim, generator=g) * 0.2
+    base = torch.randn((2 + hc) * hc, generator=g) * 0.5
+    scale = torch.rand(3, generator=g) + 0.5
+    fast = hyper_connection.hyper_weights(streams, fn, base, scale, hc, 20, 1e-6, 1e-6)
+    _torch_only(monkeypatch)
+    slow = hyper_connection.hyper_weights(streams, fn, base, scale, hc, 20, 1e-6, 1e-6)
+    for a, b in zip(fast, slow):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("rows", [1, 9, 32, 300])
+def test_greedy_head_is_argmax(rows: int) -> None:
+    g = torch.Generator().manual_seed(rows)
+    weight = torch.randn(1003, 20, generator=g)  # vocabulary not a multiple of the block width
+    x = torch.randn(rows, 20, generator=g)
+    picks = native.GreedyHead(weight)(x)
+    assert picks is not None
+    assert torch.equal(picks, torch.argmax(x @ weight.T, dim=-1))
+
+
+def test_greedy_head_ties_and_fallbacks() -> None:
+    weight = torch.zeros(40, 4)
+    weight[[5, 17, 33, 39], 0] = 1.0  # equal logits: the lowest ID wins, as with torch.argmax
+    head = native.GreedyHead(weight)
+    assert head(torch.ones(3, 4)).tolist() == [5, 5, 5]
+    assert head(torch.tensor([[float("nan"), 0, 0, 0]])) is None  # NaN is left to torch
+    assert head(torch.ones(2, 4, dtype=torch.float64)) is None
+    weight[:] = 0
+    weight[39, 1] = 2.0  # the winner sits in the tail after the last full block
+    assert head(torch.ones(1, 4)).tolist() == [39]
