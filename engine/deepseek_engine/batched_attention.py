@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from .config import CSA, HCA
 from .kv_cache import read_rows, write_rows
 from .layers.norm import unweighted_rms_norm
-from .layers.rotary_embedding import apply_rotary
+from .layers.rotary_embedding import apply_rotary, apply_rotary_tables, rotary_tables
 
 
 class StepLayout:
@@ -52,6 +52,9 @@ class StepLayout:
         t = torch.arange(self.t_max, device=dev)[None, :]
         self.q_valid = t < self.counts[:, None]  # [B, Tq]
         self.q_index = (loc[:, None] + t).clamp_max(positions.numel() - 1)  # flat index of (b, t)
+        # Every sequence adds the same number of tokens (decode steps): padding is a plain view.
+        self.uniform = all(n == self.t_max for n in counts)
+        self.q_rows = None if self.uniform else torch.nonzero(self.q_valid.flatten()).squeeze(1)
         self.q_pos = self.starts[:, None] + t
         # Sliding-window keys: positions from max(0, start - window + 1) up to the last new token.
         k_first = (self.starts - window + 1).clamp_min(0)
@@ -63,6 +66,7 @@ class StepLayout:
         self.window_visible = (k < k_count[:, None])[:, None, :] & (kp <= qp) & (kp > qp - window)  # [B, Tq, K]
         self._per_rate: dict[int, dict[str, torch.Tensor]] = {}
         self._rope: dict[tuple[int, torch.dtype], tuple[torch.Tensor, torch.Tensor]] = {}
+        self._tables: dict[tuple[int, torch.dtype, bool], tuple[torch.Tensor, torch.Tensor]] = {}
 
     def rope(self, module, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
         """``module(positions, dtype)`` for the step's tokens, computed once per step."""
@@ -70,6 +74,15 @@ class StepLayout:
         if key not in self._rope:
             self._rope[key] = module(self.positions, dtype)
         return self._rope[key]
+
+    def rope_tables(self, module, dtype: torch.dtype, inverse: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """``rotary_tables`` of ``rope`` (of ``(cos, -sin)`` when ``inverse``), once per step."""
+        key = (id(module), dtype, inverse)
+        if key not in self._tables:
+            cos, sin = self.rope(module, dtype)
+            c, s = rotary_tables(cos, sin)
+            self._tables[key] = (c, -s if inverse else s)
+        return self._tables[key]
 
     def rows_to_slots(self, rows: torch.Tensor, tables: torch.Tensor | None = None) -> torch.Tensor:
         """Flat pool rows of each sequence's logical rows ``rows`` ``[B, K]``."""
@@ -79,7 +92,14 @@ class StepLayout:
 
     def pad(self, flat: torch.Tensor) -> torch.Tensor:
         """Flat per-token rows ``[T, ...]`` -> ``[B, Tq, ...]`` (padding repeats a real row)."""
+        if self.uniform:
+            return flat.view(self.num_seqs, self.t_max, *flat.shape[1:])
         return flat[self.q_index]
+
+    def unpad(self, padded: torch.Tensor) -> torch.Tensor:
+        """``[B, Tq, ...]`` -> the flat rows ``[T, ...]`` of the real tokens."""
+        flat = padded.reshape(self.num_seqs * self.t_max, *padded.shape[2:])
+        return flat if self.uniform else flat.index_select(0, self.q_rows)
 
     def rate_info(self, rate: int) -> dict[str, torch.Tensor]:
         """Gather indices for compressors of rate ``rate``."""
@@ -152,8 +172,8 @@ def _index(indexer, x: torch.Tensor, q_latent: torch.Tensor, layout: StepLayout,
     b, n = keys.shape[:2]
     if n == 0:
         return torch.zeros((b, layout.t_max, 0), dtype=torch.bool, device=x.device)
-    cos, sin = layout.rope(indexer.rope, x.dtype)
-    q = apply_rotary(indexer.wq_b(q_latent).view(-1, indexer.n_heads, indexer.head_dim), cos, sin)
+    c, s = layout.rope_tables(indexer.rope, x.dtype)
+    q = apply_rotary_tables(indexer.wq_b(q_latent).view(-1, indexer.n_heads, indexer.head_dim), c, s)
     q = layout.pad(q).float()  # [B, Tq, H, d]
     scores = torch.matmul(q, keys.float()[:, None].transpose(-1, -2))  # [B, Tq, H, N]
     scores = F.relu(scores) * indexer.head_dim**-0.5
@@ -173,11 +193,11 @@ def attention(attn, x: torch.Tensor, layout: StepLayout, pool) -> torch.Tensor:
     """``DeepseekV4Attention`` for all new tokens of a step: ``x`` ``[T, hidden]`` -> ``[T, hidden]``."""
     t = x.shape[0]
     lp = pool.layers[attn.layer_idx]
-    cos, sin = layout.rope(attn.rope, x.dtype)
+    c, s = layout.rope_tables(attn.rope, x.dtype)
     q_latent = attn.q_norm(attn.wq_a(x))
     q = unweighted_rms_norm(attn.wq_b(q_latent).view(t, attn.n_heads, attn.head_dim), attn.eps)
-    q = apply_rotary(q, cos, sin)
-    write_rows(lp.kv, layout.slots, apply_rotary(attn.norm(attn.wkv(x)), cos, sin))
+    q = apply_rotary_tables(q, c, s)
+    write_rows(lp.kv, layout.slots, apply_rotary_tables(attn.norm(attn.wkv(x)), c, s))
     b = layout.num_seqs
     keys = read_rows(lp.kv, layout.key_slots.flatten()).view(b, -1, attn.head_dim)
     visible = layout.window_visible
@@ -190,13 +210,15 @@ def attention(attn, x: torch.Tensor, layout: StepLayout, pool) -> torch.Tensor:
             allowed = torch.arange(entries.shape[1], device=x.device)[None, None, :] < threshold[..., None]
         keys = torch.cat([keys, entries], dim=1)
         visible = torch.cat([visible, allowed], dim=2)
-    qp = layout.pad(q).transpose(1, 2)  # [B, H, Tq, D]
-    logits = torch.matmul(qp, keys[:, None].transpose(-1, -2)) * attn.scale  # [B, H, Tq, K]
-    logits = logits.masked_fill(~visible[:, None], float("-inf"))
-    sinks = attn.attn_sink.to(logits.dtype).view(1, -1, 1, 1).expand(b, -1, layout.t_max, 1)
+    # Queries of a sequence as rows (token-major, then head) of one [B, Tq*H, D] batch.
+    h, tq, d = attn.n_heads, layout.t_max, attn.head_dim
+    qp = layout.pad(q).reshape(b, tq * h, d)
+    logits = torch.bmm(qp, keys.transpose(1, 2)).view(b, tq, h, -1) * attn.scale  # [B, Tq, H, K]
+    logits = torch.where(visible[:, :, None], logits, float("-inf"))
+    sinks = attn.attn_sink.to(logits.dtype).view(1, 1, h, 1).expand(b, tq, h, 1)
     logits = torch.cat([logits, sinks], dim=-1)
     logits = logits - logits.max(dim=-1, keepdim=True).values
     probs = F.softmax(logits, dim=-1, dtype=logits.dtype)[..., :-1].to(keys.dtype)
-    out = torch.matmul(probs, keys[:, None]).transpose(1, 2)[layout.q_valid]  # [T, H, D]
-    out = apply_rotary(out, cos, -sin)
+    out = layout.unpad(torch.bmm(probs.reshape(b, tq * h, -1), keys).view(b, tq, h, d))  # [T, H, D]
+    out = apply_rotary_tables(out, *layout.rope_tables(attn.rope, x.dtype, inverse=True))
     return attn.wo_b(attn.wo_a(out.reshape(t, attn.o_groups, -1)))
