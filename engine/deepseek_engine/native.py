@@ -3,10 +3,12 @@
 Two parts of a DeepSeek V4 step are many tiny PyTorch operations (per-op
 overhead dominates) or a large product whose result is thrown away at once:
 
-* ``hc_mix``: the hyper-connection weights after the linear map — sigmoids for
-  ``pre``/``post``, the row softmax of ``comb`` and its Sinkhorn iterations. In
-  PyTorch this is about 130 operations on ``[T, 4, 4]`` tensors per site; here it
-  is one call doing the same arithmetic in the same order (float32).
+* ``hc_mix`` / ``hc_merge``: the hyper-connection weights after the linear map —
+  sigmoids for ``pre``/``post``, the row softmax of ``comb`` and its Sinkhorn
+  iterations, the collapse of the streams — and the merge of a block's output
+  back into the streams. In PyTorch this is about 140 operations on ``[T, 4, 4]``
+  tensors per site; here it is two calls doing the same float32 arithmetic (sums
+  run in index order, so results agree with PyTorch up to rounding).
 * ``head_argmax``: greedy decoding only needs the arg-max of ``h @ W.T`` over the
   vocabulary. Materialising ``[rows, vocab]`` logits and scanning them again is
   most of the cost; this kernel keeps a running maximum per row instead, over a
@@ -43,53 +45,103 @@ _SOURCE = r"""
 #include <immintrin.h>
 #endif
 
-/* pre/post/comb of one hyper-connection site for T tokens.
-   mixes: [T, 2*hc + hc*hc]; base: [2*hc + hc*hc]; scale: [3]. */
+/* pre/post/comb of one hyper-connection site for T tokens, and the collapsed input of the block.
+   mixes: [T, 2*hc + hc*hc]; base: [2*hc + hc*hc]; scale: [3]; streams: [T, hc, D] (may be NULL). */
+static void hc_mix_one(const float *m, int hc, const float *base, float ps, float qs, float cs, float hc_eps,
+                       float *pr, float *po, float *c) {
+    for (int i = 0; i < hc; i++) {
+        float a = m[i] * ps;
+        a = a + base[i];
+        pr[i] = 1.0f / (1.0f + expf(-a)) + hc_eps;
+        float b = m[hc + i] * qs;
+        b = b + base[hc + i];
+        po[i] = 2.0f * (1.0f / (1.0f + expf(-b)));
+    }
+    for (int i = 0; i < hc; i++) {
+        float *row = c + i * hc;
+        float mx = -INFINITY;
+        for (int j = 0; j < hc; j++) {
+            float v = m[2 * hc + i * hc + j] * cs;
+            v = v + base[2 * hc + i * hc + j];
+            row[j] = v;
+            if (v > mx) mx = v;
+        }
+        float s = 0.0f;
+        for (int j = 0; j < hc; j++) { row[j] = expf(row[j] - mx); s += row[j]; }
+        for (int j = 0; j < hc; j++) row[j] = row[j] / s + hc_eps;
+    }
+}
+
+/* Sinkhorn iterations for 8 tokens at once: c[i*hc + j] holds entry (i, j) of each token's matrix,
+   one token per lane; the arithmetic per lane is the scalar loop's. */
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+
+static void sinkhorn8(v8f *c, int hc, int iters, float hc_eps) {
+    v8f colsum[64];
+    const v8f eps = (v8f){0} + hc_eps;
+    for (int it = 0; it < iters; it++) {
+        if (it > 0) {
+            for (int i = 0; i < hc; i++) {
+                v8f s = c[i * hc];
+                for (int j = 1; j < hc; j++) s = s + c[i * hc + j];
+                s = s + eps;
+                for (int j = 0; j < hc; j++) c[i * hc + j] = c[i * hc + j] / s;
+            }
+        }
+        for (int j = 0; j < hc; j++) colsum[j] = c[j];
+        for (int i = 1; i < hc; i++)
+            for (int j = 0; j < hc; j++) colsum[j] = colsum[j] + c[i * hc + j];
+        for (int j = 0; j < hc; j++) colsum[j] = colsum[j] + eps;
+        for (int i = 0; i < hc; i++)
+            for (int j = 0; j < hc; j++) c[i * hc + j] = c[i * hc + j] / colsum[j];
+    }
+}
+
 void hc_mix(const float *mixes, int64_t T, int hc, const float *base, const float *scale, int iters,
-            float hc_eps, float *pre, float *post, float *comb) {
-    const int width = 2 * hc + hc * hc;
+            float hc_eps, float *pre, float *post, float *comb, const float *streams, int64_t D,
+            float *collapsed) {
+    const int width = 2 * hc + hc * hc, hh = hc * hc;
     const float ps = scale[0], qs = scale[1], cs = scale[2];
-    float colsum[64];
+    for (int64_t t = 0; t < T; t++)
+        hc_mix_one(mixes + t * width, hc, base, ps, qs, cs, hc_eps, pre + t * hc, post + t * hc, comb + t * hh);
+    v8f c[64];
+    for (int64_t t0 = 0; t0 < T; t0 += 8) {
+        const int64_t n = (T - t0) < 8 ? (T - t0) : 8;
+        for (int e = 0; e < hh; e++) {
+            c[e] = (v8f){0} + 1.0f;
+            for (int64_t l = 0; l < n; l++) c[e][l] = comb[(t0 + l) * hh + e];
+        }
+        sinkhorn8(c, hc, iters, hc_eps);
+        for (int e = 0; e < hh; e++)
+            for (int64_t l = 0; l < n; l++) comb[(t0 + l) * hh + e] = c[e][l];
+    }
+    if (streams) {
+        for (int64_t t = 0; t < T; t++) {
+            const float *st = streams + t * hc * D;
+            float *out = collapsed + t * D;
+            for (int64_t d = 0; d < D; d++) {
+                float acc = pre[t * hc] * st[d];
+                for (int i = 1; i < hc; i++) acc = acc + pre[t * hc + i] * st[i * D + d];
+                out[d] = acc;
+            }
+        }
+    }
+}
+
+/* new[t, j, :] = post[t, j] * block[t, :] + sum_i comb[t, i, j] * streams[t, i, :] */
+void hc_merge(const float *streams, const float *block, const float *post, const float *comb, int64_t T,
+              int hc, int64_t D, float *out) {
     for (int64_t t = 0; t < T; t++) {
-        const float *m = mixes + t * width;
-        float *pr = pre + t * hc, *po = post + t * hc, *c = comb + t * hc * hc;
-        for (int i = 0; i < hc; i++) {
-            float a = m[i] * ps;
-            a = a + base[i];
-            pr[i] = 1.0f / (1.0f + expf(-a)) + hc_eps;
-            float b = m[hc + i] * qs;
-            b = b + base[hc + i];
-            po[i] = 2.0f * (1.0f / (1.0f + expf(-b)));
-        }
-        for (int i = 0; i < hc; i++) {
-            float *row = c + i * hc;
-            float mx = -INFINITY;
-            for (int j = 0; j < hc; j++) {
-                float v = m[2 * hc + i * hc + j] * cs;
-                v = v + base[2 * hc + i * hc + j];
-                row[j] = v;
-                if (v > mx) mx = v;
+        const float *st = streams + t * hc * D, *bl = block + t * D, *cm = comb + t * hc * hc;
+        for (int j = 0; j < hc; j++) {
+            float *o = out + (t * hc + j) * D;
+            const float p = post[t * hc + j];
+            for (int64_t d = 0; d < D; d++) {
+                float acc = cm[j] * st[d];
+                for (int i = 1; i < hc; i++) acc = acc + cm[i * hc + j] * st[i * D + d];
+                o[d] = p * bl[d] + acc;
             }
-            float s = 0.0f;
-            for (int j = 0; j < hc; j++) { row[j] = expf(row[j] - mx); s += row[j]; }
-            for (int j = 0; j < hc; j++) row[j] = row[j] / s + hc_eps;
-        }
-        for (int it = 0; it < iters; it++) {
-            if (it > 0) {
-                for (int i = 0; i < hc; i++) {
-                    float *row = c + i * hc;
-                    float s = 0.0f;
-                    for (int j = 0; j < hc; j++) s += row[j];
-                    s = s + hc_eps;
-                    for (int j = 0; j < hc; j++) row[j] = row[j] / s;
-                }
-            }
-            for (int j = 0; j < hc; j++) colsum[j] = 0.0f;
-            for (int i = 0; i < hc; i++)
-                for (int j = 0; j < hc; j++) colsum[j] += c[i * hc + j];
-            for (int j = 0; j < hc; j++) colsum[j] = colsum[j] + hc_eps;
-            for (int i = 0; i < hc; i++)
-                for (int j = 0; j < hc; j++) c[i * hc + j] = c[i * hc + j] / colsum[j];
         }
     }
 }
@@ -97,9 +149,6 @@ void hc_mix(const float *mixes, int64_t T, int hc, const float *base, const floa
 /* Arg-max over v of dot(h[m], W[v]) for every row m.
    h: [M, K] with M a multiple of 8 (row chunks of HEAD_ROWS); wb: W in blocks, [nblocks, K, 8] (row v = 8*b + lane);
    tail: the last V - 8*nblocks rows of W, plain [rest, K]. */
-typedef float v8f __attribute__((vector_size(32)));
-typedef int32_t v8i __attribute__((vector_size(32)));
-
 static inline v8f fma8(v8f a, v8f b, v8f c) {
 #if defined(__FMA__)
     return (v8f)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
@@ -203,8 +252,10 @@ def _build() -> ctypes.CDLL | None:
     except OSError:
         return None
     p, i64, i32, f32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_float
-    lib.hc_mix.argtypes = [p, i64, i32, p, p, i32, f32, p, p, p]
+    lib.hc_mix.argtypes = [p, i64, i32, p, p, i32, f32, p, p, p, p, i64, p]
     lib.hc_mix.restype = None
+    lib.hc_merge.argtypes = [p, p, p, p, i64, i32, i64, p]
+    lib.hc_merge.restype = None
     lib.head_argmax.argtypes = [p, i64, i64, p, i64, p, i64, p, p]
     lib.head_argmax.restype = None
     return lib
@@ -224,22 +275,40 @@ def _usable(*tensors: torch.Tensor) -> bool:
     return all(t.device.type == "cpu" and t.dtype == torch.float32 for t in tensors)
 
 
-def hc_mix(mixes: torch.Tensor, base: torch.Tensor, scale: torch.Tensor, hc: int, iters: int, hc_eps: float):
-    """``(pre [T, hc], post [T, hc], comb [T, hc, hc])`` from the float32 ``mixes`` ``[T, (2 + hc) * hc]``.
+def hc_mix(mixes: torch.Tensor, base: torch.Tensor, scale: torch.Tensor, hc: int, iters: int, hc_eps: float,
+           streams: torch.Tensor):
+    """``(pre [T, hc], post [T, hc], comb [T, hc, hc], collapsed [T, D])`` of one hyper-connection site.
 
-    Returns ``None`` when the kernels are unavailable (the caller computes them in PyTorch).
+    ``mixes`` ``[T, (2 + hc) * hc]`` is the float32 linear map of the normed streams,
+    ``streams`` ``[T, hc, D]`` the residual streams. Returns ``None`` when the kernels
+    are unavailable or the dtypes are not float32 (the caller computes it in PyTorch).
     """
     lib = library()
-    if lib is None or not _usable(mixes, base, scale) or hc > 64 or iters < 1:
+    if lib is None or not _usable(mixes, base, scale, streams) or hc > 8 or iters < 1:
         return None
-    mixes, base, scale = mixes.contiguous(), base.contiguous(), scale.contiguous()
-    t = mixes.shape[0]
+    mixes, base, scale, streams = mixes.contiguous(), base.contiguous(), scale.contiguous(), streams.contiguous()
+    t, d = streams.shape[0], streams.shape[-1]
     pre = torch.empty(t, hc)
     post = torch.empty(t, hc)
     comb = torch.empty(t, hc, hc)
+    collapsed = torch.empty(t, d)
     lib.hc_mix(mixes.data_ptr(), t, hc, base.data_ptr(), scale.data_ptr(), iters, hc_eps, pre.data_ptr(),
-               post.data_ptr(), comb.data_ptr())
-    return pre, post, comb
+               post.data_ptr(), comb.data_ptr(), streams.data_ptr(), d, collapsed.data_ptr())
+    return pre, post, comb, collapsed
+
+
+def hc_merge(streams: torch.Tensor, block_out: torch.Tensor, post: torch.Tensor, comb: torch.Tensor):
+    """``post`` spreads ``block_out`` over the streams, ``comb`` mixes the old ones (``None``: use PyTorch)."""
+    lib = library()
+    if lib is None or not _usable(streams, block_out, post, comb):
+        return None
+    streams, block_out = streams.contiguous(), block_out.contiguous()
+    post, comb = post.contiguous(), comb.contiguous()
+    t, hc, d = streams.shape
+    out = torch.empty(t, hc, d)
+    lib.hc_merge(streams.data_ptr(), block_out.data_ptr(), post.data_ptr(), comb.data_ptr(), t, hc, d,
+                 out.data_ptr())
+    return out
 
 
 class GreedyHead:

@@ -30,6 +30,19 @@ def test_hyper_weights_match_torch(monkeypatch, tokens: int) -> None:
         torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
 
 
+@pytest.mark.parametrize("tokens", [1, 9, 40])
+def test_hyper_merge_matches_torch(monkeypatch, tokens: int) -> None:
+    g = torch.Generator().manual_seed(100 + tokens)
+    streams = torch.randn(tokens, 4, 24, generator=g)
+    block = torch.randn(tokens, 24, generator=g)
+    post = torch.rand(tokens, 4, generator=g) * 2
+    comb = torch.rand(tokens, 4, 4, generator=g)
+    fast = hyper_connection.hyper_merge(streams, block, post, comb)
+    _torch_only(monkeypatch)
+    slow = hyper_connection.hyper_merge(streams, block, post, comb)
+    torch.testing.assert_close(fast, slow, rtol=0, atol=1e-5)
+
+
 @pytest.mark.parametrize("rows", [1, 9, 32, 300])
 def test_greedy_head_is_argmax(rows: int) -> None:
     g = torch.Generator().manual_seed(rows)
