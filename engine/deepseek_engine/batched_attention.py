@@ -133,14 +133,52 @@ class StepLayout:
         return info
 
 
-def _compress(comp, x: torch.Tensor, layout: StepLayout, pools) -> tuple[torch.Tensor, torch.Tensor]:
-    """Record the new tokens' projections and pool the windows they close.
+class FusedLinears:
+    """Several bias-free linear maps of the same input as one product.
+
+    The attention block applies up to seven projections to the same normed hidden
+    state (query down-projection, shared KV, the compressors' KV and gate, the
+    indexer's compressor and head weights); one product over the stacked weights
+    replaces seven small ones. The stacked copy is rebuilt when a weight changes.
+    """
+
+    def __init__(self, linears: list) -> None:
+        self.linears = linears
+        self.splits = [lin.weight.shape[0] for lin in linears]
+        self._key = None
+        self._weight: torch.Tensor | None = None
+
+    def __call__(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        key = tuple((lin.weight.data_ptr(), lin.weight._version) for lin in self.linears)
+        if key != self._key:
+            with torch.no_grad():
+                self._weight = torch.cat([lin.weight.detach() for lin in self.linears], dim=0)
+            self._key = key
+        return F.linear(x, self._weight).split(self.splits, dim=-1)
+
+
+def _input_projections(attn) -> FusedLinears:
+    fused = attn.__dict__.get("_fused_inputs")
+    if fused is None:
+        linears = [attn.wq_a, attn.wkv]
+        if attn.compressor is not None:
+            linears += [attn.compressor.wkv, attn.compressor.wgate]
+        if attn.indexer is not None:
+            linears += [attn.indexer.compressor.wkv, attn.indexer.compressor.wgate, attn.indexer.weights_proj]
+        fused = FusedLinears(linears)
+        attn.__dict__["_fused_inputs"] = fused
+    return fused
+
+
+def _compress(comp, kv_proj: torch.Tensor, gate_proj: torch.Tensor, layout: StepLayout,
+              pools) -> tuple[torch.Tensor, torch.Tensor]:
+    """Record the new tokens' projections (``comp.wkv(x)``, ``comp.wgate(x)``) and pool the windows they close.
 
     Returns every sequence's entries ``[B, N, d]`` and which of them exist.
     """
     kv_pool, gate_pool, entry_pool = pools
-    write_rows(kv_pool, layout.slots, comp.wkv(x))
-    write_rows(gate_pool, layout.slots, comp.wgate(x))
+    write_rows(kv_pool, layout.slots, kv_proj)
+    write_rows(gate_pool, layout.slots, gate_proj)
     info = layout.rate_info(comp.rate)
     n = info["w"].numel()
     if n:
@@ -166,25 +204,31 @@ def _compress(comp, x: torch.Tensor, layout: StepLayout, pools) -> tuple[torch.T
     return entries, valid
 
 
-def _index(indexer, x: torch.Tensor, q_latent: torch.Tensor, layout: StepLayout, pools) -> torch.Tensor:
-    """The lightning indexer's choice: ``[B, Tq, N]``, the entries each query attends to."""
-    keys, _ = _compress(indexer.compressor, x, layout, pools)
+def _index(indexer, projections: tuple[torch.Tensor, ...], q_latent: torch.Tensor, layout: StepLayout,
+           pools) -> torch.Tensor:
+    """The lightning indexer's choice: ``[B, Tq, N]``, the entries each query attends to.
+
+    ``projections``: the indexer compressor's KV and gate projections and ``weights_proj`` of ``x``.
+    """
+    kv_proj, gate_proj, head_weights = projections
+    dev = q_latent.device
+    keys, _ = _compress(indexer.compressor, kv_proj, gate_proj, layout, pools)
     b, n = keys.shape[:2]
     if n == 0:
-        return torch.zeros((b, layout.t_max, 0), dtype=torch.bool, device=x.device)
-    c, s = layout.rope_tables(indexer.rope, x.dtype)
+        return torch.zeros((b, layout.t_max, 0), dtype=torch.bool, device=dev)
+    c, s = layout.rope_tables(indexer.rope, q_latent.dtype)
     q = apply_rotary_tables(indexer.wq_b(q_latent).view(-1, indexer.n_heads, indexer.head_dim), c, s)
     q = layout.pad(q).float()  # [B, Tq, H, d]
     scores = torch.matmul(q, keys.float()[:, None].transpose(-1, -2))  # [B, Tq, H, N]
     scores = F.relu(scores) * indexer.head_dim**-0.5
-    weights = layout.pad(indexer.weights_proj(x).float() * indexer.n_heads**-0.5)  # [B, Tq, H]
+    weights = layout.pad(head_weights.float() * indexer.n_heads**-0.5)  # [B, Tq, H]
     scores = (scores * weights[..., None]).sum(dim=2)  # [B, Tq, N]
     threshold = layout.rate_info(indexer.rate)["threshold"]
-    entry = torch.arange(n, device=x.device)
+    entry = torch.arange(n, device=dev)
     scores = scores.masked_fill(entry[None, None, :] >= threshold[..., None], float("-inf"))
     picked = scores.topk(min(indexer.topk, n), dim=-1).indices
     picked = torch.where(picked < threshold[..., None], picked, torch.full_like(picked, n))
-    allowed = torch.zeros((b, layout.t_max, n + 1), dtype=torch.bool, device=x.device)
+    allowed = torch.zeros((b, layout.t_max, n + 1), dtype=torch.bool, device=dev)
     allowed.scatter_(2, picked, True)
     return allowed[..., :n]
 
@@ -194,17 +238,18 @@ def attention(attn, x: torch.Tensor, layout: StepLayout, pool) -> torch.Tensor:
     t = x.shape[0]
     lp = pool.layers[attn.layer_idx]
     c, s = layout.rope_tables(attn.rope, x.dtype)
-    q_latent = attn.q_norm(attn.wq_a(x))
+    proj = _input_projections(attn)(x)
+    q_latent = attn.q_norm(proj[0])
     q = unweighted_rms_norm(attn.wq_b(q_latent).view(t, attn.n_heads, attn.head_dim), attn.eps)
     q = apply_rotary_tables(q, c, s)
-    write_rows(lp.kv, layout.slots, apply_rotary_tables(attn.norm(attn.wkv(x)), c, s))
+    write_rows(lp.kv, layout.slots, apply_rotary_tables(attn.norm(proj[1]), c, s))
     b = layout.num_seqs
     keys = read_rows(lp.kv, layout.key_slots.flatten()).view(b, -1, attn.head_dim)
     visible = layout.window_visible
     if attn.kind in (HCA, CSA):
-        entries, valid = _compress(attn.compressor, x, layout, (lp.comp_kv, lp.comp_gate, lp.entries))
+        entries, valid = _compress(attn.compressor, proj[2], proj[3], layout, (lp.comp_kv, lp.comp_gate, lp.entries))
         if attn.kind == CSA:
-            allowed = _index(attn.indexer, x, q_latent, layout, (lp.idx_kv, lp.idx_gate, lp.idx_entries))
+            allowed = _index(attn.indexer, proj[4:7], q_latent, layout, (lp.idx_kv, lp.idx_gate, lp.idx_entries))
         else:
             threshold = layout.rate_info(attn.compressor.rate)["threshold"]
             allowed = torch.arange(entries.shape[1], device=x.device)[None, None, :] < threshold[..., None]
