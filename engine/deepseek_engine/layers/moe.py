@@ -48,32 +48,12 @@ class RoutedExperts(nn.Module):
         self.limit = limit
 
     def forward(self, x: torch.Tensor, experts: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-        n = self.w1.shape[0]
-        if n <= 2 * experts.shape[-1] and experts.numel():
-            return self._dense(x, experts, weights)
         out = torch.zeros_like(x)
         for e in torch.unique(experts).tolist():
             tok, slot = torch.where(experts == e)
             h = x[tok]
             y = F.linear(clamped_swiglu(F.linear(h, self.w1[e]), F.linear(h, self.w3[e]), self.limit), self.w2[e])
             out.index_add_(0, tok, (y * weights[tok, slot, None]).to(out.dtype))
-        return out
-
-    def _dense(self, x: torch.Tensor, experts: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-        """Every expert on every token, for layers with few experts (at most twice the work of routing).
-
-        A handful of batched products replaces the per-expert gather/scatter loop; each
-        token still sums only its chosen experts, in increasing expert order (the loop's).
-        """
-        gate = torch.matmul(x, self.w1.transpose(1, 2))  # [E, T, I]
-        up = torch.matmul(x, self.w3.transpose(1, 2))
-        y = torch.matmul(clamped_swiglu(gate, up, self.limit), self.w2.transpose(1, 2))  # [E, T, H]
-        order = experts.argsort(dim=-1)
-        experts, weights = experts.gather(-1, order), weights.gather(-1, order)
-        tokens = torch.arange(x.shape[0], device=x.device)
-        out = torch.zeros_like(x)
-        for slot in range(experts.shape[-1]):
-            out = out + (y[experts[:, slot], tokens] * weights[:, slot, None]).to(out.dtype)
         return out
 
 
@@ -93,7 +73,10 @@ class Router(nn.Module):
             self.bias = nn.Parameter(torch.zeros(config.n_routed_experts))
 
     def forward(self, x: torch.Tensor, input_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        logits = F.linear(x, self.weight)
+        return self.route(F.linear(x, self.weight), input_ids)
+
+    def route(self, logits: torch.Tensor, input_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Experts and weights from the router logits ``x @ weight.T``."""
         if self.score_func == "sqrtsoftplus":
             scores = F.softplus(logits).sqrt()
         elif self.score_func == "softmax":
@@ -120,5 +103,43 @@ class DeepseekV4MoE(nn.Module):
         self.shared_experts = SharedExpert(c.hidden_size, c.moe_intermediate_size, c.swiglu_limit)
 
     def forward(self, x: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
+        if self.experts.w1.shape[0] <= 2 * self.gate.top_k and x.shape[0]:
+            return self._all_experts(x, input_ids)
         experts, weights = self.gate(x, input_ids)
         return self.experts(x, experts, weights) + self.shared_experts(x)
+
+    def _stacked(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Router, gate and up weights of all experts (routed, then shared) as one matrix; down weights stacked."""
+        params = (self.gate.weight, self.experts.w1, self.experts.w3, self.experts.w2, self.shared_experts.w1.weight,
+                  self.shared_experts.w3.weight, self.shared_experts.w2.weight)
+        key = tuple((p.data_ptr(), p._version) for p in params)
+        cached = self.__dict__.get("_stack")
+        if cached is None or cached[0] != key:
+            router, w1, w3, w2, s1, s3, s2 = (p.detach() for p in params)
+            with torch.no_grad():
+                up = torch.cat([router, w1.flatten(0, 1), s1, w3.flatten(0, 1), s3], dim=0)
+                down = torch.cat([w2, s2[None]], dim=0).transpose(1, 2)  # [E + 1, I, H]
+            cached = (key, up, down)
+            self.__dict__["_stack"] = cached
+        return cached[1], cached[2]
+
+    def _all_experts(self, x: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
+        """Few experts: every expert (and the shared one) on every token, in three products.
+
+        Same result as routing (each token sums its chosen experts in increasing
+        expert order, then adds the shared expert) for at most twice the expert work.
+        """
+        up_w, down_w = self._stacked()
+        n, inter = self.experts.w1.shape[:2]
+        y = F.linear(x, up_w)
+        experts, weights = self.gate.route(y[:, :n], input_ids)
+        gate_up = y[:, n:].view(x.shape[0], 2, n + 1, inter)
+        act = clamped_swiglu(gate_up[:, 0], gate_up[:, 1], self.experts.limit)  # [T, E + 1, I]
+        out_all = torch.bmm(act.transpose(0, 1), down_w)  # [E + 1, T, H]
+        order = experts.argsort(dim=-1)
+        experts, weights = experts.gather(-1, order), weights.gather(-1, order)
+        tokens = torch.arange(x.shape[0], device=x.device)
+        out = torch.zeros_like(x)
+        for slot in range(experts.shape[-1]):
+            out = out + (out_all[experts[:, slot], tokens] * weights[:, slot, None]).to(out.dtype)
+        return out + out_all[n]
