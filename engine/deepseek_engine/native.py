@@ -9,6 +9,8 @@ overhead dominates) or a large product whose result is thrown away at once:
   back into the streams. In PyTorch this is about 140 operations on ``[T, 4, 4]``
   tensors per site; here it is two calls doing the same float32 arithmetic (sums
   run in index order, so results agree with PyTorch up to rounding).
+* ``rope_apply``: the interleaved rotary embedding with per-step tables, the
+  same products and sums as ``layers.rotary_embedding.apply_rotary_tables``.
 * ``head_argmax``: greedy decoding only needs the arg-max of ``h @ W.T`` over the
   vocabulary. Materialising ``[rows, vocab]`` logits and scanning them again is
   most of the cost; this kernel keeps a running maximum per row instead, over a
@@ -146,6 +148,28 @@ void hc_merge(const float *streams, const float *block, const float *post, const
     }
 }
 
+/* Rotary embedding on the trailing R channels of each [D] row: x: [T, inner, D]; c, s: [T, R].
+   out = x * c + swap_pairs(x) * s on those channels (each product rounded, then the sum), a copy elsewhere. */
+void rope_apply(const float *x, int64_t T, int64_t inner, int64_t D, int64_t R, const float *c, const float *s,
+                float *out) {
+    for (int64_t t = 0; t < T; t++) {
+        const float *ct = c + t * R, *st = s + t * R;
+        for (int64_t h = 0; h < inner; h++) {
+            const float *xr = x + (t * inner + h) * D;
+            float *o = out + (t * inner + h) * D;
+            memcpy(o, xr, (size_t)(D - R) * sizeof(float));
+            const float *xe = xr + (D - R);
+            float *oe = o + (D - R);
+            for (int64_t j = 0; j < R; j += 2) {
+                float a = xe[j] * ct[j], b = xe[j + 1] * st[j];
+                oe[j] = a + b;
+                float a2 = xe[j + 1] * ct[j + 1], b2 = xe[j] * st[j + 1];
+                oe[j + 1] = a2 + b2;
+            }
+        }
+    }
+}
+
 /* Arg-max over v of dot(h[m], W[v]) for every row m.
    h: [M, K] with M a multiple of 8 (row chunks of HEAD_ROWS); wb: W in blocks, [nblocks, K, 8] (row v = 8*b + lane);
    tail: the last V - 8*nblocks rows of W, plain [rest, K]. */
@@ -255,6 +279,8 @@ def _build() -> ctypes.CDLL | None:
     lib.hc_mix.argtypes = [p, i64, i32, p, p, i32, f32, p, p, p, p, i64, p]
     lib.hc_mix.restype = None
     lib.hc_merge.argtypes = [p, p, p, p, i64, i32, i64, p]
+    lib.rope_apply.argtypes = [p, i64, i64, i64, i64, p, p, p]
+    lib.rope_apply.restype = None
     lib.hc_merge.restype = None
     lib.head_argmax.argtypes = [p, i64, i64, p, i64, p, i64, p, p]
     lib.head_argmax.restype = None
@@ -308,6 +334,20 @@ def hc_merge(streams: torch.Tensor, block_out: torch.Tensor, post: torch.Tensor,
     out = torch.empty(t, hc, d)
     lib.hc_merge(streams.data_ptr(), block_out.data_ptr(), post.data_ptr(), comb.data_ptr(), t, hc, d,
                  out.data_ptr())
+    return out
+
+
+def rope_apply(x: torch.Tensor, c: torch.Tensor, s: torch.Tensor) -> torch.Tensor | None:
+    """``apply_rotary_tables`` (float32 only; ``None``: use PyTorch)."""
+    lib = library()
+    if lib is None or not _usable(x, c, s) or x.dim() < 2 or x.shape[0] != c.shape[0]:
+        return None
+    x, c, s = x.contiguous(), c.contiguous(), s.contiguous()
+    t, d, r = x.shape[0], x.shape[-1], c.shape[-1]
+    if r > d or r % 2:
+        return None
+    out = torch.empty_like(x)
+    lib.rope_apply(x.data_ptr(), t, x.numel() // max(t * d, 1), d, r, c.data_ptr(), s.data_ptr(), out.data_ptr())
     return out
 
 

@@ -63,3 +63,16 @@ def test_greedy_head_ties_and_fallbacks() -> None:
     weight[:] = 0
     weight[39, 1] = 2.0  # the winner sits in the tail after the last full block
     assert head(torch.ones(1, 4)).tolist() == [39]
+
+
+def test_rotary_matches_torch_exactly(monkeypatch) -> None:
+    from deepseek_engine.layers.rotary_embedding import apply_rotary
+
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(5, 3, 32, generator=g)
+    cos, sin = torch.randn(5, 4, generator=g), torch.randn(5, 4, generator=g)
+    fast = apply_rotary(x, cos, sin), apply_rotary(x[:, 0], cos, -sin)
+    _torch_only(monkeypatch)
+    slow = apply_rotary(x, cos, sin), apply_rotary(x[:, 0], cos, -sin)
+    for a, b in zip(fast, slow):
+        assert torch.equal(a, b)

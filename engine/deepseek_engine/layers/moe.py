@@ -138,8 +138,11 @@ class DeepseekV4MoE(nn.Module):
         out_all = torch.bmm(act.transpose(0, 1), down_w)  # [E + 1, T, H]
         order = experts.argsort(dim=-1)
         experts, weights = experts.gather(-1, order), weights.gather(-1, order)
-        tokens = torch.arange(x.shape[0], device=x.device)
-        out = torch.zeros_like(x)
-        for slot in range(experts.shape[-1]):
-            out = out + (out_all[experts[:, slot], tokens] * weights[:, slot, None]).to(out.dtype)
+        t = x.shape[0]
+        picked = experts * t + torch.arange(t, device=x.device)[:, None]  # rows of out_all viewed [(E + 1) * T, H]
+        terms = (out_all.view(-1, x.shape[1]).index_select(0, picked.flatten()).view(t, -1, x.shape[1])
+                 * weights[..., None]).to(x.dtype)
+        out = terms[:, 0]
+        for slot in range(1, experts.shape[-1]):
+            out = out + terms[:, slot]
         return out + out_all[n]

@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from deepseek_engine.config import RopeSpec, yarn_mscale
+from deepseek_engine.native import rope_apply
 
 
 def _inverse_frequencies(spec: RopeSpec, rope_dim: int) -> tuple[torch.Tensor, float]:
@@ -86,6 +87,10 @@ def apply_rotary_tables(x: torch.Tensor, c: torch.Tensor, s: torch.Tensor) -> to
     Pair ``(e, o)`` becomes ``(e*cos - o*sin, o*cos + e*sin)``: the swapped pair
     ``(o, e)`` times ``s`` supplies the sine terms, exactly as in ``apply_rotary``.
     """
+    if x.numel():
+        native = rope_apply(x, c, s)
+        if native is not None:
+            return native
     rope_dim = c.shape[-1]
     shape = (c.shape[0],) + (1,) * (x.dim() - 2) + (rope_dim,)
     rope = x[..., -rope_dim:]
