@@ -298,7 +298,10 @@ def library() -> ctypes.CDLL | None:
 
 
 def _usable(*tensors: torch.Tensor) -> bool:
-    return all(t.device.type == "cpu" and t.dtype == torch.float32 for t in tensors)
+    for t in tensors:
+        if t.dtype != torch.float32 or not t.is_cpu:
+            return False
+    return True
 
 
 def hc_mix(mixes: torch.Tensor, base: torch.Tensor, scale: torch.Tensor, hc: int, iters: int, hc_eps: float,
