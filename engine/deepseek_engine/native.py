@@ -9,6 +9,8 @@ overhead dominates) or a large product whose result is thrown away at once:
   back into the streams. In PyTorch this is about 140 operations on ``[T, 4, 4]``
   tensors per site; here it is two calls doing the same float32 arithmetic (sums
   run in index order, so results agree with PyTorch up to rounding).
+* ``rms_norm``: RMS norms of small row batches (one call instead of about six
+  operations).
 * ``rope_apply``: the interleaved rotary embedding with per-step tables, the
   same products and sums as ``layers.rotary_embedding.apply_rotary_tables``.
 * ``head_argmax``: greedy decoding only needs the arg-max of ``h @ W.T`` over the
@@ -148,6 +150,22 @@ void hc_merge(const float *streams, const float *block, const float *post, const
     }
 }
 
+/* RMS norm of each [D] row of x (row r at x + r * stride): out = x * (1 / sqrt(mean(x^2) + eps)) [* w]. */
+void rms_norm(const float *x, int64_t rows, int64_t D, int64_t stride, const float *w, float eps, float *out) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * stride;
+        float *o = out + r * D;
+        float s = 0.0f;
+        for (int64_t d = 0; d < D; d++) s += xr[d] * xr[d];
+        const float inv = 1.0f / sqrtf(s / (float)D + eps);
+        if (w) {
+            for (int64_t d = 0; d < D; d++) o[d] = w[d] * (xr[d] * inv);
+        } else {
+            for (int64_t d = 0; d < D; d++) o[d] = xr[d] * inv;
+        }
+    }
+}
+
 /* Rotary embedding on the trailing R channels of each [D] row: x: [T, inner, D]; c, s: [T, R].
    out = x * c + swap_pairs(x) * s on those channels (each product rounded, then the sum), a copy elsewhere. */
 void rope_apply(const float *x, int64_t T, int64_t inner, int64_t D, int64_t R, const float *c, const float *s,
@@ -279,6 +297,8 @@ def _build() -> ctypes.CDLL | None:
     lib.hc_mix.argtypes = [p, i64, i32, p, p, i32, f32, p, p, p, p, i64, p]
     lib.hc_mix.restype = None
     lib.hc_merge.argtypes = [p, p, p, p, i64, i32, i64, p]
+    lib.rms_norm.argtypes = [p, i64, i64, i64, p, f32, p]
+    lib.rms_norm.restype = None
     lib.rope_apply.argtypes = [p, i64, i64, i64, i64, p, p, p]
     lib.rope_apply.restype = None
     lib.hc_merge.restype = None
@@ -336,6 +356,26 @@ def hc_merge(streams: torch.Tensor, block_out: torch.Tensor, post: torch.Tensor,
     t, hc, d = streams.shape
     out = torch.empty(t, hc, d)
     lib.hc_merge(streams.data_ptr(), block_out.data_ptr(), post.data_ptr(), comb.data_ptr(), t, hc, d,
+                 out.data_ptr())
+    return out
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float) -> torch.Tensor | None:
+    """RMS norm over the last axis (float32 only; ``None``: use PyTorch)."""
+    lib = library()
+    if lib is None or not _usable(x) or (weight is not None and not _usable(weight)) or x.dim() < 1:
+        return None
+    d = x.shape[-1]
+    if x.numel() == 0 or d == 0:
+        return None
+    rows = x.numel() // d
+    flat = x.reshape(rows, d) if x.dim() != 2 else x
+    if flat.stride(1) != 1:
+        flat = flat.contiguous()
+    if weight is not None:
+        weight = weight.contiguous()
+    out = torch.empty(x.shape)
+    lib.rms_norm(flat.data_ptr(), rows, d, flat.stride(0), None if weight is None else weight.data_ptr(), eps,
                  out.data_ptr())
     return out
 

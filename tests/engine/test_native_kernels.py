@@ -76,3 +76,19 @@ def test_rotary_matches_torch_exactly(monkeypatch) -> None:
     slow = apply_rotary(x, cos, sin), apply_rotary(x[:, 0], cos, -sin)
     for a, b in zip(fast, slow):
         assert torch.equal(a, b)
+
+
+def test_rms_norms_match_torch(monkeypatch) -> None:
+    from deepseek_engine.layers.norm import RMSNorm, unweighted_rms_norm
+
+    g = torch.Generator().manual_seed(3)
+    norm = RMSNorm(16, 1e-6)
+    with torch.no_grad():
+        norm.weight.copy_(torch.rand(16, generator=g) + 0.5)
+    wide = torch.randn(6, 40, generator=g)
+    inputs = [torch.randn(5, 16, generator=g), wide[:, 8:24], torch.randn(2, 3, 16, generator=g)]
+    fast = [norm(x) for x in inputs] + [unweighted_rms_norm(x, 1e-6) for x in inputs]
+    _torch_only(monkeypatch)
+    slow = [norm(x) for x in inputs] + [unweighted_rms_norm(x, 1e-6) for x in inputs]
+    for a, b in zip(fast, slow):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
