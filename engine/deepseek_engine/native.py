@@ -33,6 +33,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import platform
 import shutil
 import subprocess
 import tempfile
@@ -267,6 +268,20 @@ def _cache_dir() -> Path:
     return Path(root) if root else Path.home() / ".cache" / "deepseek_engine"
 
 
+def _cpu_identity() -> str:
+    info = platform.machine() + platform.processor()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith(("model name", "flags", "Features")):
+                    info += line
+                if line.strip() == "":  # the first processor is enough
+                    break
+    except OSError:
+        pass
+    return info
+
+
 def _build() -> ctypes.CDLL | None:
     if os.environ.get("DEEPSEEK_ENGINE_NATIVE", "1") == "0":
         return None
@@ -274,7 +289,8 @@ def _build() -> ctypes.CDLL | None:
     if not cc:
         return None
     flags = ["-O3", "-march=native", "-ffp-contract=off", "-fno-fast-math", "-shared", "-fPIC"]
-    tag = hashlib.sha256((_SOURCE + cc + " ".join(flags)).encode()).hexdigest()[:16]
+    # -march=native: the library is only valid for this kind of CPU, so its identity is part of the name.
+    tag = hashlib.sha256((_SOURCE + cc + " ".join(flags) + _cpu_identity()).encode()).hexdigest()[:16]
     folder = _cache_dir()
     lib_path = folder / f"native-{tag}.so"
     if not lib_path.is_file():
