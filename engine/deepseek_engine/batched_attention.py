@@ -109,6 +109,17 @@ class StepLayout:
         dev = self.positions.device
         done, total = self.starts // rate, self.ends // rate  # entries complete before / after the step
         n_new = total - done
+        n_max = int(total.max())
+        e = torch.arange(n_max, device=dev)[None, :]
+        info = {
+            "entry_slots": self.rows_to_slots(((e + 1) * rate - 1).clamp_max(self.ends[:, None] - 1)),
+            "entry_valid": e < total[:, None],
+            "threshold": (self.q_pos + 1) // rate,  # entries strictly below are complete for the query
+        }
+        if int(n_new.sum()) == 0:  # no window closes in this step (most decode steps)
+            info["w"] = torch.empty(0, dtype=torch.long, device=dev)
+            self._per_rate[rate] = info
+            return info
         # Every window closed in this step, as (sequence, entry index) pairs.
         win_seq = torch.repeat_interleave(torch.arange(self.num_seqs, device=dev), n_new)
         first = torch.repeat_interleave(done, n_new)
@@ -117,18 +128,13 @@ class StepLayout:
         w = first + offset
         offs = torch.arange(rate, device=dev)[None, :]
         sub = self.tables[win_seq]
-        n_max = int(total.max())
-        e = torch.arange(n_max, device=dev)[None, :]
-        info = {
+        info.update({
             "w": w,
             "window_slots": self.rows_to_slots(w[:, None] * rate + offs, sub),
             "prior_slots": self.rows_to_slots(((w[:, None] - 1) * rate + offs).clamp_min(0), sub),
             "has_prior": w > 0,
             "entry_out_slots": self.rows_to_slots(((w + 1) * rate - 1)[:, None], sub).flatten(),
-            "entry_slots": self.rows_to_slots(((e + 1) * rate - 1).clamp_max(self.ends[:, None] - 1)),
-            "entry_valid": e < total[:, None],
-            "threshold": (self.q_pos + 1) // rate,  # entries strictly below are complete for the query
-        }
+        })
         self._per_rate[rate] = info
         return info
 
