@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from .config import CSA, HCA
 from .kv_cache import read_rows, write_rows
 from .layers.norm import unweighted_rms_norm
+from .native import sink_attention
 from .layers.rotary_embedding import apply_rotary, apply_rotary_tables, rotary_tables
 
 
@@ -261,15 +262,19 @@ def attention(attn, x: torch.Tensor, layout: StepLayout, pool) -> torch.Tensor:
             allowed = torch.arange(entries.shape[1], device=x.device)[None, None, :] < threshold[..., None]
         keys = torch.cat([keys, entries], dim=1)
         visible = torch.cat([visible, allowed], dim=2)
-    # Queries of a sequence as rows (token-major, then head) of one [B, Tq*H, D] batch.
     h, tq, d = attn.n_heads, layout.t_max, attn.head_dim
-    qp = layout.pad(q).reshape(b, tq * h, d)
-    logits = torch.bmm(qp, keys.transpose(1, 2)).view(b, tq, h, -1) * attn.scale  # [B, Tq, H, K]
-    logits = torch.where(visible[:, :, None], logits, float("-inf"))
-    sinks = attn.attn_sink.to(logits.dtype).view(1, 1, h, 1).expand(b, tq, h, 1)
-    logits = torch.cat([logits, sinks], dim=-1)
-    logits = logits - logits.max(dim=-1, keepdim=True).values
-    probs = F.softmax(logits, dim=-1, dtype=logits.dtype)[..., :-1].to(keys.dtype)
-    out = layout.unpad(torch.bmm(probs.reshape(b, tq * h, -1), keys).view(b, tq, h, d))  # [T, H, D]
+    core = sink_attention(layout.pad(q), keys, visible, attn.attn_sink, attn.scale)
+    if core is not None:
+        out = layout.unpad(core)  # [T, H, D]
+    else:
+        # Queries of a sequence as rows (token-major, then head) of one [B, Tq*H, D] batch.
+        qp = layout.pad(q).reshape(b, tq * h, d)
+        logits = torch.bmm(qp, keys.transpose(1, 2)).view(b, tq, h, -1) * attn.scale  # [B, Tq, H, K]
+        logits = torch.where(visible[:, :, None], logits, float("-inf"))
+        sinks = attn.attn_sink.to(logits.dtype).view(1, 1, h, 1).expand(b, tq, h, 1)
+        logits = torch.cat([logits, sinks], dim=-1)
+        logits = logits - logits.max(dim=-1, keepdim=True).values
+        probs = F.softmax(logits, dim=-1, dtype=logits.dtype)[..., :-1].to(keys.dtype)
+        out = layout.unpad(torch.bmm(probs.reshape(b, tq * h, -1), keys).view(b, tq, h, d))  # [T, H, D]
     out = apply_rotary_tables(out, *layout.rope_tables(attn.rope, x.dtype, inverse=True))
     return attn.wo_b(attn.wo_a(out.reshape(t, attn.o_groups, -1)))

@@ -9,6 +9,8 @@ overhead dominates) or a large product whose result is thrown away at once:
   back into the streams. In PyTorch this is about 140 operations on ``[T, 4, 4]``
   tensors per site; here it is two calls doing the same float32 arithmetic (sums
   run in index order, so results agree with PyTorch up to rounding).
+* ``sink_attention``: the attention core (scores, the softmax with the sink
+  logit, the weighted sum of values) for a step's padded batch.
 * ``rms_norm``: RMS norms of small row batches (one call instead of about six
   operations).
 * ``rope_apply``: the interleaved rotary embedding with per-step tables, the
@@ -146,6 +148,47 @@ void hc_merge(const float *streams, const float *block, const float *post, const
                 float acc = cm[j] * st[d];
                 for (int i = 1; i < hc; i++) acc = acc + cm[i * hc + j] * st[i * D + d];
                 o[d] = p * bl[d] + acc;
+            }
+        }
+    }
+}
+
+/* Attention with a sink logit for B sequences: q [B, Tq*H, D] (row tq*H + h), keys [B, K, D] (also the values),
+   visible [B, Tq, K] (bytes), sink [H]. out [B, Tq*H, D]. Per row: logits = (q . key) * scale where visible,
+   softmax over the logits and the sink, then the probability-weighted sum of the visible keys. */
+void sink_attention(const float *q, const float *keys, const uint8_t *visible, const float *sink, int64_t B,
+                    int64_t Tq, int64_t H, int64_t K, int64_t D, float scale, float *probs, float *out) {
+    for (int64_t b = 0; b < B; b++) {
+        const float *kb = keys + b * K * D;
+        for (int64_t tq = 0; tq < Tq; tq++) {
+            const uint8_t *vis = visible + (b * Tq + tq) * K;
+            for (int64_t h = 0; h < H; h++) {
+                const float *qr = q + ((b * Tq + tq) * H + h) * D;
+                float *o = out + ((b * Tq + tq) * H + h) * D;
+                float mx = sink[h];
+                for (int64_t k = 0; k < K; k++) {
+                    if (!vis[k]) { probs[k] = -INFINITY; continue; }
+                    const float *kr = kb + k * D;
+                    float dot = 0.0f;
+                    for (int64_t d = 0; d < D; d++) dot += qr[d] * kr[d];
+                    dot = dot * scale;
+                    probs[k] = dot;
+                    if (dot > mx) mx = dot;
+                }
+                float sum = expf(sink[h] - mx);
+                for (int64_t k = 0; k < K; k++) {
+                    if (!vis[k]) { probs[k] = 0.0f; continue; }
+                    probs[k] = expf(probs[k] - mx);
+                    sum += probs[k];
+                }
+                const float inv = 1.0f / sum;
+                for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
+                for (int64_t k = 0; k < K; k++) {
+                    if (!vis[k]) continue;
+                    const float p = probs[k] * inv;
+                    const float *kr = kb + k * D;
+                    for (int64_t d = 0; d < D; d++) o[d] += p * kr[d];
+                }
             }
         }
     }
@@ -313,6 +356,8 @@ def _build() -> ctypes.CDLL | None:
     lib.hc_mix.argtypes = [p, i64, i32, p, p, i32, f32, p, p, p, p, i64, p]
     lib.hc_mix.restype = None
     lib.hc_merge.argtypes = [p, p, p, p, i64, i32, i64, p]
+    lib.sink_attention.argtypes = [p, p, p, p, i64, i64, i64, i64, i64, f32, p, p]
+    lib.sink_attention.restype = None
     lib.rms_norm.argtypes = [p, i64, i64, i64, p, f32, p]
     lib.rms_norm.restype = None
     lib.rope_apply.argtypes = [p, i64, i64, i64, i64, p, p, p]
@@ -373,6 +418,27 @@ def hc_merge(streams: torch.Tensor, block_out: torch.Tensor, post: torch.Tensor,
     out = torch.empty(t, hc, d)
     lib.hc_merge(streams.data_ptr(), block_out.data_ptr(), post.data_ptr(), comb.data_ptr(), t, hc, d,
                  out.data_ptr())
+    return out
+
+
+def sink_attention(q: torch.Tensor, keys: torch.Tensor, visible: torch.Tensor, sink: torch.Tensor,
+                   scale: float) -> torch.Tensor | None:
+    """Softmax attention with a per-head sink logit (float32 only; ``None``: use PyTorch).
+
+    ``q`` ``[B, Tq, H, D]``, ``keys`` ``[B, K, D]`` (also the values), ``visible``
+    ``[B, Tq, K]`` bool, ``sink`` ``[H]``; returns ``[B, Tq, H, D]``.
+    """
+    lib = library()
+    if lib is None or not _usable(q, keys, sink) or visible.dtype != torch.bool:
+        return None
+    b, tq, h, d = q.shape
+    k = keys.shape[1]
+    q, keys, sink = q.contiguous(), keys.contiguous(), sink.contiguous()
+    visible = visible.contiguous()
+    out = torch.empty(b, tq, h, d)
+    probs = torch.empty(max(k, 1))
+    lib.sink_attention(q.data_ptr(), keys.data_ptr(), visible.data_ptr(), sink.data_ptr(), b, tq, h, k, d, scale,
+                       probs.data_ptr(), out.data_ptr())
     return out
 
 

@@ -92,3 +92,18 @@ def test_rms_norms_match_torch(monkeypatch) -> None:
     slow = [norm(x) for x in inputs] + [unweighted_rms_norm(x, 1e-6) for x in inputs]
     for a, b in zip(fast, slow):
         torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
+
+
+def test_sink_attention_matches_torch() -> None:
+    g = torch.Generator().manual_seed(11)
+    b, tq, h, k, d = 3, 2, 4, 9, 8
+    q, keys = torch.randn(b, tq, h, d, generator=g), torch.randn(b, k, d, generator=g)
+    visible = torch.rand(b, tq, k, generator=g) > 0.4
+    visible[0, 0] = False  # a row that sees nothing but the sink
+    sink = torch.randn(h, generator=g)
+    out = native.sink_attention(q, keys, visible, sink, 0.3)
+    logits = torch.einsum("bthd,bkd->bthk", q, keys) * 0.3
+    logits = torch.where(visible[:, :, None], logits, float("-inf"))
+    logits = torch.cat([logits, sink.view(1, 1, h, 1).expand(b, tq, h, 1)], dim=-1)
+    probs = logits.softmax(dim=-1)[..., :-1]
+    torch.testing.assert_close(out, torch.einsum("bthk,bkd->bthd", probs, keys), rtol=1e-5, atol=1e-6)
