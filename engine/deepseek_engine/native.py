@@ -153,47 +153,6 @@ void hc_merge(const float *streams, const float *block, const float *post, const
     }
 }
 
-/* Attention with a sink logit for B sequences: q [B, Tq*H, D] (row tq*H + h), keys [B, K, D] (also the values),
-   visible [B, Tq, K] (bytes), sink [H]. out [B, Tq*H, D]. Per row: logits = (q . key) * scale where visible,
-   softmax over the logits and the sink, then the probability-weighted sum of the visible keys. */
-void sink_attention(const float *q, const float *keys, const uint8_t *visible, const float *sink, int64_t B,
-                    int64_t Tq, int64_t H, int64_t K, int64_t D, float scale, float *probs, float *out) {
-    for (int64_t b = 0; b < B; b++) {
-        const float *kb = keys + b * K * D;
-        for (int64_t tq = 0; tq < Tq; tq++) {
-            const uint8_t *vis = visible + (b * Tq + tq) * K;
-            for (int64_t h = 0; h < H; h++) {
-                const float *qr = q + ((b * Tq + tq) * H + h) * D;
-                float *o = out + ((b * Tq + tq) * H + h) * D;
-                float mx = sink[h];
-                for (int64_t k = 0; k < K; k++) {
-                    if (!vis[k]) { probs[k] = -INFINITY; continue; }
-                    const float *kr = kb + k * D;
-                    float dot = 0.0f;
-                    for (int64_t d = 0; d < D; d++) dot += qr[d] * kr[d];
-                    dot = dot * scale;
-                    probs[k] = dot;
-                    if (dot > mx) mx = dot;
-                }
-                float sum = expf(sink[h] - mx);
-                for (int64_t k = 0; k < K; k++) {
-                    if (!vis[k]) { probs[k] = 0.0f; continue; }
-                    probs[k] = expf(probs[k] - mx);
-                    sum += probs[k];
-                }
-                const float inv = 1.0f / sum;
-                for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
-                for (int64_t k = 0; k < K; k++) {
-                    if (!vis[k]) continue;
-                    const float p = probs[k] * inv;
-                    const float *kr = kb + k * D;
-                    for (int64_t d = 0; d < D; d++) o[d] += p * kr[d];
-                }
-            }
-        }
-    }
-}
-
 /* RMS norm of each [D] row of x (row r at x + r * stride): out = x * (1 / sqrt(mean(x^2) + eps)) [* w]. */
 void rms_norm(const float *x, int64_t rows, int64_t D, int64_t stride, const float *w, float eps, float *out) {
     for (int64_t r = 0; r < rows; r++) {
@@ -227,6 +186,59 @@ void rope_apply(const float *x, int64_t T, int64_t inner, int64_t D, int64_t R, 
                 oe[j] = a + b;
                 float a2 = xe[j + 1] * ct[j + 1], b2 = xe[j] * st[j + 1];
                 oe[j + 1] = a2 + b2;
+            }
+        }
+    }
+}
+
+/* Attention with a sink logit for B sequences: q [B, Tq*H, D] (row tq*H + h), keys [B, K, D] (also the values),
+   visible [B, Tq, K] (bytes), sink [H]. out [B, Tq*H, D]. Per row: logits = (q . key) * scale where visible,
+   softmax over the logits and the sink, then the probability-weighted sum of the visible keys. */
+void sink_attention(const float *q, const float *keys, const uint8_t *visible, const float *sink, int64_t B,
+                    int64_t Tq, int64_t H, int64_t K, int64_t D, float scale, float *probs, float *out) {
+    for (int64_t b = 0; b < B; b++) {
+        const float *kb = keys + b * K * D;
+        for (int64_t tq = 0; tq < Tq; tq++) {
+            const uint8_t *vis = visible + (b * Tq + tq) * K;
+            for (int64_t h = 0; h < H; h++) {
+                const float *qr = q + ((b * Tq + tq) * H + h) * D;
+                float *o = out + ((b * Tq + tq) * H + h) * D;
+                float mx = sink[h];
+                for (int64_t k = 0; k < K; k++) {
+                    if (!vis[k]) { probs[k] = -INFINITY; continue; }
+                    const float *kr = kb + k * D;
+                    float dot = 0.0f;
+                    if ((D & 7) == 0) {
+                        /* eight partial sums over the head dimension, added up in lane order */
+                        v8f acc = {0};
+                        for (int64_t d = 0; d < D; d += 8) {
+                            v8f a, c;
+                            memcpy(&a, qr + d, sizeof(a));
+                            memcpy(&c, kr + d, sizeof(c));
+                            acc = acc + a * c;
+                        }
+                        for (int l = 0; l < 8; l++) dot += acc[l];
+                    } else {
+                        for (int64_t d = 0; d < D; d++) dot += qr[d] * kr[d];
+                    }
+                    dot = dot * scale;
+                    probs[k] = dot;
+                    if (dot > mx) mx = dot;
+                }
+                float sum = expf(sink[h] - mx);
+                for (int64_t k = 0; k < K; k++) {
+                    if (!vis[k]) { probs[k] = 0.0f; continue; }
+                    probs[k] = expf(probs[k] - mx);
+                    sum += probs[k];
+                }
+                const float inv = 1.0f / sum;
+                for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
+                for (int64_t k = 0; k < K; k++) {
+                    if (!vis[k]) continue;
+                    const float p = probs[k] * inv;
+                    const float *kr = kb + k * D;
+                    for (int64_t d = 0; d < D; d++) o[d] += p * kr[d];
+                }
             }
         }
     }
