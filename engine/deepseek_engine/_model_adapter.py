@@ -19,6 +19,7 @@ from .batched_attention import StepLayout, attention
 from .kv_cache import KVCachePool
 from .layers.hyper_connection import hyper_head, hyper_merge
 from .model_runner import StepContext
+from .native import GreedyHead
 
 #: Context length used when the caller gives none (the checkpoint's may be 1M tokens).
 DEFAULT_MAX_MODEL_LEN = 8192
@@ -29,8 +30,26 @@ class BatchedDeepseekV4(nn.Module):
         super().__init__()
         self.model = model
         self.config = model.config
+        self.greedy_head = GreedyHead(model.head.weight)
 
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx: StepContext) -> torch.Tensor:
+        h = self._hidden(input_ids, positions, ctx)
+        if h is None:  # a step of unfinished prefill chunks only
+            return torch.empty(0, self.config.vocab_size, device=input_ids.device)
+        return self.model.head(h).float()
+
+    def greedy_tokens(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx: StepContext) -> torch.Tensor:
+        """The arg-max token of each row ``forward`` would return, without the full logits when possible."""
+        h = self._hidden(input_ids, positions, ctx)
+        if h is None:
+            return torch.empty(0, dtype=torch.long, device=input_ids.device)
+        picks = self.greedy_head(h)
+        if picks is None:
+            picks = torch.argmax(self.model.head(h).float(), dim=-1)
+        return picks
+
+    def _hidden(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx: StepContext) -> torch.Tensor | None:
+        """The normed final hidden state of the rows whose logits are wanted (``None``: no rows)."""
         m, c = self.model, self.config
         layout = StepLayout(positions, ctx.slot_mapping, ctx.query_start_loc, ctx.block_tables, ctx.block_size,
                             c.sliding_window)
@@ -41,11 +60,10 @@ class BatchedDeepseekV4(nn.Module):
             post, comb, x = layer._weights("ffn", streams)
             streams = hyper_merge(streams, layer.ffn(layer.ffn_norm(x), input_ids), post, comb)
         if ctx.logits_indices is not None:
-            if ctx.logits_indices.numel() == 0:  # a step of unfinished prefill chunks only
-                return torch.empty(0, c.vocab_size, device=streams.device)
+            if ctx.logits_indices.numel() == 0:
+                return None
             streams = streams[ctx.logits_indices]
-        h = m.norm(hyper_head(streams, m.hc_head_fn, m.hc_head_base, m.hc_head_scale, c.hc_eps, c.rms_norm_eps))
-        return m.head(h).float()
+        return m.norm(hyper_head(streams, m.hc_head_fn, m.hc_head_base, m.hc_head_scale, c.hc_eps, c.rms_norm_eps))
 
 
 def load(model_dir: str, dtype: torch.dtype | None, device: torch.device) -> tuple[nn.Module, Any, dict]:

@@ -27,7 +27,8 @@ import torch.nn.functional as F
 from .config import CSA, HCA
 from .kv_cache import read_rows, write_rows
 from .layers.norm import unweighted_rms_norm
-from .layers.rotary_embedding import apply_rotary
+from .native import sink_attention
+from .layers.rotary_embedding import apply_rotary, apply_rotary_tables, rotary_tables
 
 
 class StepLayout:
@@ -52,6 +53,9 @@ class StepLayout:
         t = torch.arange(self.t_max, device=dev)[None, :]
         self.q_valid = t < self.counts[:, None]  # [B, Tq]
         self.q_index = (loc[:, None] + t).clamp_max(positions.numel() - 1)  # flat index of (b, t)
+        # Every sequence adds the same number of tokens (decode steps): padding is a plain view.
+        self.uniform = all(n == self.t_max for n in counts)
+        self.q_rows = None if self.uniform else torch.nonzero(self.q_valid.flatten()).squeeze(1)
         self.q_pos = self.starts[:, None] + t
         # Sliding-window keys: positions from max(0, start - window + 1) up to the last new token.
         k_first = (self.starts - window + 1).clamp_min(0)
@@ -63,6 +67,7 @@ class StepLayout:
         self.window_visible = (k < k_count[:, None])[:, None, :] & (kp <= qp) & (kp > qp - window)  # [B, Tq, K]
         self._per_rate: dict[int, dict[str, torch.Tensor]] = {}
         self._rope: dict[tuple[int, torch.dtype], tuple[torch.Tensor, torch.Tensor]] = {}
+        self._tables: dict[tuple[int, torch.dtype, bool], tuple[torch.Tensor, torch.Tensor]] = {}
 
     def rope(self, module, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
         """``module(positions, dtype)`` for the step's tokens, computed once per step."""
@@ -70,6 +75,15 @@ class StepLayout:
         if key not in self._rope:
             self._rope[key] = module(self.positions, dtype)
         return self._rope[key]
+
+    def rope_tables(self, module, dtype: torch.dtype, inverse: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """``rotary_tables`` of ``rope`` (of ``(cos, -sin)`` when ``inverse``), once per step."""
+        key = (id(module), dtype, inverse)
+        if key not in self._tables:
+            cos, sin = self.rope(module, dtype)
+            c, s = rotary_tables(cos, sin)
+            self._tables[key] = (c, -s if inverse else s)
+        return self._tables[key]
 
     def rows_to_slots(self, rows: torch.Tensor, tables: torch.Tensor | None = None) -> torch.Tensor:
         """Flat pool rows of each sequence's logical rows ``rows`` ``[B, K]``."""
@@ -79,7 +93,14 @@ class StepLayout:
 
     def pad(self, flat: torch.Tensor) -> torch.Tensor:
         """Flat per-token rows ``[T, ...]`` -> ``[B, Tq, ...]`` (padding repeats a real row)."""
+        if self.uniform:
+            return flat.view(self.num_seqs, self.t_max, *flat.shape[1:])
         return flat[self.q_index]
+
+    def unpad(self, padded: torch.Tensor) -> torch.Tensor:
+        """``[B, Tq, ...]`` -> the flat rows ``[T, ...]`` of the real tokens."""
+        flat = padded.reshape(self.num_seqs * self.t_max, *padded.shape[2:])
+        return flat if self.uniform else flat.index_select(0, self.q_rows)
 
     def rate_info(self, rate: int) -> dict[str, torch.Tensor]:
         """Gather indices for compressors of rate ``rate``."""
@@ -89,6 +110,17 @@ class StepLayout:
         dev = self.positions.device
         done, total = self.starts // rate, self.ends // rate  # entries complete before / after the step
         n_new = total - done
+        n_max = int(total.max())
+        e = torch.arange(n_max, device=dev)[None, :]
+        info = {
+            "entry_slots": self.rows_to_slots(((e + 1) * rate - 1).clamp_max(self.ends[:, None] - 1)),
+            "entry_valid": e < total[:, None],
+            "threshold": (self.q_pos + 1) // rate,  # entries strictly below are complete for the query
+        }
+        if int(n_new.sum()) == 0:  # no window closes in this step (most decode steps)
+            info["w"] = torch.empty(0, dtype=torch.long, device=dev)
+            self._per_rate[rate] = info
+            return info
         # Every window closed in this step, as (sequence, entry index) pairs.
         win_seq = torch.repeat_interleave(torch.arange(self.num_seqs, device=dev), n_new)
         first = torch.repeat_interleave(done, n_new)
@@ -97,30 +129,63 @@ class StepLayout:
         w = first + offset
         offs = torch.arange(rate, device=dev)[None, :]
         sub = self.tables[win_seq]
-        n_max = int(total.max())
-        e = torch.arange(n_max, device=dev)[None, :]
-        info = {
+        info.update({
             "w": w,
             "window_slots": self.rows_to_slots(w[:, None] * rate + offs, sub),
             "prior_slots": self.rows_to_slots(((w[:, None] - 1) * rate + offs).clamp_min(0), sub),
             "has_prior": w > 0,
             "entry_out_slots": self.rows_to_slots(((w + 1) * rate - 1)[:, None], sub).flatten(),
-            "entry_slots": self.rows_to_slots(((e + 1) * rate - 1).clamp_max(self.ends[:, None] - 1)),
-            "entry_valid": e < total[:, None],
-            "threshold": (self.q_pos + 1) // rate,  # entries strictly below are complete for the query
-        }
+        })
         self._per_rate[rate] = info
         return info
 
 
-def _compress(comp, x: torch.Tensor, layout: StepLayout, pools) -> tuple[torch.Tensor, torch.Tensor]:
-    """Record the new tokens' projections and pool the windows they close.
+class FusedLinears:
+    """Several bias-free linear maps of the same input as one product.
+
+    The attention block applies up to seven projections to the same normed hidden
+    state (query down-projection, shared KV, the compressors' KV and gate, the
+    indexer's compressor and head weights); one product over the stacked weights
+    replaces seven small ones. The stacked copy is rebuilt when a weight changes.
+    """
+
+    def __init__(self, linears: list) -> None:
+        self.linears = linears
+        self.splits = [lin.weight.shape[0] for lin in linears]
+        self._key = None
+        self._weight: torch.Tensor | None = None
+
+    def __call__(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        key = tuple((lin.weight.data_ptr(), lin.weight._version) for lin in self.linears)
+        if key != self._key:
+            with torch.no_grad():
+                self._weight = torch.cat([lin.weight.detach() for lin in self.linears], dim=0)
+            self._key = key
+        return F.linear(x, self._weight).split(self.splits, dim=-1)
+
+
+def _input_projections(attn) -> FusedLinears:
+    fused = attn.__dict__.get("_fused_inputs")
+    if fused is None:
+        linears = [attn.wq_a, attn.wkv]
+        if attn.compressor is not None:
+            linears += [attn.compressor.wkv, attn.compressor.wgate]
+        if attn.indexer is not None:
+            linears += [attn.indexer.compressor.wkv, attn.indexer.compressor.wgate, attn.indexer.weights_proj]
+        fused = FusedLinears(linears)
+        attn.__dict__["_fused_inputs"] = fused
+    return fused
+
+
+def _compress(comp, kv_proj: torch.Tensor, gate_proj: torch.Tensor, layout: StepLayout,
+              pools) -> tuple[torch.Tensor, torch.Tensor]:
+    """Record the new tokens' projections (``comp.wkv(x)``, ``comp.wgate(x)``) and pool the windows they close.
 
     Returns every sequence's entries ``[B, N, d]`` and which of them exist.
     """
     kv_pool, gate_pool, entry_pool = pools
-    write_rows(kv_pool, layout.slots, comp.wkv(x))
-    write_rows(gate_pool, layout.slots, comp.wgate(x))
+    write_rows(kv_pool, layout.slots, kv_proj)
+    write_rows(gate_pool, layout.slots, gate_proj)
     info = layout.rate_info(comp.rate)
     n = info["w"].numel()
     if n:
@@ -146,25 +211,31 @@ def _compress(comp, x: torch.Tensor, layout: StepLayout, pools) -> tuple[torch.T
     return entries, valid
 
 
-def _index(indexer, x: torch.Tensor, q_latent: torch.Tensor, layout: StepLayout, pools) -> torch.Tensor:
-    """The lightning indexer's choice: ``[B, Tq, N]``, the entries each query attends to."""
-    keys, _ = _compress(indexer.compressor, x, layout, pools)
+def _index(indexer, projections: tuple[torch.Tensor, ...], q_latent: torch.Tensor, layout: StepLayout,
+           pools) -> torch.Tensor:
+    """The lightning indexer's choice: ``[B, Tq, N]``, the entries each query attends to.
+
+    ``projections``: the indexer compressor's KV and gate projections and ``weights_proj`` of ``x``.
+    """
+    kv_proj, gate_proj, head_weights = projections
+    dev = q_latent.device
+    keys, _ = _compress(indexer.compressor, kv_proj, gate_proj, layout, pools)
     b, n = keys.shape[:2]
     if n == 0:
-        return torch.zeros((b, layout.t_max, 0), dtype=torch.bool, device=x.device)
-    cos, sin = layout.rope(indexer.rope, x.dtype)
-    q = apply_rotary(indexer.wq_b(q_latent).view(-1, indexer.n_heads, indexer.head_dim), cos, sin)
+        return torch.zeros((b, layout.t_max, 0), dtype=torch.bool, device=dev)
+    c, s = layout.rope_tables(indexer.rope, q_latent.dtype)
+    q = apply_rotary_tables(indexer.wq_b(q_latent).view(-1, indexer.n_heads, indexer.head_dim), c, s)
     q = layout.pad(q).float()  # [B, Tq, H, d]
     scores = torch.matmul(q, keys.float()[:, None].transpose(-1, -2))  # [B, Tq, H, N]
     scores = F.relu(scores) * indexer.head_dim**-0.5
-    weights = layout.pad(indexer.weights_proj(x).float() * indexer.n_heads**-0.5)  # [B, Tq, H]
+    weights = layout.pad(head_weights.float() * indexer.n_heads**-0.5)  # [B, Tq, H]
     scores = (scores * weights[..., None]).sum(dim=2)  # [B, Tq, N]
     threshold = layout.rate_info(indexer.rate)["threshold"]
-    entry = torch.arange(n, device=x.device)
+    entry = torch.arange(n, device=dev)
     scores = scores.masked_fill(entry[None, None, :] >= threshold[..., None], float("-inf"))
     picked = scores.topk(min(indexer.topk, n), dim=-1).indices
     picked = torch.where(picked < threshold[..., None], picked, torch.full_like(picked, n))
-    allowed = torch.zeros((b, layout.t_max, n + 1), dtype=torch.bool, device=x.device)
+    allowed = torch.zeros((b, layout.t_max, n + 1), dtype=torch.bool, device=dev)
     allowed.scatter_(2, picked, True)
     return allowed[..., :n]
 
@@ -173,30 +244,37 @@ def attention(attn, x: torch.Tensor, layout: StepLayout, pool) -> torch.Tensor:
     """``DeepseekV4Attention`` for all new tokens of a step: ``x`` ``[T, hidden]`` -> ``[T, hidden]``."""
     t = x.shape[0]
     lp = pool.layers[attn.layer_idx]
-    cos, sin = layout.rope(attn.rope, x.dtype)
-    q_latent = attn.q_norm(attn.wq_a(x))
+    c, s = layout.rope_tables(attn.rope, x.dtype)
+    proj = _input_projections(attn)(x)
+    q_latent = attn.q_norm(proj[0])
     q = unweighted_rms_norm(attn.wq_b(q_latent).view(t, attn.n_heads, attn.head_dim), attn.eps)
-    q = apply_rotary(q, cos, sin)
-    write_rows(lp.kv, layout.slots, apply_rotary(attn.norm(attn.wkv(x)), cos, sin))
+    q = apply_rotary_tables(q, c, s)
+    write_rows(lp.kv, layout.slots, apply_rotary_tables(attn.norm(proj[1]), c, s))
     b = layout.num_seqs
     keys = read_rows(lp.kv, layout.key_slots.flatten()).view(b, -1, attn.head_dim)
     visible = layout.window_visible
     if attn.kind in (HCA, CSA):
-        entries, valid = _compress(attn.compressor, x, layout, (lp.comp_kv, lp.comp_gate, lp.entries))
+        entries, valid = _compress(attn.compressor, proj[2], proj[3], layout, (lp.comp_kv, lp.comp_gate, lp.entries))
         if attn.kind == CSA:
-            allowed = _index(attn.indexer, x, q_latent, layout, (lp.idx_kv, lp.idx_gate, lp.idx_entries))
+            allowed = _index(attn.indexer, proj[4:7], q_latent, layout, (lp.idx_kv, lp.idx_gate, lp.idx_entries))
         else:
             threshold = layout.rate_info(attn.compressor.rate)["threshold"]
             allowed = torch.arange(entries.shape[1], device=x.device)[None, None, :] < threshold[..., None]
         keys = torch.cat([keys, entries], dim=1)
         visible = torch.cat([visible, allowed], dim=2)
-    qp = layout.pad(q).transpose(1, 2)  # [B, H, Tq, D]
-    logits = torch.matmul(qp, keys[:, None].transpose(-1, -2)) * attn.scale  # [B, H, Tq, K]
-    logits = logits.masked_fill(~visible[:, None], float("-inf"))
-    sinks = attn.attn_sink.to(logits.dtype).view(1, -1, 1, 1).expand(b, -1, layout.t_max, 1)
-    logits = torch.cat([logits, sinks], dim=-1)
-    logits = logits - logits.max(dim=-1, keepdim=True).values
-    probs = F.softmax(logits, dim=-1, dtype=logits.dtype)[..., :-1].to(keys.dtype)
-    out = torch.matmul(probs, keys[:, None]).transpose(1, 2)[layout.q_valid]  # [T, H, D]
-    out = apply_rotary(out, cos, -sin)
+    h, tq, d = attn.n_heads, layout.t_max, attn.head_dim
+    core = sink_attention(layout.pad(q), keys, visible, attn.attn_sink, attn.scale)
+    if core is not None:
+        out = layout.unpad(core)  # [T, H, D]
+    else:
+        # Queries of a sequence as rows (token-major, then head) of one [B, Tq*H, D] batch.
+        qp = layout.pad(q).reshape(b, tq * h, d)
+        logits = torch.bmm(qp, keys.transpose(1, 2)).view(b, tq, h, -1) * attn.scale  # [B, Tq, H, K]
+        logits = torch.where(visible[:, :, None], logits, float("-inf"))
+        sinks = attn.attn_sink.to(logits.dtype).view(1, 1, h, 1).expand(b, tq, h, 1)
+        logits = torch.cat([logits, sinks], dim=-1)
+        logits = logits - logits.max(dim=-1, keepdim=True).values
+        probs = F.softmax(logits, dim=-1, dtype=logits.dtype)[..., :-1].to(keys.dtype)
+        out = layout.unpad(torch.bmm(probs.reshape(b, tq * h, -1), keys).view(b, tq, h, d))  # [T, H, D]
+    out = apply_rotary_tables(out, *layout.rope_tables(attn.rope, x.dtype, inverse=True))
     return attn.wo_b(attn.wo_a(out.reshape(t, attn.o_groups, -1)))

@@ -92,8 +92,14 @@ class ModelRunner:
         rows = [i for i in range(len(batch.seqs)) if batch.samples(i)]
         if not batch.seqs:
             return {}
-        logits = self.forward(batch.seqs, batch.num_tokens, sample_rows=rows)
         seqs = [batch.seqs[i] for i in rows]
+        greedy_tokens = getattr(self.model, "greedy_tokens", None)
+        if greedy_tokens is not None and all(s.params.greedy and s.params.logprobs is None for s in seqs):
+            # Only arg-maxes are needed: the model may skip materialising the logits.
+            input_ids, positions, ctx = self._context(batch.seqs, batch.num_tokens, False, rows)
+            picks = greedy_tokens(input_ids, positions, ctx).tolist()
+            return {seq.seq_id: token for seq, token in zip(seqs, picks)}
+        logits = self.forward(batch.seqs, batch.num_tokens, sample_rows=rows)
         # Greedy rows share one arg-max call: each row's result depends on that row only.
         greedy = [r for r, seq in enumerate(seqs) if seq.params.greedy]
         tokens: list[int | None] = [None] * len(seqs)

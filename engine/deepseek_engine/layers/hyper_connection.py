@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from deepseek_engine.layers.norm import unweighted_rms_norm
+from deepseek_engine.native import hc_merge, hc_mix
 
 
 def hyper_weights(streams: torch.Tensor, fn: torch.Tensor, base: torch.Tensor, scale: torch.Tensor,
@@ -21,6 +22,10 @@ def hyper_weights(streams: torch.Tensor, fn: torch.Tensor, base: torch.Tensor, s
     t = streams.shape[0]
     flat = unweighted_rms_norm(streams.reshape(t, -1).float(), norm_eps)
     mixes = F.linear(flat, fn.float())
+    native = hc_mix(mixes, base.float(), scale.float(), hc, iters, hc_eps, streams)
+    if native is not None:
+        _, post, comb, collapsed = native
+        return post, comb, collapsed
     pre_w, post_w, comb_w = mixes.split([hc, hc, hc * hc], dim=-1)
     pre_b, post_b, comb_b = base.float().split([hc, hc, hc * hc])
     pre_s, post_s, comb_s = scale.float().unbind(0)
@@ -37,6 +42,9 @@ def hyper_weights(streams: torch.Tensor, fn: torch.Tensor, base: torch.Tensor, s
 
 def hyper_merge(streams: torch.Tensor, block_out: torch.Tensor, post: torch.Tensor, comb: torch.Tensor) -> torch.Tensor:
     """New streams: ``post`` spreads ``block_out`` over the streams, ``comb`` mixes the old ones."""
+    native = hc_merge(streams, block_out, post, comb)
+    if native is not None:
+        return native
     dtype = streams.dtype
     return post.to(dtype).unsqueeze(-1) * block_out.unsqueeze(-2) + torch.matmul(
         comb.to(dtype).transpose(-1, -2), streams

@@ -73,7 +73,10 @@ class Router(nn.Module):
             self.bias = nn.Parameter(torch.zeros(config.n_routed_experts))
 
     def forward(self, x: torch.Tensor, input_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        logits = F.linear(x, self.weight)
+        return self.route(F.linear(x, self.weight), input_ids)
+
+    def route(self, logits: torch.Tensor, input_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Experts and weights from the router logits ``x @ weight.T``."""
         if self.score_func == "sqrtsoftplus":
             scores = F.softplus(logits).sqrt()
         elif self.score_func == "softmax":
@@ -100,5 +103,46 @@ class DeepseekV4MoE(nn.Module):
         self.shared_experts = SharedExpert(c.hidden_size, c.moe_intermediate_size, c.swiglu_limit)
 
     def forward(self, x: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
+        if self.experts.w1.shape[0] <= 2 * self.gate.top_k and x.shape[0]:
+            return self._all_experts(x, input_ids)
         experts, weights = self.gate(x, input_ids)
         return self.experts(x, experts, weights) + self.shared_experts(x)
+
+    def _stacked(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Router, gate and up weights of all experts (routed, then shared) as one matrix; down weights stacked."""
+        params = (self.gate.weight, self.experts.w1, self.experts.w3, self.experts.w2, self.shared_experts.w1.weight,
+                  self.shared_experts.w3.weight, self.shared_experts.w2.weight)
+        key = tuple((p.data_ptr(), p._version) for p in params)
+        cached = self.__dict__.get("_stack")
+        if cached is None or cached[0] != key:
+            router, w1, w3, w2, s1, s3, s2 = (p.detach() for p in params)
+            with torch.no_grad():
+                up = torch.cat([router, w1.flatten(0, 1), s1, w3.flatten(0, 1), s3], dim=0)
+                down = torch.cat([w2, s2[None]], dim=0).transpose(1, 2)  # [E + 1, I, H]
+            cached = (key, up, down)
+            self.__dict__["_stack"] = cached
+        return cached[1], cached[2]
+
+    def _all_experts(self, x: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
+        """Few experts: every expert (and the shared one) on every token, in three products.
+
+        Same result as routing (each token sums its chosen experts in increasing
+        expert order, then adds the shared expert) for at most twice the expert work.
+        """
+        up_w, down_w = self._stacked()
+        n, inter = self.experts.w1.shape[:2]
+        y = F.linear(x, up_w)
+        experts, weights = self.gate.route(y[:, :n], input_ids)
+        gate_up = y[:, n:].view(x.shape[0], 2, n + 1, inter)
+        act = clamped_swiglu(gate_up[:, 0], gate_up[:, 1], self.experts.limit)  # [T, E + 1, I]
+        out_all = torch.bmm(act.transpose(0, 1), down_w)  # [E + 1, T, H]
+        order = experts.argsort(dim=-1)
+        experts, weights = experts.gather(-1, order), weights.gather(-1, order)
+        t = x.shape[0]
+        picked = experts * t + torch.arange(t, device=x.device)[:, None]  # rows of out_all viewed [(E + 1) * T, H]
+        terms = (out_all.view(-1, x.shape[1]).index_select(0, picked.flatten()).view(t, -1, x.shape[1])
+                 * weights[..., None]).to(x.dtype)
+        out = terms[:, 0]
+        for slot in range(1, experts.shape[-1]):
+            out = out + terms[:, slot]
+        return out + out_all[n]

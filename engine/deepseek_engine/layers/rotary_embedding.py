@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from deepseek_engine.config import RopeSpec, yarn_mscale
+from deepseek_engine.native import rope_apply
 
 
 def _inverse_frequencies(spec: RopeSpec, rope_dim: int) -> tuple[torch.Tensor, float]:
@@ -69,18 +70,39 @@ class RotaryEmbedding(nn.Module):
         return (freqs.cos() * self.scaling).to(dtype), (freqs.sin() * self.scaling).to(dtype)
 
 
+def rotary_tables(cos: torch.Tensor, sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Full-width float32 tables ``[T, R]`` for :func:`apply_rotary_tables`.
+
+    ``c`` repeats every cosine for both channels of its pair; ``s`` holds ``-sin``
+    for the even channel and ``sin`` for the odd one.
+    """
+    c = cos.float().repeat_interleave(2, dim=-1)
+    s = sin.float()
+    return c, torch.stack((-s, s), dim=-1).flatten(-2)
+
+
+def apply_rotary_tables(x: torch.Tensor, c: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    """:func:`apply_rotary` with tables from :func:`rotary_tables` (reusable across calls).
+
+    Pair ``(e, o)`` becomes ``(e*cos - o*sin, o*cos + e*sin)``: the swapped pair
+    ``(o, e)`` times ``s`` supplies the sine terms, exactly as in ``apply_rotary``.
+    """
+    if x.numel():
+        native = rope_apply(x, c, s)
+        if native is not None:
+            return native
+    rope_dim = c.shape[-1]
+    shape = (c.shape[0],) + (1,) * (x.dim() - 2) + (rope_dim,)
+    rope = x[..., -rope_dim:]
+    swapped = rope.unflatten(-1, (rope_dim // 2, 2)).flip(-1).flatten(-2)
+    rotated = rope.float() * c.view(shape) + swapped.float() * s.view(shape)
+    return torch.cat([x[..., :-rope_dim], rotated.to(x.dtype)], dim=-1)
+
+
 def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """Rotate the trailing ``2 * cos.shape[-1]`` channels of ``x`` (interleaved pairs).
 
     ``x`` is ``[T, ..., D]``; ``cos`` / ``sin`` are ``[T, R/2]`` and broadcast
     over the middle axes.  The rotation runs in float32.
     """
-    rope_dim = 2 * cos.shape[-1]
-    shape = (cos.shape[0],) + (1,) * (x.dim() - 2) + (rope_dim,)
-    c = cos.repeat_interleave(2, dim=-1).reshape(shape).float()
-    s = sin.repeat_interleave(2, dim=-1).reshape(shape).float()
-    nope, rope = x[..., :-rope_dim], x[..., -rope_dim:]
-    even, odd = rope[..., 0::2], rope[..., 1::2]
-    turned = torch.stack((-odd, even), dim=-1).flatten(-2)
-    rotated = (rope.float() * c + turned.float() * s).to(x.dtype)
-    return torch.cat([nope, rotated], dim=-1)
+    return apply_rotary_tables(x, *rotary_tables(cos, sin))

@@ -1,0 +1,540 @@
+"""Small CPU kernels for the decode step, built on first use with the system C compiler.
+
+Two parts of a DeepSeek V4 step are many tiny PyTorch operations (per-op
+overhead dominates) or a large product whose result is thrown away at once:
+
+* ``hc_mix`` / ``hc_merge``: the hyper-connection weights after the linear map —
+  sigmoids for ``pre``/``post``, the row softmax of ``comb`` and its Sinkhorn
+  iterations, the collapse of the streams — and the merge of a block's output
+  back into the streams. In PyTorch this is about 140 operations on ``[T, 4, 4]``
+  tensors per site; here it is two calls doing the same float32 arithmetic (sums
+  run in index order, so results agree with PyTorch up to rounding).
+* ``sink_attention``: the attention core (scores, the softmax with the sink
+  logit, the weighted sum of values) for a step's padded batch.
+* ``rms_norm``: RMS norms of small row batches (one call instead of about six
+  operations).
+* ``rope_apply``: the interleaved rotary embedding with per-step tables, the
+  same products and sums as ``layers.rotary_embedding.apply_rotary_tables``.
+* ``head_argmax``: greedy decoding only needs the arg-max of ``h @ W.T`` over the
+  vocabulary. Materialising ``[rows, vocab]`` logits and scanning them again is
+  most of the cost; this kernel keeps a running maximum per row instead, over a
+  copy of ``W`` laid out in blocks of 8 vocabulary rows. Each logit is an
+  ordinary float32 dot product (accumulated in order over the hidden axis), so it
+  agrees with the BLAS product up to rounding; ties go to the lowest ID, as with
+  ``torch.argmax``.
+
+The library is compiled once per source version into a cache folder
+(``DEEPSEEK_ENGINE_CACHE``, default ``~/.cache/deepseek_engine``) and loaded
+with ``ctypes``. ``DEEPSEEK_ENGINE_NATIVE=0`` disables it; without a working
+``cc``/``gcc`` the callers fall back to the PyTorch code paths, which compute
+the same results.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+import torch
+
+_SOURCE = r"""
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
+
+/* pre/post/comb of one hyper-connection site for T tokens, and the collapsed input of the block.
+   mixes: [T, 2*hc + hc*hc]; base: [2*hc + hc*hc]; scale: [3]; streams: [T, hc, D] (may be NULL). */
+static void hc_mix_one(const float *m, int hc, const float *base, float ps, float qs, float cs, float hc_eps,
+                       float *pr, float *po, float *c) {
+    for (int i = 0; i < hc; i++) {
+        float a = m[i] * ps;
+        a = a + base[i];
+        pr[i] = 1.0f / (1.0f + expf(-a)) + hc_eps;
+        float b = m[hc + i] * qs;
+        b = b + base[hc + i];
+        po[i] = 2.0f * (1.0f / (1.0f + expf(-b)));
+    }
+    for (int i = 0; i < hc; i++) {
+        float *row = c + i * hc;
+        float mx = -INFINITY;
+        for (int j = 0; j < hc; j++) {
+            float v = m[2 * hc + i * hc + j] * cs;
+            v = v + base[2 * hc + i * hc + j];
+            row[j] = v;
+            if (v > mx) mx = v;
+        }
+        float s = 0.0f;
+        for (int j = 0; j < hc; j++) { row[j] = expf(row[j] - mx); s += row[j]; }
+        for (int j = 0; j < hc; j++) row[j] = row[j] / s + hc_eps;
+    }
+}
+
+/* Sinkhorn iterations for 8 tokens at once: c[i*hc + j] holds entry (i, j) of each token's matrix,
+   one token per lane; the arithmetic per lane is the scalar loop's. */
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+
+static void sinkhorn8(v8f *c, int hc, int iters, float hc_eps) {
+    v8f colsum[64];
+    const v8f eps = (v8f){0} + hc_eps;
+    for (int it = 0; it < iters; it++) {
+        if (it > 0) {
+            for (int i = 0; i < hc; i++) {
+                v8f s = c[i * hc];
+                for (int j = 1; j < hc; j++) s = s + c[i * hc + j];
+                s = s + eps;
+                for (int j = 0; j < hc; j++) c[i * hc + j] = c[i * hc + j] / s;
+            }
+        }
+        for (int j = 0; j < hc; j++) colsum[j] = c[j];
+        for (int i = 1; i < hc; i++)
+            for (int j = 0; j < hc; j++) colsum[j] = colsum[j] + c[i * hc + j];
+        for (int j = 0; j < hc; j++) colsum[j] = colsum[j] + eps;
+        for (int i = 0; i < hc; i++)
+            for (int j = 0; j < hc; j++) c[i * hc + j] = c[i * hc + j] / colsum[j];
+    }
+}
+
+void hc_mix(const float *mixes, int64_t T, int hc, const float *base, const float *scale, int iters,
+            float hc_eps, float *pre, float *post, float *comb, const float *streams, int64_t D,
+            float *collapsed) {
+    const int width = 2 * hc + hc * hc, hh = hc * hc;
+    const float ps = scale[0], qs = scale[1], cs = scale[2];
+    for (int64_t t = 0; t < T; t++)
+        hc_mix_one(mixes + t * width, hc, base, ps, qs, cs, hc_eps, pre + t * hc, post + t * hc, comb + t * hh);
+    v8f c[64];
+    for (int64_t t0 = 0; t0 < T; t0 += 8) {
+        const int64_t n = (T - t0) < 8 ? (T - t0) : 8;
+        for (int e = 0; e < hh; e++) {
+            c[e] = (v8f){0} + 1.0f;
+            for (int64_t l = 0; l < n; l++) c[e][l] = comb[(t0 + l) * hh + e];
+        }
+        sinkhorn8(c, hc, iters, hc_eps);
+        for (int e = 0; e < hh; e++)
+            for (int64_t l = 0; l < n; l++) comb[(t0 + l) * hh + e] = c[e][l];
+    }
+    if (streams) {
+        for (int64_t t = 0; t < T; t++) {
+            const float *st = streams + t * hc * D;
+            float *out = collapsed + t * D;
+            for (int64_t d = 0; d < D; d++) {
+                float acc = pre[t * hc] * st[d];
+                for (int i = 1; i < hc; i++) acc = acc + pre[t * hc + i] * st[i * D + d];
+                out[d] = acc;
+            }
+        }
+    }
+}
+
+/* new[t, j, :] = post[t, j] * block[t, :] + sum_i comb[t, i, j] * streams[t, i, :] */
+void hc_merge(const float *streams, const float *block, const float *post, const float *comb, int64_t T,
+              int hc, int64_t D, float *out) {
+    for (int64_t t = 0; t < T; t++) {
+        const float *st = streams + t * hc * D, *bl = block + t * D, *cm = comb + t * hc * hc;
+        for (int j = 0; j < hc; j++) {
+            float *o = out + (t * hc + j) * D;
+            const float p = post[t * hc + j];
+            for (int64_t d = 0; d < D; d++) {
+                float acc = cm[j] * st[d];
+                for (int i = 1; i < hc; i++) acc = acc + cm[i * hc + j] * st[i * D + d];
+                o[d] = p * bl[d] + acc;
+            }
+        }
+    }
+}
+
+/* RMS norm of each [D] row of x (row r at x + r * stride): out = x * (1 / sqrt(mean(x^2) + eps)) [* w]. */
+void rms_norm(const float *x, int64_t rows, int64_t D, int64_t stride, const float *w, float eps, float *out) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * stride;
+        float *o = out + r * D;
+        float s = 0.0f;
+        for (int64_t d = 0; d < D; d++) s += xr[d] * xr[d];
+        const float inv = 1.0f / sqrtf(s / (float)D + eps);
+        if (w) {
+            for (int64_t d = 0; d < D; d++) o[d] = w[d] * (xr[d] * inv);
+        } else {
+            for (int64_t d = 0; d < D; d++) o[d] = xr[d] * inv;
+        }
+    }
+}
+
+/* Rotary embedding on the trailing R channels of each [D] row: x: [T, inner, D]; c, s: [T, R].
+   out = x * c + swap_pairs(x) * s on those channels (each product rounded, then the sum), a copy elsewhere. */
+void rope_apply(const float *x, int64_t T, int64_t inner, int64_t D, int64_t R, const float *c, const float *s,
+                float *out) {
+    for (int64_t t = 0; t < T; t++) {
+        const float *ct = c + t * R, *st = s + t * R;
+        for (int64_t h = 0; h < inner; h++) {
+            const float *xr = x + (t * inner + h) * D;
+            float *o = out + (t * inner + h) * D;
+            memcpy(o, xr, (size_t)(D - R) * sizeof(float));
+            const float *xe = xr + (D - R);
+            float *oe = o + (D - R);
+            for (int64_t j = 0; j < R; j += 2) {
+                float a = xe[j] * ct[j], b = xe[j + 1] * st[j];
+                oe[j] = a + b;
+                float a2 = xe[j + 1] * ct[j + 1], b2 = xe[j] * st[j + 1];
+                oe[j + 1] = a2 + b2;
+            }
+        }
+    }
+}
+
+/* Attention with a sink logit for B sequences: q [B, Tq*H, D] (row tq*H + h), keys [B, K, D] (also the values),
+   visible [B, Tq, K] (bytes), sink [H]. out [B, Tq*H, D]. Per row: logits = (q . key) * scale where visible,
+   softmax over the logits and the sink, then the probability-weighted sum of the visible keys. */
+void sink_attention(const float *q, const float *keys, const uint8_t *visible, const float *sink, int64_t B,
+                    int64_t Tq, int64_t H, int64_t K, int64_t D, float scale, float *probs, float *out) {
+    for (int64_t b = 0; b < B; b++) {
+        const float *kb = keys + b * K * D;
+        for (int64_t tq = 0; tq < Tq; tq++) {
+            const uint8_t *vis = visible + (b * Tq + tq) * K;
+            for (int64_t h = 0; h < H; h++) {
+                const float *qr = q + ((b * Tq + tq) * H + h) * D;
+                float *o = out + ((b * Tq + tq) * H + h) * D;
+                float mx = sink[h];
+                for (int64_t k = 0; k < K; k++) {
+                    if (!vis[k]) { probs[k] = -INFINITY; continue; }
+                    const float *kr = kb + k * D;
+                    float dot = 0.0f;
+                    if ((D & 7) == 0) {
+                        /* eight partial sums over the head dimension, added up in lane order */
+                        v8f acc = {0};
+                        for (int64_t d = 0; d < D; d += 8) {
+                            v8f a, c;
+                            memcpy(&a, qr + d, sizeof(a));
+                            memcpy(&c, kr + d, sizeof(c));
+                            acc = acc + a * c;
+                        }
+                        for (int l = 0; l < 8; l++) dot += acc[l];
+                    } else {
+                        for (int64_t d = 0; d < D; d++) dot += qr[d] * kr[d];
+                    }
+                    dot = dot * scale;
+                    probs[k] = dot;
+                    if (dot > mx) mx = dot;
+                }
+                float sum = expf(sink[h] - mx);
+                for (int64_t k = 0; k < K; k++) {
+                    if (!vis[k]) { probs[k] = 0.0f; continue; }
+                    probs[k] = expf(probs[k] - mx);
+                    sum += probs[k];
+                }
+                const float inv = 1.0f / sum;
+                for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
+                for (int64_t k = 0; k < K; k++) {
+                    if (!vis[k]) continue;
+                    const float p = probs[k] * inv;
+                    const float *kr = kb + k * D;
+                    for (int64_t d = 0; d < D; d++) o[d] += p * kr[d];
+                }
+            }
+        }
+    }
+}
+
+/* Arg-max over v of dot(h[m], W[v]) for every row m.
+   h: [M, K] with M a multiple of 8 (row chunks of HEAD_ROWS); wb: W in blocks, [nblocks, K, 8] (row v = 8*b + lane);
+   tail: the last V - 8*nblocks rows of W, plain [rest, K]. */
+static inline v8f fma8(v8f a, v8f b, v8f c) {
+#if defined(__FMA__)
+    return (v8f)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#else
+    return a * b + c;
+#endif
+}
+
+static inline v8f bc(float x) { return (v8f){x, x, x, x, x, x, x, x}; }
+
+#define HEAD_ROWS 256
+void head_argmax(const float *h, int64_t M, int64_t K, const float *wb, int64_t nblocks, const float *tail,
+                 int64_t rest, int64_t *out, float *out_val) {
+    static __thread v8f best[HEAD_ROWS];
+    static __thread v8i bidx[HEAD_ROWS];
+    for (int64_t c0 = 0; c0 < M; c0 += HEAD_ROWS) {
+        const int64_t mc = (M - c0) < HEAD_ROWS ? (M - c0) : HEAD_ROWS;
+        const float *hc = h + c0 * K;
+        for (int64_t r = 0; r < mc; r++) { best[r] = bc(-INFINITY); bidx[r] = (v8i){0} - 1; }
+        for (int64_t b = 0; b < nblocks; b++) {
+            const float *wp = wb + b * K * 8;
+            const v8i bb = (v8i){0} + (int32_t)b;
+            for (int64_t m0 = 0; m0 < mc; m0 += 8) {
+                const float *hm = hc + m0 * K;
+                v8f a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
+                for (int64_t k = 0; k < K; k++) {
+                    v8f w;
+                    memcpy(&w, wp + 8 * k, sizeof(w));
+                    a0 = fma8(w, bc(hm[0 * K + k]), a0);
+                    a1 = fma8(w, bc(hm[1 * K + k]), a1);
+                    a2 = fma8(w, bc(hm[2 * K + k]), a2);
+                    a3 = fma8(w, bc(hm[3 * K + k]), a3);
+                    a4 = fma8(w, bc(hm[4 * K + k]), a4);
+                    a5 = fma8(w, bc(hm[5 * K + k]), a5);
+                    a6 = fma8(w, bc(hm[6 * K + k]), a6);
+                    a7 = fma8(w, bc(hm[7 * K + k]), a7);
+                }
+                v8f acc[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
+                for (int r = 0; r < 8; r++) {
+                    v8i gt = acc[r] > best[m0 + r];
+                    best[m0 + r] = (v8f)(((v8i)acc[r] & gt) | ((v8i)best[m0 + r] & ~gt));
+                    bidx[m0 + r] = (bb & gt) | (bidx[m0 + r] & ~gt);
+                }
+            }
+        }
+        for (int64_t r = 0; r < mc; r++) {
+            const float *hr = hc + r * K;
+            float bv = -INFINITY;
+            int64_t bi = -1;
+            for (int l = 0; l < 8; l++) {
+                if (bidx[r][l] < 0) continue;
+                int64_t idx = (int64_t)bidx[r][l] * 8 + l;
+                float v = best[r][l];
+                if (bi < 0 || v > bv || (v == bv && idx < bi)) { bv = v; bi = idx; }
+            }
+            for (int64_t j = 0; j < rest; j++) {
+                float v = 0.0f;
+                for (int64_t k = 0; k < K; k++) v = fmaf(tail[j * K + k], hr[k], v);
+                if (bi < 0 || v > bv) { bv = v; bi = nblocks * 8 + j; }
+            }
+            out[c0 + r] = bi;
+            out_val[c0 + r] = bv;
+        }
+    }
+}
+"""
+
+_lock = threading.Lock()
+_lib: ctypes.CDLL | None | bool = False  # False: not tried yet
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("DEEPSEEK_ENGINE_CACHE")
+    return Path(root) if root else Path.home() / ".cache" / "deepseek_engine"
+
+
+def _cpu_identity() -> str:
+    info = platform.machine() + platform.processor()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith(("model name", "flags", "Features")):
+                    info += line
+                if line.strip() == "":  # the first processor is enough
+                    break
+    except OSError:
+        pass
+    return info
+
+
+def _build() -> ctypes.CDLL | None:
+    if os.environ.get("DEEPSEEK_ENGINE_NATIVE", "1") == "0":
+        return None
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        return None
+    flags = ["-O3", "-march=native", "-ffp-contract=off", "-fno-fast-math", "-shared", "-fPIC"]
+    # -march=native: the library is only valid for this kind of CPU, so its identity is part of the name.
+    tag = hashlib.sha256((_SOURCE + cc + " ".join(flags) + _cpu_identity()).encode()).hexdigest()[:16]
+    folder = _cache_dir()
+    lib_path = folder / f"native-{tag}.so"
+    if not lib_path.is_file():
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(dir=folder) as tmp:
+                src = Path(tmp) / "native.c"
+                src.write_text(_SOURCE)
+                out = Path(tmp) / "native.so"
+                subprocess.run([cc, *flags, str(src), "-o", str(out), "-lm"], check=True, capture_output=True,
+                               timeout=120)
+                os.replace(out, lib_path)
+        except (OSError, subprocess.SubprocessError):
+            return None
+    try:
+        lib = ctypes.CDLL(str(lib_path))
+    except OSError:
+        return None
+    p, i64, i32, f32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_float
+    lib.hc_mix.argtypes = [p, i64, i32, p, p, i32, f32, p, p, p, p, i64, p]
+    lib.hc_mix.restype = None
+    lib.hc_merge.argtypes = [p, p, p, p, i64, i32, i64, p]
+    lib.sink_attention.argtypes = [p, p, p, p, i64, i64, i64, i64, i64, f32, p, p]
+    lib.sink_attention.restype = None
+    lib.rms_norm.argtypes = [p, i64, i64, i64, p, f32, p]
+    lib.rms_norm.restype = None
+    lib.rope_apply.argtypes = [p, i64, i64, i64, i64, p, p, p]
+    lib.rope_apply.restype = None
+    lib.hc_merge.restype = None
+    lib.head_argmax.argtypes = [p, i64, i64, p, i64, p, i64, p, p]
+    lib.head_argmax.restype = None
+    return lib
+
+
+def library() -> ctypes.CDLL | None:
+    """The compiled kernels, or ``None`` when they are disabled or cannot be built."""
+    global _lib
+    if _lib is False:
+        with _lock:
+            if _lib is False:
+                _lib = _build()
+    return _lib  # type: ignore[return-value]
+
+
+def _usable(*tensors: torch.Tensor) -> bool:
+    for t in tensors:
+        if t.dtype != torch.float32 or not t.is_cpu:
+            return False
+    return True
+
+
+def hc_mix(mixes: torch.Tensor, base: torch.Tensor, scale: torch.Tensor, hc: int, iters: int, hc_eps: float,
+           streams: torch.Tensor):
+    """``(pre [T, hc], post [T, hc], comb [T, hc, hc], collapsed [T, D])`` of one hyper-connection site.
+
+    ``mixes`` ``[T, (2 + hc) * hc]`` is the float32 linear map of the normed streams,
+    ``streams`` ``[T, hc, D]`` the residual streams. Returns ``None`` when the kernels
+    are unavailable or the dtypes are not float32 (the caller computes it in PyTorch).
+    """
+    lib = library()
+    if lib is None or not _usable(mixes, base, scale, streams) or hc > 8 or iters < 1:
+        return None
+    mixes, base, scale, streams = mixes.contiguous(), base.contiguous(), scale.contiguous(), streams.contiguous()
+    t, d = streams.shape[0], streams.shape[-1]
+    pre = torch.empty(t, hc)
+    post = torch.empty(t, hc)
+    comb = torch.empty(t, hc, hc)
+    collapsed = torch.empty(t, d)
+    lib.hc_mix(mixes.data_ptr(), t, hc, base.data_ptr(), scale.data_ptr(), iters, hc_eps, pre.data_ptr(),
+               post.data_ptr(), comb.data_ptr(), streams.data_ptr(), d, collapsed.data_ptr())
+    return pre, post, comb, collapsed
+
+
+def hc_merge(streams: torch.Tensor, block_out: torch.Tensor, post: torch.Tensor, comb: torch.Tensor):
+    """``post`` spreads ``block_out`` over the streams, ``comb`` mixes the old ones (``None``: use PyTorch)."""
+    lib = library()
+    if lib is None or not _usable(streams, block_out, post, comb):
+        return None
+    streams, block_out = streams.contiguous(), block_out.contiguous()
+    post, comb = post.contiguous(), comb.contiguous()
+    t, hc, d = streams.shape
+    out = torch.empty(t, hc, d)
+    lib.hc_merge(streams.data_ptr(), block_out.data_ptr(), post.data_ptr(), comb.data_ptr(), t, hc, d,
+                 out.data_ptr())
+    return out
+
+
+def sink_attention(q: torch.Tensor, keys: torch.Tensor, visible: torch.Tensor, sink: torch.Tensor,
+                   scale: float) -> torch.Tensor | None:
+    """Softmax attention with a per-head sink logit (float32 only; ``None``: use PyTorch).
+
+    ``q`` ``[B, Tq, H, D]``, ``keys`` ``[B, K, D]`` (also the values), ``visible``
+    ``[B, Tq, K]`` bool, ``sink`` ``[H]``; returns ``[B, Tq, H, D]``.
+    """
+    lib = library()
+    if lib is None or not _usable(q, keys, sink) or visible.dtype != torch.bool:
+        return None
+    b, tq, h, d = q.shape
+    k = keys.shape[1]
+    q, keys, sink = q.contiguous(), keys.contiguous(), sink.contiguous()
+    visible = visible.contiguous()
+    out = torch.empty(b, tq, h, d)
+    probs = torch.empty(max(k, 1))
+    lib.sink_attention(q.data_ptr(), keys.data_ptr(), visible.data_ptr(), sink.data_ptr(), b, tq, h, k, d, scale,
+                       probs.data_ptr(), out.data_ptr())
+    return out
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float) -> torch.Tensor | None:
+    """RMS norm over the last axis (float32 only; ``None``: use PyTorch)."""
+    lib = library()
+    if lib is None or not _usable(x) or (weight is not None and not _usable(weight)) or x.dim() < 1:
+        return None
+    d = x.shape[-1]
+    if x.numel() == 0 or d == 0:
+        return None
+    rows = x.numel() // d
+    flat = x.reshape(rows, d) if x.dim() != 2 else x
+    if flat.stride(1) != 1:
+        flat = flat.contiguous()
+    if weight is not None:
+        weight = weight.contiguous()
+    out = torch.empty(x.shape)
+    lib.rms_norm(flat.data_ptr(), rows, d, flat.stride(0), None if weight is None else weight.data_ptr(), eps,
+                 out.data_ptr())
+    return out
+
+
+def rope_apply(x: torch.Tensor, c: torch.Tensor, s: torch.Tensor) -> torch.Tensor | None:
+    """``apply_rotary_tables`` (float32 only; ``None``: use PyTorch)."""
+    lib = library()
+    if lib is None or not _usable(x, c, s) or x.dim() < 2 or x.shape[0] != c.shape[0]:
+        return None
+    x, c, s = x.contiguous(), c.contiguous(), s.contiguous()
+    t, d, r = x.shape[0], x.shape[-1], c.shape[-1]
+    if r > d or r % 2:
+        return None
+    out = torch.empty_like(x)
+    lib.rope_apply(x.data_ptr(), t, x.numel() // max(t * d, 1), d, r, c.data_ptr(), s.data_ptr(), out.data_ptr())
+    return out
+
+
+class GreedyHead:
+    """Arg-max of ``x @ weight.T`` per row without materialising the logits.
+
+    Holds a blocked copy of ``weight`` (float32 only); ``None`` from ``__call__``
+    means the caller should compute the logits and ``torch.argmax`` them.
+    """
+
+    #: Largest head (in bytes) for which the blocked copy is made.
+    MAX_BYTES = 1 << 30
+
+    def __init__(self, weight: torch.Tensor) -> None:
+        self.weight = weight
+        self._blocked: tuple[torch.Tensor, torch.Tensor] | None = None
+        self._version = None
+        self._finite = False
+
+    def _blocks(self) -> tuple[torch.Tensor, torch.Tensor]:
+        w = self.weight
+        if self._blocked is None or self._version != (w.data_ptr(), w._version):
+            v, k = w.shape
+            n = v // 8
+            with torch.no_grad():
+                blocked = w[: n * 8].detach().reshape(n, 8, k).transpose(1, 2).contiguous()
+                tail = w[n * 8 :].detach().contiguous()
+            self._blocked = (blocked, tail)
+            self._finite = bool(torch.isfinite(w).all())
+            self._version = (w.data_ptr(), w._version)
+        return self._blocked
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor | None:
+        w = self.weight
+        lib = library()
+        if (lib is None or not _usable(x, w) or w.dim() != 2 or x.dim() != 2 or x.shape[1] != w.shape[1]
+                or w.numel() * 4 > self.MAX_BYTES or x.shape[0] == 0):
+            return None
+        blocked, tail = self._blocks()
+        # The running maximum skips NaN, where torch.argmax would pick it: leave such rows to torch.
+        if not (self._finite and bool(torch.isfinite(x).all())):
+            return None
+        m = x.shape[0]
+        m8 = -(-m // 8) * 8
+        h = torch.zeros(m8, x.shape[1])
+        h[:m] = x
+        out = torch.empty(m8, dtype=torch.long)
+        val = torch.empty(m8)
+        lib.head_argmax(h.data_ptr(), m8, x.shape[1], blocked.data_ptr(), blocked.shape[0], tail.data_ptr(),
+                        tail.shape[0], out.data_ptr(), val.data_ptr())
+        if bool((out[:m] < 0).any()) or bool(torch.isnan(val[:m]).any()):
+            return None
+        return out[:m]

@@ -1,0 +1,109 @@
+"""The optional C kernels (``deepseek_engine.native``) against their PyTorch definitions."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from deepseek_engine import native
+from deepseek_engine.layers import hyper_connection
+
+pytestmark = pytest.mark.skipif(native.library() is None, reason="no C compiler for the native kernels")
+
+
+def _torch_only(monkeypatch) -> None:
+    monkeypatch.setattr(native, "_lib", None)
+
+
+@pytest.mark.parametrize("tokens", [1, 7, 32])
+def test_hyper_weights_match_torch(monkeypatch, tokens: int) -> None:
+    g = torch.Generator().manual_seed(tokens)
+    hc, dim = 4, 24
+    streams = torch.randn(tokens, hc, dim, generator=g)
+    fn = torch.randn((2 + hc) * hc, hc * dim, generator=g) * 0.2
+    base = torch.randn((2 + hc) * hc, generator=g) * 0.5
+    scale = torch.rand(3, generator=g) + 0.5
+    fast = hyper_connection.hyper_weights(streams, fn, base, scale, hc, 20, 1e-6, 1e-6)
+    _torch_only(monkeypatch)
+    slow = hyper_connection.hyper_weights(streams, fn, base, scale, hc, 20, 1e-6, 1e-6)
+    for a, b in zip(fast, slow):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("tokens", [1, 9, 40])
+def test_hyper_merge_matches_torch(monkeypatch, tokens: int) -> None:
+    g = torch.Generator().manual_seed(100 + tokens)
+    streams = torch.randn(tokens, 4, 24, generator=g)
+    block = torch.randn(tokens, 24, generator=g)
+    post = torch.rand(tokens, 4, generator=g) * 2
+    comb = torch.rand(tokens, 4, 4, generator=g)
+    fast = hyper_connection.hyper_merge(streams, block, post, comb)
+    _torch_only(monkeypatch)
+    slow = hyper_connection.hyper_merge(streams, block, post, comb)
+    torch.testing.assert_close(fast, slow, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("rows", [1, 9, 32, 300])
+def test_greedy_head_is_argmax(rows: int) -> None:
+    g = torch.Generator().manual_seed(rows)
+    weight = torch.randn(1003, 20, generator=g)  # vocabulary not a multiple of the block width
+    x = torch.randn(rows, 20, generator=g)
+    picks = native.GreedyHead(weight)(x)
+    assert picks is not None
+    assert torch.equal(picks, torch.argmax(x @ weight.T, dim=-1))
+
+
+def test_greedy_head_ties_and_fallbacks() -> None:
+    weight = torch.zeros(40, 4)
+    weight[[5, 17, 33, 39], 0] = 1.0  # equal logits: the lowest ID wins, as with torch.argmax
+    head = native.GreedyHead(weight)
+    assert head(torch.ones(3, 4)).tolist() == [5, 5, 5]
+    assert head(torch.tensor([[float("nan"), 0, 0, 0]])) is None  # NaN is left to torch
+    assert head(torch.ones(2, 4, dtype=torch.float64)) is None
+    weight[:] = 0
+    weight[39, 1] = 2.0  # the winner sits in the tail after the last full block
+    assert head(torch.ones(1, 4)).tolist() == [39]
+
+
+def test_rotary_matches_torch_exactly(monkeypatch) -> None:
+    from deepseek_engine.layers.rotary_embedding import apply_rotary
+
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(5, 3, 32, generator=g)
+    cos, sin = torch.randn(5, 4, generator=g), torch.randn(5, 4, generator=g)
+    fast = apply_rotary(x, cos, sin), apply_rotary(x[:, 0], cos, -sin)
+    _torch_only(monkeypatch)
+    slow = apply_rotary(x, cos, sin), apply_rotary(x[:, 0], cos, -sin)
+    for a, b in zip(fast, slow):
+        assert torch.equal(a, b)
+
+
+def test_rms_norms_match_torch(monkeypatch) -> None:
+    from deepseek_engine.layers.norm import RMSNorm, unweighted_rms_norm
+
+    g = torch.Generator().manual_seed(3)
+    norm = RMSNorm(16, 1e-6)
+    with torch.no_grad():
+        norm.weight.copy_(torch.rand(16, generator=g) + 0.5)
+    wide = torch.randn(6, 40, generator=g)
+    inputs = [torch.randn(5, 16, generator=g), wide[:, 8:24], torch.randn(2, 3, 16, generator=g)]
+    fast = [norm(x) for x in inputs] + [unweighted_rms_norm(x, 1e-6) for x in inputs]
+    _torch_only(monkeypatch)
+    slow = [norm(x) for x in inputs] + [unweighted_rms_norm(x, 1e-6) for x in inputs]
+    for a, b in zip(fast, slow):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
+
+
+def test_sink_attention_matches_torch() -> None:
+    g = torch.Generator().manual_seed(11)
+    b, tq, h, k, d = 3, 2, 4, 9, 8
+    q, keys = torch.randn(b, tq, h, d, generator=g), torch.randn(b, k, d, generator=g)
+    visible = torch.rand(b, tq, k, generator=g) > 0.4
+    visible[0, 0] = False  # a row that sees nothing but the sink
+    sink = torch.randn(h, generator=g)
+    out = native.sink_attention(q, keys, visible, sink, 0.3)
+    logits = torch.einsum("bthd,bkd->bthk", q, keys) * 0.3
+    logits = torch.where(visible[:, :, None], logits, float("-inf"))
+    logits = torch.cat([logits, sink.view(1, 1, h, 1).expand(b, tq, h, 1)], dim=-1)
+    probs = logits.softmax(dim=-1)[..., :-1]
+    torch.testing.assert_close(out, torch.einsum("bthk,bkd->bthd", probs, keys), rtol=1e-5, atol=1e-6)
