@@ -140,3 +140,12 @@ def test_tokenizer_load_errors_match_official(tmp_path):
     assert str(e.value) == "EOF while parsing an object at line 1 column 1"
     with pytest.raises(RuntimeError, match="not in the local Hugging Face cache"):
         dr.Tokenizer.from_pretrained("nonexistent/model")
+
+
+def test_enum_hashability_matches_official():
+    # The official package lets ModelVersion key a dict (gateways map versions to encodings);
+    # its other enums are unhashable.
+    encodings = {dr.ModelVersion.DeepseekV4Pro: "v4", dr.ModelVersion.DeepseekV41Flash: "v41"}
+    assert encodings[dr.ModelVersion.DeepseekV41Flash] == "v41"
+    with pytest.raises(TypeError):
+        hash(dr.SpecialToken.User)

@@ -98,8 +98,8 @@ impl PySpecialTokens {
 }
 
 /// The model a conversation targets.
-#[pyclass(name = "ModelVersion", module = "deepseek_recipe._native", eq, eq_int, frozen)]
-#[derive(Clone, Copy, PartialEq)]
+#[pyclass(name = "ModelVersion", module = "deepseek_recipe._native", eq, eq_int, hash, frozen)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PyModelVersion {
     DeepseekV4Pro,
     DeepseekV41Flash,
