@@ -6,11 +6,13 @@
 
 use pyo3::prelude::*;
 
+mod stream;
 mod vocabulary;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     vocabulary::register(m)?;
+    stream::register(m)?;
     Ok(())
 }

@@ -573,6 +573,32 @@ impl ResponsesGenerator {
     }
 }
 
+/// Request settings for a Responses response object, read from a JSON object with the fields a
+/// response reports (`instructions`, `max_output_tokens`, `temperature`, `top_p`,
+/// `top_logprobs`, `user`, `reasoning`, `text`, `tool_choice`, `tools`); absent fields keep
+/// the defaults of an unspecified request.
+pub fn echo_from_json(v: &Value) -> ResponsesEcho {
+    let mut e = ResponsesEcho::default();
+    let get = |k: &str| v.get(k).filter(|x| !x.is_null());
+    e.instructions = get("instructions").and_then(Value::as_str).map(str::to_owned);
+    e.max_output_tokens = get("max_output_tokens").and_then(Value::as_u64);
+    e.user = get("user").and_then(Value::as_str).map(str::to_owned);
+    if let Some(x) = get("temperature").and_then(Value::as_f64) {
+        e.temperature = x;
+    }
+    if let Some(x) = get("top_p").and_then(Value::as_f64) {
+        e.top_p = x;
+    }
+    if let Some(x) = get("top_logprobs").and_then(Value::as_u64) {
+        e.top_logprobs = x;
+    }
+    e.reasoning = get("reasoning").cloned();
+    e.text = get("text").cloned();
+    e.tool_choice = get("tool_choice").cloned();
+    e.tools = get("tools").cloned();
+    e
+}
+
 fn call_item(id: &str, status: &str, call_id: &str, name: &str, namespace: Option<&str>, arguments: &str) -> Value {
     let mut m = Map::new();
     m.insert("type".into(), json!("function_call"));

@@ -646,7 +646,7 @@ fn emit_arg(out: &mut Vec<ParseEvent>, index: usize, kind: ArgKind, text: &str) 
 }
 
 enum Match {
-    Full(usize, usize),
+    Full(#[allow(dead_code)] usize, usize),
     Partial,
     None,
 }

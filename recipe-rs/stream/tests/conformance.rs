@@ -96,38 +96,7 @@ fn options(v: &Value) -> ParsingOptions {
 }
 
 pub fn echo(v: &Value) -> ResponsesEcho {
-    let mut e = ResponsesEcho::default();
-    if let Some(x) = v.get("reasoning") {
-        e.reasoning = Some(x.clone());
-    }
-    if let Some(x) = v.get("text") {
-        e.text = Some(x.clone());
-    }
-    if let Some(x) = v.get("tools") {
-        e.tools = Some(x.clone());
-    }
-    if let Some(x) = v.get("tool_choice") {
-        e.tool_choice = Some(x.clone());
-    }
-    if let Some(x) = v.get("instructions").and_then(Value::as_str) {
-        e.instructions = Some(x.to_owned());
-    }
-    if let Some(x) = v.get("user").and_then(Value::as_str) {
-        e.user = Some(x.to_owned());
-    }
-    if let Some(x) = v.get("max_output_tokens").and_then(Value::as_u64) {
-        e.max_output_tokens = Some(x);
-    }
-    if let Some(x) = v.get("temperature").and_then(Value::as_f64) {
-        e.temperature = x;
-    }
-    if let Some(x) = v.get("top_p").and_then(Value::as_f64) {
-        e.top_p = x;
-    }
-    if let Some(x) = v.get("top_logprobs").and_then(Value::as_u64) {
-        e.top_logprobs = x;
-    }
-    e
+    recipe_stream::generator::echo_from_json(v)
 }
 
 fn chunk(v: &Value) -> InferenceChunk {
