@@ -98,7 +98,31 @@ SCENARIOS = [
     ("stop_absent", "nothing to stop here", {"options": {"stop_sequences": ["zzz", "q"]}}),
     ("override_thinking_end", "r </think> still</end>content", {"thinking": True, "options": {"special_tokens": {"thinking_end": "</end>"}}}),
     ("newline_runs", "a\n\n\n\nb\n\n<c\n", {}),
+    ("specials_as_text", "a<think>b<｜User｜>c<｜begin▁of▁sentence｜>d<｜Assistant｜>", {}),
+    ("think_specials", "r<think>x</think>c<｜latest_reminder｜>", {"thinking": True}),
+    ("json_bare", 'Sure, here: {"a": [1, {"b": "x}"}], "c": null} hope that helps', {"json": True}),
+    ("json_fenced", 'Here:\n```json\n{"k": "v", "n": [1, 2]}\n```\nDone.', {"json": True}),
+    ("json_only", '{"only": true, "s": "日本"}', {"json": True}),
+    ("json_fence_array", '```\n[1, 2, 3]\n```', {"json": True}),
+    ("json_thinking", 'plan it</think>{"x": 1}', {"thinking": True, "json": True}),
+    ("required_thinking_calls", I("f", P("a", "true", "v")) + f"</{D} calls>",
+     {"thinking": True, "options": {"starts_in_tool_calls": True}}),
+    ("tools_thinking_no_reasoning", "</think>" + CALLS(I("g", P("z", "false", "true"))), {"thinking": True}),
 ]
+
+# Streams that exercise the generator settings of converted requests (Responses echo and
+# namespace map, Messages signature); text input, a few cuts.
+EXTRA_GENERATORS = [
+    ("echo_full", "responses", "Hello" + CALLS(I("mapped_fn", P("a", "true", "b")), I("other")), {
+        "echo_body": {"instructions": "Be nice", "temperature": 0.5, "top_p": 0.9, "max_output_tokens": 100,
+                      "user": "u1", "top_logprobs": 3, "reasoning": {"effort": "high", "summary": "auto"},
+                      "text": {"format": {"type": "json_object"}}, "tool_choice": "auto",
+                      "tools": [{"type": "function", "name": "f", "description": "d",
+                                 "parameters": {"type": "object", "properties": {}}}]},
+        "namespace_map": {"mapped_fn": ["myns", "fn"]}}),
+    ("signature", "messages", "thinking</think>answer", {"thinking": True, "signature": "sig-123"}),
+]
+
 
 # Extra token-only scenarios: (name, token builder, settings); builder gets the tokenizer.
 FINISHES = ["Stop", "Length", "ContentFilter", None]
@@ -129,6 +153,8 @@ def build_cases(tok):
         stage = settings.get("stage", "ReasoningStart" if thinking else None)
         options = dict(settings.get("options", {}))
         options.setdefault("thinking_initial_stage", stage)
+        if settings.get("json"):
+            options["parse_json_output"] = True
         ids = tok.encode(text)
         for fi, fmt in enumerate(formats):
             finish = FINISHES[(si + fi) % len(FINISHES)]
@@ -141,14 +167,22 @@ def build_cases(tok):
                 gen["echo"] = {"reasoning": {"effort": "none"}}
             # Text input: whole, every character (short texts only), random cuts.
             char_every = len(text) <= 120
-            for vi, cuts in enumerate(cut_variants(len(text), rng, 4)):
+            text_cuts = cut_variants(len(text), rng, 4)
+            token_cuts = cut_variants(len(ids), rng, 3)
+            if settings.get("json"):
+                # JSON mode: our output must not depend on where prose before/after the JSON is
+                # cut (a documented deviation), so cut only inside the JSON value here.
+                lo, hi = min(i for i in (text.find("{"), text.find("[")) if i >= 0) + 1, text.rfind("\n```") if "```" in text else len(text)
+                text_cuts = [[], list(range(lo, hi))] + [sorted(set(rng.sample(range(lo, hi), min(4, hi - lo)))) for _ in range(2)]
+                token_cuts = [[]]
+            for vi, cuts in enumerate(text_cuts):
                 if vi == 1 and not char_every:
                     continue
                 pieces = split_at(text, cuts)
                 chunks = [{"text": p, "token_count": max(1, len(p) // 3)} for p in pieces]
                 cases.append(make_case(f"{name}/{fmt}/text{vi}", gen, options, chunks, ready, finish))
             # Token input: whole, one ID per chunk, random cuts; logprobs on the chat/responses ones.
-            for vi, cuts in enumerate(cut_variants(len(ids), rng, 3)):
+            for vi, cuts in enumerate(token_cuts):
                 pieces = split_at(ids, cuts)
                 with_lp = fmt != "messages" or vi == 0
                 chunks = []
@@ -163,6 +197,27 @@ def build_cases(tok):
                         c["logprobs"] = lps
                     chunks.append(c)
                 cases.append(make_case(f"{name}/{fmt}/tokens{vi}", gen, options, chunks, ready, finish, tokenizer=True))
+    for name, fmt, text, settings in EXTRA_GENERATORS:
+        thinking = settings.get("thinking", False)
+        stage = "ReasoningStart" if thinking else None
+        gen = {"format": fmt, "id": f"x-{name}", "model": "DeepSeek-V4.1-Flash", "thinking_mode": thinking,
+               "stage": stage}
+        for key in ("echo_body", "namespace_map", "signature"):
+            if key in settings:
+                gen[key] = settings[key]
+        if "echo_body" in settings:
+            gen["echo"] = settings["echo_body"]
+        options = {"thinking_initial_stage": stage}
+        for vi, cuts in enumerate(cut_variants(len(text), rng, 3)):
+            chunks = [{"text": p, "token_count": 1} for p in split_at(text, cuts)]
+            cases.append(make_case(f"{name}/{fmt}/text{vi}", gen, options, chunks, None, "Stop"))
+    # Stream errors.
+    gen = {"format": "chat", "id": "err", "model": "DeepSeek-V4.1-Flash", "thinking_mode": False, "stage": None}
+    cases.append(make_case("error_no_tokenizer/chat", gen, {}, [{"text": "a"}, {"tokens": [67]}], None, "Stop"))
+    cases.append(make_case("error_logprob_count/chat", gen, {}, [{"tokens": [67, 68], "logprobs": [[-1.0, []]]}],
+                           None, "Stop", tokenizer=True))
+    cases.append(make_case("error_after_stop/chat", gen, {"stop_sequences": ["b"]},
+                           [{"text": "abc"}, {"text": "more"}], None, "Stop"))
     return cases
 
 
@@ -195,7 +250,10 @@ def official_generator(dr, gen):
     msgs = [{"role": "user", "content": "hi"}]
     opts = dr.ConversionOptions()
     if fmt == "messages":
-        return dr.MessagesChunkGenerator(gen["id"], gen["model"], thinking)
+        g = dr.MessagesChunkGenerator(gen["id"], gen["model"], thinking)
+        if "signature" in gen:
+            g = g.with_signature(gen["signature"])
+        return g
     if fmt == "chat":
         body = {"model": gen["model"], "messages": list(msgs)}
         if not thinking:
@@ -212,7 +270,13 @@ def official_generator(dr, gen):
     if not thinking:
         body["reasoning"] = {"effort": "none"}
     req = dr.ResponsesRequest(body).convert(opts)
-    return dr.ResponsesRequest.chunk_generator(req, gen["id"], gen["model"])
+    g = dr.ResponsesRequest.chunk_generator(req, gen["id"], gen["model"])
+    if "echo_body" in gen:
+        eb = dict(gen["echo_body"], model=gen["model"], input="hi json")
+        g = g.with_echo(dr.ResponsesRequest(eb).echo())
+    if "namespace_map" in gen:
+        g = g.with_namespace_tool_map({k: tuple(v) for k, v in gen["namespace_map"].items()})
+    return g
 
 
 def parsing_options(dr, options):

@@ -36,6 +36,7 @@ impl Field {
 
 /// A `chat.completion` built from `chat.completion.chunk`s.
 #[derive(Clone, Debug)]
+#[allow(dead_code)]
 pub struct ChatCompletionResponse {
     id: String,
     model: String,
@@ -50,6 +51,8 @@ pub struct ChatCompletionResponse {
     reasoning_logprobs: Option<Vec<TokenLogprob>>,
     finish_reason: Option<&'static str>,
     usage: Option<Usage>,
+    /// Whether any chunk was applied (an empty response has no choice).
+    seen: bool,
 }
 
 impl ChatCompletionResponse {
@@ -68,10 +71,12 @@ impl ChatCompletionResponse {
             reasoning_logprobs: None,
             finish_reason: None,
             usage: None,
+            seen: false,
         }
     }
 
     pub fn accumulate(&mut self, chunk: &ChatChunk) {
+        self.seen = true;
         if chunk.meta.system_fingerprint.is_some() {
             self.system_fingerprint = chunk.meta.system_fingerprint.clone();
         }
@@ -155,22 +160,24 @@ impl ChatCompletionResponse {
             }
             Value::Object(m)
         };
-        let usage = self.usage.unwrap_or(Usage {
-            prompt_tokens: self.prompt_tokens,
-            prompt_cache_hit_tokens: self.prompt_cache_hit_tokens,
-            completion_tokens: 0,
-            reasoning_tokens: None,
-        });
-        json!({
-            "id": self.id,
-            "object": "chat.completion",
-            "created": self.created,
-            "model": self.model,
-            "choices": [{"index": 0, "message": Value::Object(msg), "logprobs": logprobs,
-                         "finish_reason": self.finish_reason}],
-            "usage": chat_usage_value(&usage),
-            "system_fingerprint": self.system_fingerprint,
-        })
+        let mut m = Map::new();
+        m.insert("id".into(), json!(self.id));
+        m.insert("object".into(), json!("chat.completion"));
+        m.insert("created".into(), json!(self.created));
+        m.insert("model".into(), json!(self.model));
+        m.insert(
+            "choices".into(),
+            if self.seen {
+                json!([{"index": 0, "message": Value::Object(msg), "logprobs": logprobs, "finish_reason": self.finish_reason}])
+            } else {
+                json!([])
+            },
+        );
+        if let Some(u) = &self.usage {
+            m.insert("usage".into(), chat_usage_value(u));
+        }
+        m.insert("system_fingerprint".into(), json!(self.system_fingerprint));
+        Value::Object(m)
     }
 }
 

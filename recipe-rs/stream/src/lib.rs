@@ -9,6 +9,7 @@
 pub mod accumulate;
 pub mod generator;
 pub mod input;
+pub mod json_output;
 pub mod parser;
 pub mod processor;
 pub mod sse;

@@ -7,6 +7,7 @@ use recipe_core::{ParsingOptions, SpecialToken, Tokenizer};
 
 use crate::generator::{FinishKind, Generator, StreamItem, Usage};
 use crate::input::{token_display, InferenceChunk, InferenceFinishReason, PromptUsage, TokenLogprob, TopLogprob};
+use crate::json_output::JsonFilter;
 use crate::parser::{ParseEvent, Parser, Piece};
 
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
@@ -66,6 +67,7 @@ pub struct StreamProcessor {
     prompt: PromptUsage,
     completion_tokens: u64,
     reasoning: String,
+    json: Option<JsonFilter>,
 }
 
 impl StreamProcessor {
@@ -88,6 +90,7 @@ impl StreamProcessor {
             prompt: PromptUsage::default(),
             completion_tokens: 0,
             reasoning: String::new(),
+            json: options.parse_json_output.then(JsonFilter::new),
         }
     }
 
@@ -168,6 +171,18 @@ impl StreamProcessor {
     }
 
     fn deliver(&mut self, events: Vec<ParseEvent>, out: &mut Vec<StreamItem>) {
+        self.deliver_at(events, false, out)
+    }
+
+    fn deliver_at(&mut self, mut events: Vec<ParseEvent>, last: bool, out: &mut Vec<StreamItem>) {
+        if let Some(j) = &mut self.json {
+            let mut filtered = Vec::with_capacity(events.len());
+            j.apply(events, &mut filtered);
+            if last || self.parser.is_stopped() {
+                j.finish(&mut filtered);
+            }
+            events = filtered;
+        }
         for e in &events {
             if let ParseEvent::Reasoning { text, .. } = e {
                 self.reasoning.push_str(text);
@@ -190,7 +205,7 @@ impl StreamProcessor {
             self.parser.push(p, &mut events);
         }
         self.parser.finish(&mut events);
-        self.deliver(events, out);
+        self.deliver_at(events, true, out);
         if self.state != State::Open {
             return;
         }

@@ -152,9 +152,22 @@ pub fn run_case(case: &Value, tok: &Tokenizer) -> (Vec<Vec<Value>>, Option<Strin
             if let Some(e) = g.get("echo") {
                 r = r.with_echo(echo(e));
             }
+            if let Some(Value::Object(m)) = g.get("namespace_map") {
+                let map = m
+                    .iter()
+                    .map(|(k, v)| (k.clone(), (v[0].as_str().unwrap_or("").to_owned(), v[1].as_str().unwrap_or("").to_owned())))
+                    .collect();
+                r = r.with_namespace_tool_map(map);
+            }
             Generator::Responses(r)
         }
-        _ => Generator::Messages(MessagesGenerator::new(&id, &model, thinking)),
+        _ => {
+            let mut m = MessagesGenerator::new(&id, &model, thinking);
+            if let Some(sig) = g.get("signature").and_then(Value::as_str) {
+                m = m.with_signature(sig);
+            }
+            Generator::Messages(m)
+        }
     };
     let opts = options(&case["options"]);
     let mut sp = StreamProcessor::new(generator, &opts, case["tokenizer"].as_bool().unwrap_or(false).then(|| tok.clone()));
