@@ -215,9 +215,12 @@ impl PyResponsesChunkGenerator {
 
     /// Consume this generator; the new one reports `(namespace, local name)` for the listed
     /// function names.
-    fn with_namespace_tool_map(&mut self, namespace_tool_map: Vec<(String, (String, String))>) -> PyResult<Self> {
+    fn with_namespace_tool_map(
+        &mut self,
+        namespace_tool_map: std::collections::BTreeMap<String, (String, String)>,
+    ) -> PyResult<Self> {
         let g = self.inner.take().ok_or_else(consumed)?;
-        Ok(PyResponsesChunkGenerator { inner: Some(g.with_namespace_tool_map(namespace_tool_map)) })
+        Ok(PyResponsesChunkGenerator { inner: Some(g.with_namespace_tool_map(namespace_tool_map.into_iter().collect())) })
     }
 
     /// Consume this generator; the new one reports the request settings given as a JSON object
