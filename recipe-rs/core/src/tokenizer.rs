@@ -16,6 +16,11 @@ use tokenizers::{
     Model, Normalizer, OffsetReferential, OffsetType, PreTokenizedString, PreTokenizer,
 };
 
+/// Texts at least this long are tokenized on several threads.
+const PARALLEL_MIN_BYTES: usize = 32 * 1024;
+/// Pre-tokenized pieces per parallel work item.
+const PARALLEL_CHUNK_PIECES: usize = 2048;
+
 #[derive(Debug, thiserror::Error)]
 pub enum TokenizerError {
     #[error("failed to load tokenizer: {0}")]
@@ -114,11 +119,29 @@ impl Tokenizer {
             pre.pre_tokenize(&mut pretok).map_err(err)?;
         }
         let model = hf.get_model();
-        pretok.tokenize(|s| model.tokenize(s.get())).map_err(err)?;
-        for (_, _, toks) in pretok.get_splits(OffsetReferential::Original, OffsetType::Byte) {
-            if let Some(toks) = toks {
-                out.extend(toks.iter().map(|t| t.id));
+        let pieces: Vec<&str> =
+            pretok.get_splits(OffsetReferential::Original, OffsetType::Byte).into_iter().map(|(s, _, _)| s).collect();
+        if text.len() < PARALLEL_MIN_BYTES {
+            for piece in pieces {
+                out.extend(model.tokenize(piece).map_err(err)?.iter().map(|t| t.id));
             }
+            return Ok(());
+        }
+        // Long texts: the model runs on each pre-tokenized piece independently, so pieces can be
+        // tokenized on several threads and concatenated in order with the same result.
+        use rayon::prelude::*;
+        let parts: Vec<Result<Vec<u32>, TokenizerError>> = pieces
+            .par_chunks(PARALLEL_CHUNK_PIECES)
+            .map(|chunk| {
+                let mut ids = Vec::with_capacity(chunk.len() * 2);
+                for piece in chunk {
+                    ids.extend(model.tokenize(piece).map_err(err)?.iter().map(|t| t.id));
+                }
+                Ok(ids)
+            })
+            .collect();
+        for part in parts {
+            out.extend(part?);
         }
         Ok(())
     }

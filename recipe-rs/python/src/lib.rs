@@ -6,13 +6,20 @@
 
 use pyo3::prelude::*;
 
+pub mod conversation;
+pub mod encoding;
+pub mod protocol;
 mod stream;
+mod stream_glue;
 mod vocabulary;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     vocabulary::register(m)?;
+    conversation::register(m)?;
+    encoding::register(m)?;
+    protocol::register(m)?;
     stream::register(m)?;
     Ok(())
 }

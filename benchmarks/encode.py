@@ -1,0 +1,107 @@
+"""Conversation -> token IDs throughput: ours vs the official deepseek-recipe 0.2.0.
+
+    python benchmarks/encode.py [--seconds 1.0] [--version v4|v41]
+
+Run with the interpreter of the venv that has our package (e.g. .venv-codec/bin/python). The
+official package runs in the side venv (tests/conformance/official_venv.py) as a subprocess that
+times its own loop on the same conversations. For each workload it prints the time per
+conversation for `encode` and for `render_conversation` alone (so the tokenizer's share is
+(encode - render) / encode), and the ratio official/ours (> 1 means ours is faster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "conformance"))
+
+from encoding_spec import build_conversation, system_tokenizer_json, tokenizer_path  # noqa: E402
+
+
+def workloads():
+    tools = [{"name": f"tool_{i}", "description": f"Tool number {i}: performs operation {i} on the workspace. " * 3,
+              "parameters": {"type": "object", "properties": {f"arg_{k}": {"type": "string", "description": f"Argument {k} of tool {i}."}
+                                                              for k in range(6)}, "required": ["arg_0"]}} for i in range(10)]
+    history = [{"role": "system", "content": "You are a coding agent. Work carefully."},
+               {"role": "user", "content": "Please refactor the module and run the tests. 请用中文总结。"}]
+    turn = 0
+    while len(json.dumps(history, ensure_ascii=False)) < 30000:  # ~8K tokens
+        cid = f"call_{turn:02d}_abcdefghijklmnopqrstuvwx"
+        history.append({"role": "assistant", "content": "", "reasoning_content": f"Step {turn}: I will inspect the files and decide. " * 4,
+                        "tool_calls": [{"id": cid, "name": f"tool_{turn % 10}", "arguments": json.dumps({"arg_0": f"src/module_{turn}.py", "arg_1": "x" * 40})}]})
+        history.append({"role": "tool", "content": f"def function_{turn}(a, b):\n    return a + b  # result {turn}\n" * 12, "tool_call_id": cid})
+        turn += 1
+    history.append({"role": "user", "content": "Great, now summarize."})
+    paragraph = ("In the beginning the universe was created. This has made a lot of people very angry and been widely "
+                 "regarded as a bad move. 人工智能正在改变世界。Numbers 12345 and symbols {}[]() appear too.\n\n")
+    doc = paragraph * 1450  # ~100K tokens
+    return {
+        "short_chat": {"messages": [{"role": "system", "content": "Be helpful."}, {"role": "user", "content": "Hi! How are you?"},
+                                    {"role": "assistant", "content": "Fine, thanks."}, {"role": "user", "content": "Tell me a joke."}],
+                       "thinking_mode": False},
+        "agent_8k_10_tools": {"messages": history, "tools": tools, "thinking_mode": True},
+        "document_100k": {"messages": [{"role": "user", "content": "Summarize this document:\n\n" + doc}], "thinking_mode": False},
+    }
+
+
+def time_loop(fn, seconds):
+    fn()  # warm-up
+    samples = []
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline or len(samples) < 3:
+        t = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t)
+    return statistics.median(samples)
+
+
+def measure(seconds, version):
+    """Time encode and render for every workload with whatever `deepseek_recipe` is importable."""
+    import deepseek_recipe as dr
+
+    text = Path(tokenizer_path()).read_text(encoding="utf-8")
+    tok = dr.Tokenizer.from_str(system_tokenizer_json(text) if version == "v41" else text)
+    enc = (dr.DeepseekV41Encoding() if version == "v41" else dr.DeepseekV4Encoding()).with_tokenizer(tok)
+    out = {}
+    for name, spec in workloads().items():
+        conv = build_conversation(dr, spec)
+        n_tokens = len(enc.encode(conv))
+        out[name] = {"tokens": n_tokens,
+                     "encode_s": time_loop(lambda: enc.encode(conv), seconds),
+                     "render_s": time_loop(lambda: enc.render_conversation(conv), seconds)}
+    return out
+
+
+def main(argv):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=1.0)
+    ap.add_argument("--version", choices=["v4", "v41"], default="v4")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        print(json.dumps(measure(args.seconds, args.version)))
+        return 0
+    from official_venv import run_in_official
+
+    ours = measure(args.seconds, args.version)
+    official = json.loads(run_in_official(__file__, "--child", "--seconds", str(args.seconds), "--version", args.version).stdout)
+    print(f"encoding {args.version}; times are medians per conversation")
+    print(f"{'workload':20} {'tokens':>7} {'ours enc':>10} {'off. enc':>10} {'ratio':>6} {'ours tok%':>9} {'off. tok%':>9}")
+    for name, o in ours.items():
+        f = official[name]
+        assert o["tokens"] == f["tokens"], f"{name}: token counts differ ({o['tokens']} vs {f['tokens']})"
+        share = lambda r: 100 * max(0.0, r["encode_s"] - r["render_s"]) / r["encode_s"]  # noqa: E731
+        print(f"{name:20} {o['tokens']:7d} {o['encode_s'] * 1e3:8.3f}ms {f['encode_s'] * 1e3:8.3f}ms "
+              f"{f['encode_s'] / o['encode_s']:6.2f} {share(o):8.1f}% {share(f):8.1f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

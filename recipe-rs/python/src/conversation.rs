@@ -1,0 +1,738 @@
+//! Python classes of the conversation model: `Conversation`, the `Message` family, `ToolCall`,
+//! `ToolDefinition` and the `ImageSource` family.
+//!
+//! # Interface for other binding modules
+//!
+//! * [`PyConversation`] (Python `Conversation`) wraps a [`recipe_core::Conversation`].
+//!   Build one from core data with [`PyConversation::from_core`] (or `PyConversation::from`),
+//!   read the core value with [`PyConversation::core`], or take it with
+//!   [`PyConversation::into_core`].
+//! * [`message_to_py`], [`image_source_to_py`], [`PyToolCall`] and [`PyToolDefinition`] turn core
+//!   values into Python objects of the right class.
+//! * [`py_to_json`] / [`json_to_py`] convert between Python values and `serde_json::Value` with
+//!   the error types and messages the official package uses.
+//!
+//! Every object is immutable from Python, as in the official package.
+
+use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use recipe_core::{
+    AssistantMessage, Conversation, ImageData, ImageDetail, ImageSource, LatestReminderMessage,
+    Message, ReasoningEffort, ResponseFormat, SpecialToken, SystemMessage, ToolCall, ToolChoice,
+    ToolDefinition, ToolMessage, UserMessage,
+};
+use serde_json::{Map, Number, Value};
+
+// ---------------------------------------------------------------------------------------------
+// JSON <-> Python
+
+/// Convert a Python value (None, bool, int, float, str, list, tuple, dict with str keys) to JSON.
+pub fn py_to_json(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
+    if obj.is_none() {
+        return Ok(Value::Null);
+    }
+    if let Ok(b) = obj.downcast::<PyBool>() {
+        return Ok(Value::Bool(b.is_true()));
+    }
+    if obj.is_instance_of::<PyInt>() {
+        if let Ok(v) = obj.extract::<i64>() {
+            return Ok(Value::Number(v.into()));
+        }
+        if let Ok(v) = obj.extract::<u64>() {
+            return Ok(Value::Number(v.into()));
+        }
+        return Err(PyOverflowError::new_err("integer is outside the JSON number range"));
+    }
+    if let Ok(f) = obj.downcast::<PyFloat>() {
+        let v = f.value();
+        return match Number::from_f64(v) {
+            Some(n) => Ok(Value::Number(n)),
+            None => Err(PyValueError::new_err(format!("{v} is not a finite JSON number"))),
+        };
+    }
+    if let Ok(s) = obj.downcast::<PyString>() {
+        return Ok(Value::String(s.to_cow()?.into_owned()));
+    }
+    if let Ok(l) = obj.downcast::<PyList>() {
+        return l.iter().map(|x| py_to_json(&x)).collect::<PyResult<Vec<_>>>().map(Value::Array);
+    }
+    if let Ok(t) = obj.downcast::<PyTuple>() {
+        return t.iter().map(|x| py_to_json(&x)).collect::<PyResult<Vec<_>>>().map(Value::Array);
+    }
+    if let Ok(d) = obj.downcast::<PyDict>() {
+        let mut map = Map::new();
+        for (k, v) in d.iter() {
+            let key = match k.downcast::<PyString>() {
+                Ok(s) => s.to_cow()?.into_owned(),
+                Err(_) => return Err(PyTypeError::new_err("JSON object keys must be str")),
+            };
+            map.insert(key, py_to_json(&v)?);
+        }
+        return Ok(Value::Object(map));
+    }
+    let name = obj.get_type().name()?;
+    Err(PyTypeError::new_err(format!("{name} is not a JSON value")))
+}
+
+/// Convert JSON to the equivalent Python value (objects become dicts, arrays lists).
+pub fn json_to_py(py: Python<'_>, v: &Value) -> PyResult<PyObject> {
+    Ok(match v {
+        Value::Null => py.None(),
+        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any().unbind(),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                i.into_pyobject(py)?.into_any().unbind()
+            } else if let Some(u) = n.as_u64() {
+                u.into_pyobject(py)?.into_any().unbind()
+            } else {
+                n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any().unbind()
+            }
+        }
+        Value::String(s) => PyString::new(py, s).into_any().unbind(),
+        Value::Array(a) => {
+            let items = a.iter().map(|x| json_to_py(py, x)).collect::<PyResult<Vec<_>>>()?;
+            PyList::new(py, items)?.into_any().unbind()
+        }
+        Value::Object(m) => {
+            let d = PyDict::new(py);
+            for (k, x) in m {
+                d.set_item(k, json_to_py(py, x)?)?;
+            }
+            d.into_any().unbind()
+        }
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Image sources
+
+fn parse_detail(detail: &str) -> PyResult<ImageDetail> {
+    ImageDetail::parse(detail).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "invalid detail \"{detail}\"; expected \"low\", \"high\", \"original\", or \"auto\""
+        ))
+    })
+}
+
+/// Base class of image sources; only a placeholder is rendered for an image.
+#[pyclass(name = "ImageSource", module = "deepseek_recipe._native", subclass, frozen)]
+#[derive(Clone)]
+pub struct PyImageSource {
+    pub inner: ImageSource,
+}
+
+#[pymethods]
+impl PyImageSource {
+    #[new]
+    fn abstract_new() -> PyResult<Self> {
+        Err(PyTypeError::new_err("cannot create 'deepseek_recipe._native.ImageSource' instances"))
+    }
+    #[getter]
+    fn kind(&self) -> &'static str {
+        match self.inner.data {
+            ImageData::DataUrl(_) => "data_url",
+            ImageData::Url(_) => "url",
+            ImageData::Bytes(_) => "bytes",
+        }
+    }
+    #[getter]
+    fn detail(&self) -> &'static str {
+        self.inner.detail.as_str()
+    }
+    #[getter]
+    fn data_url(&self) -> Option<String> {
+        match &self.inner.data {
+            ImageData::DataUrl(s) => Some(s.clone()),
+            _ => None,
+        }
+    }
+    #[getter]
+    fn url(&self) -> Option<String> {
+        match &self.inner.data {
+            ImageData::Url(s) => Some(s.clone()),
+            _ => None,
+        }
+    }
+    #[getter]
+    fn data<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        match &self.inner.data {
+            ImageData::Bytes(b) => Some(PyBytes::new(py, b)),
+            _ => None,
+        }
+    }
+    #[getter]
+    fn path(&self) -> String {
+        self.inner.path.clone()
+    }
+    fn __repr__(&self) -> String {
+        image_source_repr(&self.inner)
+    }
+}
+
+fn image_source_repr(s: &ImageSource) -> String {
+    let (class, first) = match &s.data {
+        ImageData::DataUrl(u) => ("DataUrlImageSource", format!("{u:?}")),
+        ImageData::Url(u) => ("UrlImageSource", format!("{u:?}")),
+        ImageData::Bytes(b) => ("BytesImageSource", format!("<{} bytes>", b.len())),
+    };
+    format!("{class}({first}, detail={:?}, path={:?})", s.detail.as_str(), s.path)
+}
+
+fn new_image_source(data: ImageData, detail: &str, path: String) -> PyResult<PyImageSource> {
+    Ok(PyImageSource { inner: ImageSource { data, detail: parse_detail(detail)?, path } })
+}
+
+/// An image given by a `data:` URL.
+#[pyclass(name = "DataUrlImageSource", module = "deepseek_recipe._native", extends = PyImageSource, frozen)]
+pub struct PyDataUrlImageSource;
+
+#[pymethods]
+impl PyDataUrlImageSource {
+    #[new]
+    #[pyo3(signature = (data_url, detail="high", *, path=String::new()))]
+    fn new(data_url: String, detail: &str, path: String) -> PyResult<(Self, PyImageSource)> {
+        Ok((PyDataUrlImageSource, new_image_source(ImageData::DataUrl(data_url), detail, path)?))
+    }
+}
+
+/// An image given by an external URL.
+#[pyclass(name = "UrlImageSource", module = "deepseek_recipe._native", extends = PyImageSource, frozen)]
+pub struct PyUrlImageSource;
+
+#[pymethods]
+impl PyUrlImageSource {
+    #[new]
+    #[pyo3(signature = (url, detail="high", *, path=String::new()))]
+    fn new(url: String, detail: &str, path: String) -> PyResult<(Self, PyImageSource)> {
+        Ok((PyUrlImageSource, new_image_source(ImageData::Url(url), detail, path)?))
+    }
+}
+
+/// An image given as encoded bytes.
+#[pyclass(name = "BytesImageSource", module = "deepseek_recipe._native", extends = PyImageSource, frozen)]
+pub struct PyBytesImageSource;
+
+#[pymethods]
+impl PyBytesImageSource {
+    #[new]
+    #[pyo3(signature = (data, detail="high", *, path=String::new()))]
+    fn new(data: Vec<u8>, detail: &str, path: String) -> PyResult<(Self, PyImageSource)> {
+        Ok((PyBytesImageSource, new_image_source(ImageData::Bytes(data), detail, path)?))
+    }
+}
+
+/// A Python object of the right `ImageSource` subclass for `src`.
+pub fn image_source_to_py(py: Python<'_>, src: &ImageSource) -> PyResult<PyObject> {
+    let base = PyImageSource { inner: src.clone() };
+    let init = PyClassInitializer::from(base);
+    Ok(match src.data {
+        ImageData::DataUrl(_) => Py::new(py, init.add_subclass(PyDataUrlImageSource))?.into_any(),
+        ImageData::Url(_) => Py::new(py, init.add_subclass(PyUrlImageSource))?.into_any(),
+        ImageData::Bytes(_) => Py::new(py, init.add_subclass(PyBytesImageSource))?.into_any(),
+    })
+}
+
+fn image_sources_to_py(py: Python<'_>, srcs: &[ImageSource]) -> PyResult<Vec<PyObject>> {
+    srcs.iter().map(|s| image_source_to_py(py, s)).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tools
+
+/// A tool call made by the assistant earlier in the conversation.
+#[pyclass(name = "ToolCall", module = "deepseek_recipe._native", frozen)]
+#[derive(Clone)]
+pub struct PyToolCall {
+    pub inner: ToolCall,
+}
+
+#[pymethods]
+impl PyToolCall {
+    #[new]
+    fn new(id: String, name: String, arguments: String) -> Self {
+        PyToolCall { inner: ToolCall { id, name, arguments } }
+    }
+    #[getter]
+    fn id(&self) -> String {
+        self.inner.id.clone()
+    }
+    #[getter]
+    fn name(&self) -> String {
+        self.inner.name.clone()
+    }
+    /// The arguments string as given (meant to be a JSON object; not checked).
+    #[getter]
+    fn arguments(&self) -> String {
+        self.inner.arguments.clone()
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "ToolCall(id={:?}, name={:?}, arguments={:?})",
+            self.inner.id, self.inner.name, self.inner.arguments
+        )
+    }
+}
+
+/// A tool the model may call. `parameters` is kept exactly as given (no strict normalisation).
+#[pyclass(name = "ToolDefinition", module = "deepseek_recipe._native", frozen)]
+#[derive(Clone)]
+pub struct PyToolDefinition {
+    pub inner: ToolDefinition,
+}
+
+#[pymethods]
+impl PyToolDefinition {
+    #[new]
+    #[pyo3(signature = (name, description=None, parameters=None, strict=None, defer_loading=false))]
+    fn new(
+        name: String,
+        description: Option<String>,
+        parameters: Option<&Bound<'_, PyAny>>,
+        strict: Option<bool>,
+        defer_loading: bool,
+    ) -> PyResult<Self> {
+        let parameters = match parameters {
+            Some(p) => py_to_json(p)?,
+            None => Value::Null,
+        };
+        Ok(PyToolDefinition { inner: ToolDefinition { name, description, parameters, strict, defer_loading } })
+    }
+    #[getter]
+    fn name(&self) -> String {
+        self.inner.name.clone()
+    }
+    #[getter]
+    fn description(&self) -> Option<String> {
+        self.inner.description.clone()
+    }
+    /// JSON Schema of the arguments.
+    #[getter]
+    fn parameters(&self, py: Python<'_>) -> PyResult<PyObject> {
+        json_to_py(py, &self.inner.parameters)
+    }
+    #[getter]
+    fn strict(&self) -> Option<bool> {
+        self.inner.strict
+    }
+    #[getter]
+    fn defer_loading(&self) -> bool {
+        self.inner.defer_loading
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "ToolDefinition(name={:?}, description={:?}, strict={:?})",
+            self.inner.name, self.inner.description, self.inner.strict
+        )
+    }
+}
+
+fn tools_to_py(tools: &[ToolDefinition]) -> Vec<PyToolDefinition> {
+    tools.iter().map(|t| PyToolDefinition { inner: t.clone() }).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Messages
+
+/// Base class of every message. Role-specific properties read `None` / `False` / `[]` on other
+/// roles.
+#[pyclass(name = "Message", module = "deepseek_recipe._native", subclass, frozen)]
+#[derive(Clone)]
+pub struct PyMessage {
+    pub inner: Message,
+}
+
+#[pymethods]
+impl PyMessage {
+    #[new]
+    fn abstract_new() -> PyResult<Self> {
+        Err(PyTypeError::new_err("cannot create 'deepseek_recipe._native.Message' instances"))
+    }
+    #[getter]
+    fn role(&self) -> &'static str {
+        self.inner.role()
+    }
+    #[getter]
+    fn content(&self) -> String {
+        self.inner.content().to_owned()
+    }
+    #[getter]
+    fn reasoning_content(&self) -> Option<String> {
+        match &self.inner {
+            Message::Assistant(m) => m.reasoning_content.clone(),
+            _ => None,
+        }
+    }
+    #[getter]
+    fn tool_calls(&self) -> Option<Vec<PyToolCall>> {
+        match &self.inner {
+            Message::Assistant(m) => m
+                .tool_calls
+                .as_ref()
+                .map(|calls| calls.iter().map(|c| PyToolCall { inner: c.clone() }).collect()),
+            _ => None,
+        }
+    }
+    #[getter]
+    fn tool_call_id(&self) -> Option<String> {
+        match &self.inner {
+            Message::Tool(m) => m.tool_call_id.clone(),
+            _ => None,
+        }
+    }
+    #[getter]
+    fn image_sources(&self, py: Python<'_>) -> PyResult<Vec<PyObject>> {
+        match &self.inner {
+            Message::System(m) => image_sources_to_py(py, &m.image_sources),
+            Message::User(m) => image_sources_to_py(py, &m.image_sources),
+            Message::Tool(m) => image_sources_to_py(py, &m.image_sources),
+            _ => Ok(Vec::new()),
+        }
+    }
+    /// Whether an assistant message is a partial turn that generation continues.
+    #[getter]
+    fn prefix(&self) -> bool {
+        matches!(&self.inner, Message::Assistant(m) if m.prefix)
+    }
+    fn __repr__(&self) -> String {
+        message_repr(&self.inner)
+    }
+}
+
+fn message_repr(m: &Message) -> String {
+    match m {
+        Message::System(m) => format!("SystemMessage({:?})", m.content),
+        Message::User(m) => format!("UserMessage({:?}, image_sources={})", m.content, m.image_sources.len()),
+        Message::Assistant(m) => format!(
+            "AssistantMessage({:?}, reasoning_content={}, tool_calls={}, prefix={})",
+            m.content,
+            if m.reasoning_content.is_some() { "True" } else { "False" },
+            m.tool_calls.as_ref().map_or(0, Vec::len),
+            if m.prefix { "True" } else { "False" },
+        ),
+        Message::Tool(m) => format!(
+            "ToolMessage({:?}, tool_call_id={:?}, image_sources={})",
+            m.content,
+            m.tool_call_id,
+            m.image_sources.len()
+        ),
+        Message::LatestReminder(m) => format!("LatestReminderMessage({:?})", m.content),
+    }
+}
+
+fn image_token_arg(image_token: Option<String>) -> PyResult<String> {
+    match image_token {
+        None => Ok(SpecialToken::Image.default_str().to_owned()),
+        Some(t) if t.is_empty() => Err(PyValueError::new_err("image_token must not be empty")),
+        Some(t) => Ok(t),
+    }
+}
+
+fn image_sources_arg(srcs: Option<Vec<PyRef<'_, PyImageSource>>>) -> Vec<ImageSource> {
+    srcs.unwrap_or_default().iter().map(|s| s.inner.clone()).collect()
+}
+
+/// A system message, optionally announcing updated tool schemas (rendered by V4.1 only).
+#[pyclass(name = "SystemMessage", module = "deepseek_recipe._native", extends = PyMessage, frozen)]
+pub struct PySystemMessage;
+
+#[pymethods]
+impl PySystemMessage {
+    #[new]
+    #[pyo3(signature = (content, image_sources=None, tools=None, *, image_token=None))]
+    fn new(
+        content: String,
+        image_sources: Option<Vec<PyRef<'_, PyImageSource>>>,
+        tools: Option<Vec<PyRef<'_, PyToolDefinition>>>,
+        image_token: Option<String>,
+    ) -> PyResult<(Self, PyMessage)> {
+        let msg = SystemMessage {
+            content,
+            image_sources: image_sources_arg(image_sources),
+            tools: tools.map(|ts| ts.iter().map(|t| t.inner.clone()).collect()),
+            image_token: image_token_arg(image_token)?,
+        };
+        Ok((PySystemMessage, PyMessage { inner: Message::System(msg) }))
+    }
+    #[getter]
+    fn tools(slf: PyRef<'_, Self>) -> Option<Vec<PyToolDefinition>> {
+        match &slf.as_super().inner {
+            Message::System(m) => m.tools.as_deref().map(tools_to_py),
+            _ => None,
+        }
+    }
+}
+
+/// A user message; the first occurrences of `image_token` mark where the images go.
+#[pyclass(name = "UserMessage", module = "deepseek_recipe._native", extends = PyMessage, frozen)]
+pub struct PyUserMessage;
+
+#[pymethods]
+impl PyUserMessage {
+    #[new]
+    #[pyo3(signature = (content, image_sources=None, *, image_token=None))]
+    fn new(
+        content: String,
+        image_sources: Option<Vec<PyRef<'_, PyImageSource>>>,
+        image_token: Option<String>,
+    ) -> PyResult<(Self, PyMessage)> {
+        let msg = UserMessage {
+            content,
+            image_sources: image_sources_arg(image_sources),
+            image_token: image_token_arg(image_token)?,
+        };
+        Ok((PyUserMessage, PyMessage { inner: Message::User(msg) }))
+    }
+}
+
+/// An assistant turn from the history, or (with `prefix=True`) a partial turn to continue.
+#[pyclass(name = "AssistantMessage", module = "deepseek_recipe._native", extends = PyMessage, frozen)]
+pub struct PyAssistantMessage;
+
+#[pymethods]
+impl PyAssistantMessage {
+    #[new]
+    #[pyo3(signature = (content, reasoning_content=None, tool_calls=None, prefix=false))]
+    fn new(
+        content: String,
+        reasoning_content: Option<String>,
+        tool_calls: Option<Vec<PyRef<'_, PyToolCall>>>,
+        prefix: bool,
+    ) -> (Self, PyMessage) {
+        let msg = AssistantMessage {
+            content,
+            reasoning_content,
+            tool_calls: tool_calls.map(|cs| cs.iter().map(|c| c.inner.clone()).collect()),
+            prefix,
+        };
+        (PyAssistantMessage, PyMessage { inner: Message::Assistant(msg) })
+    }
+}
+
+/// The result of a tool call.
+#[pyclass(name = "ToolMessage", module = "deepseek_recipe._native", extends = PyMessage, frozen)]
+pub struct PyToolMessage;
+
+#[pymethods]
+impl PyToolMessage {
+    #[new]
+    #[pyo3(signature = (content, tool_call_id=None, image_sources=None, *, image_token=None))]
+    fn new(
+        content: String,
+        tool_call_id: Option<String>,
+        image_sources: Option<Vec<PyRef<'_, PyImageSource>>>,
+        image_token: Option<String>,
+    ) -> PyResult<(Self, PyMessage)> {
+        let msg = ToolMessage {
+            content,
+            tool_call_id,
+            image_sources: image_sources_arg(image_sources),
+            image_token: image_token_arg(image_token)?,
+        };
+        Ok((PyToolMessage, PyMessage { inner: Message::Tool(msg) }))
+    }
+}
+
+/// Extra instructions placed just before the next turn.
+#[pyclass(name = "LatestReminderMessage", module = "deepseek_recipe._native", extends = PyMessage, frozen)]
+pub struct PyLatestReminderMessage;
+
+#[pymethods]
+impl PyLatestReminderMessage {
+    #[new]
+    fn new(content: String) -> (Self, PyMessage) {
+        (PyLatestReminderMessage, PyMessage { inner: Message::LatestReminder(LatestReminderMessage { content }) })
+    }
+}
+
+/// A Python object of the right `Message` subclass for `msg`.
+pub fn message_to_py(py: Python<'_>, msg: &Message) -> PyResult<PyObject> {
+    let init = PyClassInitializer::from(PyMessage { inner: msg.clone() });
+    Ok(match msg {
+        Message::System(_) => Py::new(py, init.add_subclass(PySystemMessage))?.into_any(),
+        Message::User(_) => Py::new(py, init.add_subclass(PyUserMessage))?.into_any(),
+        Message::Assistant(_) => Py::new(py, init.add_subclass(PyAssistantMessage))?.into_any(),
+        Message::Tool(_) => Py::new(py, init.add_subclass(PyToolMessage))?.into_any(),
+        Message::LatestReminder(_) => Py::new(py, init.add_subclass(PyLatestReminderMessage))?.into_any(),
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conversation
+
+fn parse_tool_choice(s: &str) -> PyResult<ToolChoice> {
+    match s {
+        "auto" => Ok(ToolChoice::Auto),
+        "none" => Ok(ToolChoice::None),
+        "required" => Ok(ToolChoice::Required),
+        _ => Err(PyValueError::new_err(format!(
+            "invalid tool_choice \"{s}\"; expected \"auto\", \"none\", or \"required\""
+        ))),
+    }
+}
+
+fn parse_effort(s: &str) -> PyResult<ReasoningEffort> {
+    match s {
+        "low" => Ok(ReasoningEffort::Low),
+        "high" => Ok(ReasoningEffort::High),
+        "xhigh" => Ok(ReasoningEffort::XHigh),
+        "max" => Ok(ReasoningEffort::Max),
+        _ => Err(PyValueError::new_err(format!(
+            "invalid reasoning_effort \"{s}\"; expected \"low\", \"high\", \"xhigh\", or \"max\""
+        ))),
+    }
+}
+
+/// A conversation plus its prompt settings (thinking, tools, tool choice, effort, format).
+#[pyclass(name = "Conversation", module = "deepseek_recipe._native", frozen)]
+#[derive(Clone)]
+pub struct PyConversation {
+    pub inner: Conversation,
+}
+
+impl PyConversation {
+    /// Wrap a core conversation (used by request conversion).
+    pub fn from_core(conv: Conversation) -> Self {
+        PyConversation { inner: conv }
+    }
+    /// The wrapped core conversation.
+    pub fn core(&self) -> &Conversation {
+        &self.inner
+    }
+    /// Take the wrapped core conversation.
+    pub fn into_core(self) -> Conversation {
+        self.inner
+    }
+}
+
+impl From<Conversation> for PyConversation {
+    fn from(conv: Conversation) -> Self {
+        PyConversation::from_core(conv)
+    }
+}
+
+#[pymethods]
+impl PyConversation {
+    #[new]
+    #[pyo3(signature = (messages=None, *, thinking_mode=true, tools=None, tool_choice="auto",
+        reasoning_effort=None, response_format="text", response_schema=None, response_regex=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        messages: Option<Vec<PyRef<'_, PyMessage>>>,
+        thinking_mode: bool,
+        tools: Option<Vec<PyRef<'_, PyToolDefinition>>>,
+        tool_choice: &str,
+        reasoning_effort: Option<&str>,
+        response_format: &str,
+        response_schema: Option<&Bound<'_, PyAny>>,
+        response_regex: Option<String>,
+    ) -> PyResult<Self> {
+        let reasoning_effort = reasoning_effort.map(parse_effort).transpose()?;
+        let tool_choice = parse_tool_choice(tool_choice)?;
+        let json_object = match response_format {
+            "text" => false,
+            "json_object" => true,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "invalid response_format \"{other}\"; expected \"text\" or \"json_object\""
+                )))
+            }
+        };
+        let schema = response_schema.filter(|s| !s.is_none());
+        if json_object && (schema.is_some() || response_regex.is_some()) {
+            return Err(PyValueError::new_err(
+                "response_format \"json_object\" cannot be combined with response_schema or response_regex",
+            ));
+        }
+        if schema.is_some() && response_regex.is_some() {
+            return Err(PyValueError::new_err("response_schema and response_regex cannot be combined"));
+        }
+        let response_format = if json_object {
+            ResponseFormat::JsonObject
+        } else if let Some(s) = schema {
+            ResponseFormat::JsonSchema(py_to_json(s)?)
+        } else if let Some(r) = response_regex {
+            ResponseFormat::Regex(r)
+        } else {
+            ResponseFormat::Text
+        };
+        Ok(PyConversation {
+            inner: Conversation {
+                messages: messages.unwrap_or_default().iter().map(|m| m.inner.clone()).collect(),
+                thinking_mode,
+                tools: tools.unwrap_or_default().iter().map(|t| t.inner.clone()).collect(),
+                tool_choice,
+                reasoning_effort,
+                response_format,
+            },
+        })
+    }
+    #[getter]
+    fn messages(&self, py: Python<'_>) -> PyResult<Vec<PyObject>> {
+        self.inner.messages.iter().map(|m| message_to_py(py, m)).collect()
+    }
+    #[getter]
+    fn thinking_mode(&self) -> bool {
+        self.inner.thinking_mode
+    }
+    #[getter]
+    fn tools(&self) -> Vec<PyToolDefinition> {
+        tools_to_py(&self.inner.tools)
+    }
+    #[getter]
+    fn tool_choice(&self) -> &'static str {
+        self.inner.tool_choice.as_str()
+    }
+    #[getter]
+    fn reasoning_effort(&self) -> Option<&'static str> {
+        self.inner.reasoning_effort.map(ReasoningEffort::as_str)
+    }
+    /// `text`, `json_object`, `json_schema` or `regex`; enforcing it is the caller's job.
+    #[getter]
+    fn response_format(&self) -> &'static str {
+        self.inner.response_format.name()
+    }
+    #[getter]
+    fn response_schema(&self, py: Python<'_>) -> PyResult<PyObject> {
+        match &self.inner.response_format {
+            ResponseFormat::JsonSchema(s) => json_to_py(py, s),
+            _ => Ok(py.None()),
+        }
+    }
+    #[getter]
+    fn response_regex(&self) -> Option<String> {
+        match &self.inner.response_format {
+            ResponseFormat::Regex(r) => Some(r.clone()),
+            _ => None,
+        }
+    }
+    fn __repr__(&self) -> String {
+        let c = &self.inner;
+        format!(
+            "Conversation(messages={}, thinking_mode={}, tools={}, tool_choice={:?}, reasoning_effort={:?}, response_format={:?})",
+            c.messages.len(),
+            if c.thinking_mode { "True" } else { "False" },
+            c.tools.len(),
+            c.tool_choice.as_str(),
+            c.reasoning_effort.map(ReasoningEffort::as_str),
+            c.response_format.name(),
+        )
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyImageSource>()?;
+    m.add_class::<PyDataUrlImageSource>()?;
+    m.add_class::<PyUrlImageSource>()?;
+    m.add_class::<PyBytesImageSource>()?;
+    m.add_class::<PyToolCall>()?;
+    m.add_class::<PyToolDefinition>()?;
+    m.add_class::<PyMessage>()?;
+    m.add_class::<PySystemMessage>()?;
+    m.add_class::<PyUserMessage>()?;
+    m.add_class::<PyAssistantMessage>()?;
+    m.add_class::<PyToolMessage>()?;
+    m.add_class::<PyLatestReminderMessage>()?;
+    m.add_class::<PyConversation>()?;
+    Ok(())
+}

@@ -1,0 +1,570 @@
+//! Bindings for request conversion: the three request classes, `ConversionOptions`,
+//! `ConversationRequest` (with `InferenceOptions` / `OutputConstraint`), `ResponsesEcho` and the
+//! `ConversionError` exception.
+//!
+//! The request classes hold the parsed body until `convert` takes it: after that (even when
+//! conversion fails) the object is consumed.
+
+use std::collections::BTreeMap;
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyOverflowError, PyRecursionError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use serde_json::{Map, Number, Value};
+
+use recipe_core::ResponsesEcho;
+use recipe_protocol::{
+    chat, messages, responses, ConversationRequest, ConversionError, ConversionOptions, InferenceOptions, OutputConstraint,
+    ReasoningContentBehavior, RequestError, WebSearchBehavior,
+};
+
+use crate::conversation::PyConversation;
+use crate::vocabulary::{PyModelVersion, PyParsingOptions, PySpecialTokens};
+
+create_exception!(
+    _native,
+    PyConversionError,
+    PyException,
+    "A request that is well-formed but cannot be served; `status_code` and `body` hold the HTTP answer."
+);
+
+/// Raise a `ConversionError` carrying `status_code` and `body`.
+pub fn conversion_error(py: Python<'_>, e: &ConversionError) -> PyErr {
+    let err = PyConversionError::new_err(e.message.clone());
+    let value = err.value(py);
+    let _ = value.setattr("status_code", e.status_code);
+    let _ = value.setattr("body", e.body());
+    err
+}
+
+fn request_error(e: RequestError) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+fn consumed() -> PyErr {
+    PyRuntimeError::new_err("protocol request has been consumed")
+}
+
+/// Nesting limit for bodies given as Python objects (matches the JSON parser's limit).
+const MAX_DEPTH: usize = 128;
+
+/// Convert a Python object tree into a JSON value.
+fn py_to_json(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
+    if obj.is_none() {
+        return Ok(Value::Null);
+    }
+    if let Ok(b) = obj.downcast::<PyBool>() {
+        return Ok(Value::Bool(b.is_true()));
+    }
+    if let Ok(i) = obj.downcast::<PyInt>() {
+        if let Ok(v) = i.extract::<i64>() {
+            return Ok(Value::from(v));
+        }
+        if let Ok(v) = i.extract::<u64>() {
+            return Ok(Value::from(v));
+        }
+        return Err(PyOverflowError::new_err("integer is outside the JSON number range"));
+    }
+    if let Ok(f) = obj.downcast::<PyFloat>() {
+        let v = f.value();
+        return Number::from_f64(v)
+            .map(Value::Number)
+            .ok_or_else(|| PyValueError::new_err(format!("{} is not a finite JSON number", py_float_repr(v))));
+    }
+    if let Ok(s) = obj.downcast::<PyString>() {
+        return Ok(Value::String(s.to_cow()?.into_owned()));
+    }
+    if depth >= MAX_DEPTH {
+        if obj.downcast::<PyDict>().is_ok() || obj.downcast::<PyList>().is_ok() || obj.downcast::<PyTuple>().is_ok() {
+            return Err(PyRecursionError::new_err(format!(
+                "JSON input exceeds the maximum nesting depth of {MAX_DEPTH}"
+            )));
+        }
+    }
+    if let Ok(d) = obj.downcast::<PyDict>() {
+        let mut map = Map::with_capacity(d.len());
+        for (k, v) in d.iter() {
+            let Ok(k) = k.downcast::<PyString>() else {
+                return Err(PyTypeError::new_err("JSON object keys must be str"));
+            };
+            map.insert(k.to_cow()?.into_owned(), py_to_json(&v, depth + 1)?);
+        }
+        return Ok(Value::Object(map));
+    }
+    if let Ok(l) = obj.downcast::<PyList>() {
+        let mut out = Vec::with_capacity(l.len());
+        for v in l.iter() {
+            out.push(py_to_json(&v, depth + 1)?);
+        }
+        return Ok(Value::Array(out));
+    }
+    if let Ok(t) = obj.downcast::<PyTuple>() {
+        let mut out = Vec::with_capacity(t.len());
+        for v in t.iter() {
+            out.push(py_to_json(&v, depth + 1)?);
+        }
+        return Ok(Value::Array(out));
+    }
+    let ty = obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "object".into());
+    Err(PyTypeError::new_err(format!("{ty} is not a JSON value")))
+}
+
+fn py_float_repr(v: f64) -> &'static str {
+    if v.is_nan() {
+        "NaN"
+    } else if v > 0.0 {
+        "inf"
+    } else {
+        "-inf"
+    }
+}
+
+/// A request body: JSON text (`str` / `bytes`) or an already-decoded object.
+fn body_value(body: &Bound<'_, PyAny>) -> PyResult<Value> {
+    if let Ok(s) = body.downcast::<PyString>() {
+        let text = s.to_cow()?;
+        return recipe_protocol::body::parse_json(text.as_bytes()).map_err(request_error);
+    }
+    if let Ok(b) = body.downcast::<PyBytes>() {
+        return recipe_protocol::body::parse_json(b.as_bytes()).map_err(request_error);
+    }
+    if body.downcast::<PyByteArray>().is_ok() {
+        return Err(PyTypeError::new_err("bytearray is not a JSON value"));
+    }
+    py_to_json(body, 0)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Options
+
+/// Handling of web-search tools and server-tool blocks.
+#[pyclass(name = "WebSearchBehavior", module = "deepseek_recipe._native", eq, eq_int, frozen)]
+#[derive(Clone, Copy, PartialEq)]
+pub enum PyWebSearchBehavior {
+    Drop,
+    Reject,
+}
+
+impl From<PyWebSearchBehavior> for WebSearchBehavior {
+    fn from(v: PyWebSearchBehavior) -> Self {
+        match v {
+            PyWebSearchBehavior::Drop => WebSearchBehavior::Drop,
+            PyWebSearchBehavior::Reject => WebSearchBehavior::Reject,
+        }
+    }
+}
+
+impl From<WebSearchBehavior> for PyWebSearchBehavior {
+    fn from(v: WebSearchBehavior) -> Self {
+        match v {
+            WebSearchBehavior::Drop => PyWebSearchBehavior::Drop,
+            WebSearchBehavior::Reject => PyWebSearchBehavior::Reject,
+        }
+    }
+}
+
+/// Handling of assistant turns without reasoning content in thinking mode.
+#[pyclass(name = "ReasoningContentBehavior", module = "deepseek_recipe._native", eq, eq_int, frozen)]
+#[derive(Clone, Copy, PartialEq)]
+pub enum PyReasoningContentBehavior {
+    FillEmpty,
+    Reject,
+}
+
+impl From<PyReasoningContentBehavior> for ReasoningContentBehavior {
+    fn from(v: PyReasoningContentBehavior) -> Self {
+        match v {
+            PyReasoningContentBehavior::FillEmpty => ReasoningContentBehavior::FillEmpty,
+            PyReasoningContentBehavior::Reject => ReasoningContentBehavior::Reject,
+        }
+    }
+}
+
+impl From<ReasoningContentBehavior> for PyReasoningContentBehavior {
+    fn from(v: ReasoningContentBehavior) -> Self {
+        match v {
+            ReasoningContentBehavior::FillEmpty => PyReasoningContentBehavior::FillEmpty,
+            ReasoningContentBehavior::Reject => PyReasoningContentBehavior::Reject,
+        }
+    }
+}
+
+/// Server-side conversion policy (immutable; the `with_*` methods return modified copies).
+#[pyclass(name = "ConversionOptions", module = "deepseek_recipe._native", frozen)]
+#[derive(Clone, Default)]
+pub struct PyConversionOptions {
+    pub inner: ConversionOptions,
+}
+
+#[pymethods]
+impl PyConversionOptions {
+    #[new]
+    #[pyo3(signature = (*, default_thinking_mode=true,
+        reasoning_content_behavior=PyReasoningContentBehavior::FillEmpty,
+        responses_web_search=PyWebSearchBehavior::Drop,
+        messages_web_search=PyWebSearchBehavior::Reject,
+        thinking_max_tokens_upper_bound=393216,
+        non_thinking_max_tokens_upper_bound=393216))]
+    fn new(
+        default_thinking_mode: bool,
+        reasoning_content_behavior: PyReasoningContentBehavior,
+        responses_web_search: PyWebSearchBehavior,
+        messages_web_search: PyWebSearchBehavior,
+        thinking_max_tokens_upper_bound: u32,
+        non_thinking_max_tokens_upper_bound: u32,
+    ) -> Self {
+        PyConversionOptions {
+            inner: ConversionOptions {
+                default_thinking_mode,
+                reasoning_content_behavior: reasoning_content_behavior.into(),
+                responses_web_search: responses_web_search.into(),
+                messages_web_search: messages_web_search.into(),
+                thinking_max_tokens_upper_bound,
+                non_thinking_max_tokens_upper_bound,
+                ..ConversionOptions::default()
+            },
+        }
+    }
+
+    #[getter]
+    fn default_thinking_mode(&self) -> bool {
+        self.inner.default_thinking_mode
+    }
+    #[getter]
+    fn model_versions_by_name(&self) -> BTreeMap<String, PyModelVersion> {
+        self.inner.model_versions_by_name.iter().map(|(k, v)| (k.clone(), (*v).into())).collect()
+    }
+    #[getter]
+    fn thinking_max_tokens_upper_bound(&self) -> u32 {
+        self.inner.thinking_max_tokens_upper_bound
+    }
+    #[getter]
+    fn non_thinking_max_tokens_upper_bound(&self) -> u32 {
+        self.inner.non_thinking_max_tokens_upper_bound
+    }
+    #[getter]
+    fn reasoning_content_behavior(&self) -> PyReasoningContentBehavior {
+        self.inner.reasoning_content_behavior.into()
+    }
+    #[getter]
+    fn responses_web_search(&self) -> PyWebSearchBehavior {
+        self.inner.responses_web_search.into()
+    }
+    #[getter]
+    fn messages_web_search(&self) -> PyWebSearchBehavior {
+        self.inner.messages_web_search.into()
+    }
+    #[getter]
+    fn special_tokens(&self) -> PySpecialTokens {
+        PySpecialTokens { inner: self.inner.special_tokens.clone() }
+    }
+
+    fn with_default_thinking_mode(&self, default_thinking_mode: bool) -> Self {
+        let mut inner = self.inner.clone();
+        inner.default_thinking_mode = default_thinking_mode;
+        PyConversionOptions { inner }
+    }
+    fn with_reasoning_content_behavior(&self, reasoning_content_behavior: PyReasoningContentBehavior) -> Self {
+        let mut inner = self.inner.clone();
+        inner.reasoning_content_behavior = reasoning_content_behavior.into();
+        PyConversionOptions { inner }
+    }
+    fn with_responses_web_search(&self, responses_web_search: PyWebSearchBehavior) -> Self {
+        let mut inner = self.inner.clone();
+        inner.responses_web_search = responses_web_search.into();
+        PyConversionOptions { inner }
+    }
+    fn with_messages_web_search(&self, messages_web_search: PyWebSearchBehavior) -> Self {
+        let mut inner = self.inner.clone();
+        inner.messages_web_search = messages_web_search.into();
+        PyConversionOptions { inner }
+    }
+    fn with_special_tokens(&self, special_tokens: PySpecialTokens) -> Self {
+        let mut inner = self.inner.clone();
+        inner.special_tokens = special_tokens.inner;
+        PyConversionOptions { inner }
+    }
+    fn with_model_alias(&self, model: String, model_version: PyModelVersion) -> Self {
+        PyConversionOptions { inner: self.inner.clone().with_model_alias(model, model_version.into()) }
+    }
+    fn with_model_versions_by_name(&self, model_versions_by_name: BTreeMap<String, PyModelVersion>) -> Self {
+        let mut inner = self.inner.clone();
+        inner.model_versions_by_name =
+            model_versions_by_name.into_iter().map(|(k, v)| (k, v.into())).collect();
+        PyConversionOptions { inner }
+    }
+    fn with_thinking_max_tokens_upper_bound(&self, thinking_max_tokens_upper_bound: u32) -> Self {
+        let mut inner = self.inner.clone();
+        inner.thinking_max_tokens_upper_bound = thinking_max_tokens_upper_bound;
+        PyConversionOptions { inner }
+    }
+    fn with_non_thinking_max_tokens_upper_bound(&self, non_thinking_max_tokens_upper_bound: u32) -> Self {
+        let mut inner = self.inner.clone();
+        inner.non_thinking_max_tokens_upper_bound = non_thinking_max_tokens_upper_bound;
+        PyConversionOptions { inner }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Result
+
+/// A constraint the backend may enforce on the output.
+#[pyclass(name = "OutputConstraint", module = "deepseek_recipe._native", frozen)]
+#[derive(Clone)]
+pub struct PyOutputConstraint {
+    pub inner: OutputConstraint,
+}
+
+#[pymethods]
+impl PyOutputConstraint {
+    #[getter]
+    fn kind(&self) -> &'static str {
+        self.inner.kind.as_str()
+    }
+    #[getter]
+    fn schema(&self) -> String {
+        self.inner.schema.clone()
+    }
+    fn __repr__(&self) -> String {
+        format!("OutputConstraint(kind={:?}, schema={:?})", self.inner.kind.as_str(), self.inner.schema)
+    }
+}
+
+/// Sampling settings extracted from a request.
+#[pyclass(name = "InferenceOptions", module = "deepseek_recipe._native", frozen)]
+#[derive(Clone)]
+pub struct PyInferenceOptions {
+    pub inner: InferenceOptions,
+}
+
+#[pymethods]
+impl PyInferenceOptions {
+    #[getter]
+    fn max_tokens(&self) -> Option<u32> {
+        self.inner.max_tokens
+    }
+    #[getter]
+    fn temperature(&self) -> Option<f64> {
+        self.inner.temperature.map(f64::from)
+    }
+    #[getter]
+    fn top_p(&self) -> Option<f64> {
+        self.inner.top_p.map(f64::from)
+    }
+    #[getter]
+    fn logprobs(&self) -> bool {
+        self.inner.logprobs
+    }
+    #[getter]
+    fn top_logprobs(&self) -> Option<u32> {
+        self.inner.top_logprobs
+    }
+    #[getter]
+    fn seed(&self) -> Option<u64> {
+        self.inner.seed
+    }
+    #[getter]
+    fn output_constraint(&self) -> Option<PyOutputConstraint> {
+        self.inner.output_constraint.clone().map(|inner| PyOutputConstraint { inner })
+    }
+}
+
+/// A converted request: conversation, backend settings, parser settings, target model.
+#[pyclass(name = "ConversationRequest", module = "deepseek_recipe._native", frozen)]
+#[derive(Clone)]
+pub struct PyConversationRequest {
+    pub inner: ConversationRequest,
+}
+
+#[pymethods]
+impl PyConversationRequest {
+    #[new]
+    fn new(conversation: PyRef<'_, PyConversation>, model_version: PyModelVersion) -> Self {
+        PyConversationRequest {
+            inner: ConversationRequest::new(conversation.core().clone(), model_version.into()),
+        }
+    }
+    #[getter]
+    fn conversation(&self) -> PyConversation {
+        PyConversation::from_core(self.inner.conversation.clone())
+    }
+    #[getter]
+    fn inference_options(&self) -> PyInferenceOptions {
+        PyInferenceOptions { inner: self.inner.inference_options.clone() }
+    }
+    #[getter]
+    fn parsing_options(&self) -> PyParsingOptions {
+        PyParsingOptions { inner: self.inner.parsing_options.clone() }
+    }
+    #[getter]
+    fn model_version(&self) -> PyModelVersion {
+        self.inner.model_version.into()
+    }
+    #[getter]
+    fn stream(&self) -> bool {
+        self.inner.stream
+    }
+    /// The `max_tokens` to send to the backend for a prompt of `prompt_tokens` tokens in a
+    /// context of `context_limit` tokens.
+    fn resolve_max_tokens(&self, py: Python<'_>, prompt_tokens: u32, context_limit: u32) -> PyResult<u32> {
+        self.inner
+            .resolve_max_tokens(prompt_tokens, context_limit)
+            .map_err(|e| conversion_error(py, &e))
+    }
+    /// Canonical JSON dump of the conversation (used by the conformance tests).
+    fn _conversation_json(&self) -> String {
+        recipe_protocol::dump::conversation_json(&self.inner.conversation).to_string()
+    }
+}
+
+/// Request settings that a Responses response reports back.
+#[pyclass(name = "ResponsesEcho", module = "deepseek_recipe._native", frozen)]
+#[derive(Clone, Default)]
+pub struct PyResponsesEcho {
+    pub inner: ResponsesEcho,
+}
+
+#[pymethods]
+impl PyResponsesEcho {
+    #[new]
+    fn new() -> Self {
+        PyResponsesEcho::default()
+    }
+    #[getter]
+    fn instructions(&self) -> Option<String> {
+        self.inner.instructions.clone()
+    }
+    #[getter]
+    fn max_output_tokens(&self) -> Option<u64> {
+        self.inner.max_output_tokens
+    }
+    #[getter]
+    fn temperature(&self) -> f64 {
+        self.inner.temperature
+    }
+    #[getter]
+    fn top_p(&self) -> f64 {
+        self.inner.top_p
+    }
+    #[getter]
+    fn top_logprobs(&self) -> u64 {
+        self.inner.top_logprobs
+    }
+    #[getter]
+    fn user(&self) -> Option<String> {
+        self.inner.user.clone()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Requests
+
+/// A Chat Completions request body; `convert` consumes it.
+#[pyclass(name = "ChatCompletionRequest", module = "deepseek_recipe._native")]
+pub struct PyChatCompletionRequest {
+    pub inner: Option<chat::ChatCompletionRequest>,
+}
+
+#[pymethods]
+impl PyChatCompletionRequest {
+    #[new]
+    fn new(body: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let value = body_value(body)?;
+        let inner = chat::ChatCompletionRequest::from_value(value).map_err(request_error)?;
+        Ok(PyChatCompletionRequest { inner: Some(inner) })
+    }
+    #[getter]
+    fn model(&self) -> PyResult<String> {
+        self.inner.as_ref().map(|r| r.model.clone()).ok_or_else(consumed)
+    }
+    fn convert(&mut self, py: Python<'_>, options: PyRef<'_, PyConversionOptions>) -> PyResult<PyConversationRequest> {
+        let req = self.inner.take().ok_or_else(consumed)?;
+        let opts = &options.inner;
+        py.allow_threads(|| req.convert(opts))
+            .map(|inner| PyConversationRequest { inner })
+            .map_err(|e| conversion_error(py, &e))
+    }
+}
+
+/// An OpenAI Responses request body; `convert` consumes it.
+#[pyclass(name = "ResponsesRequest", module = "deepseek_recipe._native")]
+pub struct PyResponsesRequest {
+    pub inner: Option<responses::ResponsesRequest>,
+}
+
+#[pymethods]
+impl PyResponsesRequest {
+    #[new]
+    fn new(body: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let value = body_value(body)?;
+        let inner = responses::ResponsesRequest::from_value(value).map_err(request_error)?;
+        Ok(PyResponsesRequest { inner: Some(inner) })
+    }
+    #[getter]
+    fn model(&self) -> PyResult<String> {
+        self.inner.as_ref().map(|r| r.model.clone()).ok_or_else(consumed)
+    }
+    /// The request settings a Responses response reports back.
+    fn echo(&self) -> PyResult<PyResponsesEcho> {
+        self.inner.as_ref().map(|r| PyResponsesEcho { inner: r.echo() }).ok_or_else(consumed)
+    }
+    /// `{"ns::name": ("ns", "name")}` for the functions declared in namespace tools.
+    fn namespace_tool_map(
+        &self,
+        py: Python<'_>,
+        options: PyRef<'_, PyConversionOptions>,
+    ) -> PyResult<BTreeMap<String, (String, String)>> {
+        let req = self.inner.as_ref().ok_or_else(consumed)?;
+        req.namespace_tool_map(&options.inner).map_err(|e| conversion_error(py, &e))
+    }
+    fn convert(&mut self, py: Python<'_>, options: PyRef<'_, PyConversionOptions>) -> PyResult<PyConversationRequest> {
+        let req = self.inner.take().ok_or_else(consumed)?;
+        let opts = &options.inner;
+        py.allow_threads(|| req.convert(opts))
+            .map(|inner| PyConversationRequest { inner })
+            .map_err(|e| conversion_error(py, &e))
+    }
+}
+
+/// An Anthropic Messages request body; `convert` consumes it.
+#[pyclass(name = "MessagesRequest", module = "deepseek_recipe._native")]
+pub struct PyMessagesRequest {
+    pub inner: Option<messages::MessagesRequest>,
+}
+
+#[pymethods]
+impl PyMessagesRequest {
+    #[new]
+    fn new(body: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let value = body_value(body)?;
+        let inner = messages::MessagesRequest::from_value(value).map_err(request_error)?;
+        Ok(PyMessagesRequest { inner: Some(inner) })
+    }
+    #[getter]
+    fn model(&self) -> PyResult<String> {
+        self.inner.as_ref().map(|r| r.model.clone()).ok_or_else(consumed)
+    }
+    fn convert(&mut self, py: Python<'_>, options: PyRef<'_, PyConversionOptions>) -> PyResult<PyConversationRequest> {
+        let req = self.inner.take().ok_or_else(consumed)?;
+        let opts = &options.inner;
+        py.allow_threads(|| req.convert(opts))
+            .map(|inner| PyConversationRequest { inner })
+            .map_err(|e| conversion_error(py, &e))
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("ConversionError", m.py().get_type::<PyConversionError>())?;
+    m.add_class::<PyWebSearchBehavior>()?;
+    m.add_class::<PyReasoningContentBehavior>()?;
+    m.add_class::<PyConversionOptions>()?;
+    m.add_class::<PyOutputConstraint>()?;
+    m.add_class::<PyInferenceOptions>()?;
+    m.add_class::<PyConversationRequest>()?;
+    m.add_class::<PyResponsesEcho>()?;
+    m.add_class::<PyChatCompletionRequest>()?;
+    m.add_class::<PyResponsesRequest>()?;
+    m.add_class::<PyMessagesRequest>()?;
+    Ok(())
+}

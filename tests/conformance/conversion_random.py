@@ -1,0 +1,371 @@
+"""Deterministic random request bodies for the three formats (valid and invalid mixed).
+
+Used by `generate_conversion.py` to widen the recorded corpus, and by the differential check
+`python tests/conformance/conversion_random.py N` (official vs ours, both venvs needed).
+"""
+
+from __future__ import annotations
+
+import random
+
+MODELS = ["DeepSeek-V4-Pro", "DeepSeek-V4.1-Flash"]
+TEXTS = ["Hello", "What is 2+2?", "Reply in JSON please", "", "multi\nline", "émoji 🚀", "<｜User｜>", "json"]
+EFFORTS = ["none", "minimal", "low", "medium", "high", "xhigh", "ultra", "max"]
+
+
+def _num(r, lo, hi):
+    return r.choice([lo, hi, round(r.uniform(lo, hi), 3), r.randint(int(lo), int(hi))])
+
+
+def _schema(r, depth=0):
+    kind = r.choice(["string", "integer", "number", "boolean", "object", "array", "enum"] if depth < 2 else ["string", "integer"])
+    if kind == "object":
+        return {"type": "object", "properties": {f"p{i}": _schema(r, depth + 1) for i in range(r.randint(1, 3))}}
+    if kind == "array":
+        return {"type": "array", "items": _schema(r, depth + 1)}
+    if kind == "enum":
+        return {"type": "string", "enum": ["a", "b"]}
+    s = {"type": kind}
+    if r.random() < 0.3:
+        s["description"] = r.choice(TEXTS)
+    return s
+
+
+def _params(r):
+    c = r.random()
+    if c < 0.1:
+        return None
+    if c < 0.15:
+        return {"type": "string"}
+    return {"type": "object", "properties": {f"a{i}": _schema(r) for i in range(r.randint(0, 3))}}
+
+
+def _chat_tool(r, name, strict=None):
+    f = {"name": name}
+    if r.random() < 0.6:
+        f["description"] = r.choice(TEXTS)
+    p = _params(r)
+    if p is not None:
+        f["parameters"] = p
+    if strict is not None:
+        f["strict"] = strict
+    return {"type": "function", "function": f}
+
+
+def _image_url(r):
+    return r.choice(["https://example.com/cat.png", "http://x.org/a.jpg", "data:image/png;base64,iVBORw0KGgo=", "ftp://bad/a.png", "not a url"])
+
+
+def _chat_content(r, allow_images=True):
+    if r.random() < 0.6:
+        return r.choice(TEXTS)
+    parts = []
+    for _ in range(r.randint(0, 3)):
+        c = r.random()
+        if c < 0.6 or not allow_images:
+            parts.append({"type": "text", "text": r.choice(TEXTS)})
+        elif c < 0.9:
+            iu = {"url": _image_url(r)}
+            if r.random() < 0.4:
+                iu["detail"] = r.choice(["low", "high", "auto", "original"])
+            parts.append({"type": "image_url", "image_url": iu})
+        else:
+            parts.append({"type": "file", "file": {"file_id": "f1"}})
+    return parts
+
+
+def chat_body(r):
+    tools_names = [f"tool_{i}" for i in range(r.randint(0, 3))]
+    strict = r.choice([None, None, True, False])
+    body = {"model": r.choice(MODELS + ["gpt-4o"] if r.random() < 0.05 else MODELS)}
+    msgs = []
+    if r.random() < 0.4:
+        msgs.append({"role": "system", "content": _chat_content(r)})
+    for turn in range(r.randint(1, 3)):
+        msgs.append({"role": "user", "content": _chat_content(r)})
+        if turn < 2 and r.random() < 0.6:
+            a = {"role": "assistant", "content": r.choice([None, "Sure.", "", "ok"])}
+            if r.random() < 0.5:
+                a["reasoning_content"] = r.choice(["thinking...", ""])
+            if tools_names and r.random() < 0.6:
+                n = r.randint(1, 2)
+                a["tool_calls"] = [{"id": f"call_{turn}_{k}", "type": "function",
+                                    "function": {"name": r.choice(tools_names), "arguments": r.choice(['{"x": 1}', "{}", "not json"])}}
+                                   for k in range(n)]
+                msgs.append(a)
+                ids = [c["id"] for c in a["tool_calls"]]
+                if r.random() < 0.8:
+                    r.shuffle(ids)
+                for cid in ids[: len(ids) if r.random() < 0.9 else 1]:
+                    msgs.append({"role": "tool", "tool_call_id": cid, "content": _chat_content(r)})
+            else:
+                if a["content"] is None and r.random() < 0.7:
+                    a["content"] = "x"
+                msgs.append(a)
+    if r.random() < 0.1:
+        msgs.append({"role": "latest_reminder", "content": "remember"})
+    if r.random() < 0.15:
+        msgs.append({"role": "assistant", "content": r.choice(["Par", ""]), "prefix": True,
+                     **({"reasoning_content": "hmm"} if r.random() < 0.5 else {})})
+    body["messages"] = msgs
+    if tools_names:
+        body["tools"] = [_chat_tool(r, n, strict) for n in tools_names]
+        if r.random() < 0.5:
+            body["tool_choice"] = r.choice(["auto", "none", "required",
+                                            {"type": "function", "function": {"name": r.choice(tools_names + ["missing"])}}])
+    opt = {
+        "thinking": lambda: {"type": r.choice(["enabled", "disabled", "adaptive"])},
+        "reasoning_effort": lambda: r.choice(EFFORTS),
+        "temperature": lambda: _num(r, -0.5, 2.5),
+        "top_p": lambda: _num(r, 0, 1.2),
+        "max_tokens": lambda: r.choice([1, 100, 4096, 0, 393216, 393217]),
+        "n": lambda: r.choice([1, 2]),
+        "seed": lambda: r.choice([0, 7, 2**63 - 1, 2**63]),
+        "logprobs": lambda: r.choice([True, False]),
+        "top_logprobs": lambda: r.choice([0, 5, 20, 21]),
+        "stop": lambda: r.choice(["###", ["a", "b"], [], [""], ""]),
+        "stream": lambda: r.choice([True, False]),
+        "stream_options": lambda: {"include_usage": True},
+        "response_format": lambda: r.choice([{"type": "text"}, {"type": "json_object"},
+                                             {"type": "json_schema", "json_schema": {"name": "s", "schema": _params(r) or {}, "strict": r.choice([True, False, None])}},
+                                             {"type": "regex", "regex": "[0-9]+"}]),
+        "frequency_penalty": lambda: 0.5,
+        "user": lambda: "u",
+    }
+    for k, f in opt.items():
+        if r.random() < 0.2:
+            body[k] = f()
+    return body
+
+
+def _resp_content(r):
+    if r.random() < 0.5:
+        return r.choice(TEXTS)
+    parts = []
+    for _ in range(r.randint(1, 3)):
+        c = r.random()
+        if c < 0.6:
+            parts.append({"type": r.choice(["input_text", "output_text"]), "text": r.choice(TEXTS)})
+        elif c < 0.85:
+            p = {"type": "input_image", "image_url": _image_url(r)}
+            if r.random() < 0.3:
+                p["detail"] = r.choice(["low", "high", "auto"])
+            parts.append(p)
+        elif c < 0.92:
+            parts.append({"type": "input_image", "file_id": "file_1"})
+        else:
+            parts.append({"type": "input_file", "file_id": "file_2"})
+    return parts
+
+
+def responses_body(r):
+    names = [f"fn_{i}" for i in range(r.randint(0, 2))]
+    body = {"model": r.choice(MODELS)}
+    if r.random() < 0.3:
+        body["input"] = r.choice(TEXTS)
+    else:
+        items = []
+        for turn in range(r.randint(1, 3)):
+            if r.random() < 0.2:
+                items.append({"role": r.choice(["system", "developer"]), "content": _resp_content(r)})
+            items.append({"role": "user", "content": _resp_content(r)} if r.random() < 0.5 else
+                         {"type": "message", "role": "user", "content": _resp_content(r)})
+            if r.random() < 0.3:
+                items.append({"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": "mull"}]})
+            if names and r.random() < 0.5:
+                ids = [f"c{turn}{k}" for k in range(r.randint(1, 2))]
+                for cid in ids:
+                    items.append({"type": "function_call", "call_id": cid, "name": r.choice(names), "arguments": '{"q": "x"}'})
+                r.shuffle(ids)
+                for cid in ids[: len(ids) if r.random() < 0.9 else 1]:
+                    items.append({"type": "function_call_output", "call_id": cid, "output": r.choice(["done", [{"type": "input_text", "text": "t"}]])})
+            elif r.random() < 0.5:
+                items.append({"role": "assistant", "content": _resp_content(r)})
+        if r.random() < 0.1:
+            items.insert(0, {"type": "item_reference", "id": "x"})
+        body["input"] = items
+    tools = []
+    for n in names:
+        t = {"type": "function", "name": n}
+        p = _params(r)
+        if p is not None:
+            t["parameters"] = p
+        if r.random() < 0.2:
+            t["strict"] = True
+        tools.append(t)
+    if r.random() < 0.15:
+        tools.append({"type": "namespace", "name": "ns", "description": r.choice(["nsd", None]) or "",
+                      "tools": [{"type": "function", "name": "inner", "description": "in"}]})
+    if r.random() < 0.1:
+        tools.append({"type": "custom", "name": r.choice(["apply_patch", "other"])})
+    if r.random() < 0.1:
+        tools.append({"type": r.choice(["web_search", "web_search_preview", "file_search"])})
+    if tools:
+        body["tools"] = tools
+        if r.random() < 0.4:
+            body["tool_choice"] = r.choice(["auto", "none", "required"] + ([{"type": "function", "name": names[0]}] if names else []))
+    opt = {
+        "instructions": lambda: r.choice(TEXTS),
+        "reasoning": lambda: {"effort": r.choice(EFFORTS)},
+        "temperature": lambda: _num(r, -0.5, 2.5),
+        "top_p": lambda: _num(r, 0, 1.2),
+        "max_output_tokens": lambda: r.choice([1, 100, 0, 393217]),
+        "top_logprobs": lambda: r.choice([0, 3, 21]),
+        "stream": lambda: r.choice([True, False]),
+        "user": lambda: "user-1",
+        "text": lambda: {"format": r.choice([{"type": "text"}, {"type": "json_object"},
+                                             {"type": "json_schema", "name": "s", "schema": _params(r) or {}, "strict": r.choice([True, None])}])},
+        "store": lambda: False,
+    }
+    for k, f in opt.items():
+        if r.random() < 0.2:
+            body[k] = f()
+    return body
+
+
+def messages_body(r):
+    names = [f"t{i}" for i in range(r.randint(0, 2))]
+    body = {"model": r.choice(MODELS), "max_tokens": r.choice([1024, 1, 500000, 0]) if r.random() < 0.9 else 1024}
+    if r.random() < 0.1:
+        del body["max_tokens"]
+    if r.random() < 0.4:
+        body["system"] = r.choice(["Be brief.", [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]])
+    msgs = []
+    for turn in range(r.randint(1, 3)):
+        blocks = []
+        for _ in range(r.randint(1, 3)):
+            c = r.random()
+            if c < 0.6:
+                blocks.append({"type": "text", "text": r.choice(TEXTS)})
+            elif c < 0.8:
+                blocks.append({"type": "image", "source": r.choice([
+                    {"type": "url", "url": "https://example.com/a.png"},
+                    {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
+                    {"type": "base64", "media_type": "image/png", "data": "AAA"}])})
+            else:
+                blocks.append({"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBE"}})
+        msgs.append({"role": "user", "content": r.choice([blocks, r.choice(TEXTS)])})
+        if r.random() < 0.1:
+            msgs.append({"role": "system", "content": "mid system"})
+        if r.random() < 0.6:
+            content = []
+            if r.random() < 0.4:
+                content.append({"type": "thinking", "thinking": "hmm", "signature": "sig"})
+            content.append({"type": "text", "text": "Sure"})
+            call_ids = []
+            if names and r.random() < 0.6:
+                for k in range(r.randint(1, 2)):
+                    cid = f"toolu_{turn}{k}"
+                    call_ids.append(cid)
+                    content.append({"type": "tool_use", "id": cid, "name": r.choice(names), "input": {"x": k, "s": "é"}})
+            msgs.append({"role": "assistant", "content": content})
+            if call_ids:
+                msgs.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": c,
+                                                          "content": r.choice(["ok", [{"type": "text", "text": "r1"}, {"type": "text", "text": "r2"}]])}
+                                                         for c in call_ids] + [{"type": "text", "text": "next"}]})
+    body["messages"] = msgs
+    if names:
+        body["tools"] = [{"name": n, "description": "d", "input_schema": _params(r) or {"type": "object"}} for n in names]
+        if r.random() < 0.4:
+            body["tool_choice"] = r.choice([{"type": "auto"}, {"type": "any"}, {"type": "none"}, {"type": "tool", "name": names[0]}])
+    if r.random() < 0.1:
+        body.setdefault("tools", []).append({"type": "web_search_20250305", "name": "web_search"})
+    opt = {
+        "thinking": lambda: r.choice([{"type": "enabled", "budget_tokens": 1024}, {"type": "disabled"}, {"type": "adaptive"}]),
+        "output_config": lambda: {"effort": r.choice(EFFORTS)},
+        "temperature": lambda: _num(r, -0.5, 2.5),
+        "top_p": lambda: _num(r, 0, 1.2),
+        "top_k": lambda: 5,
+        "stop_sequences": lambda: ["STOP"],
+        "stream": lambda: r.choice([True, False]),
+        "metadata": lambda: {"user_id": "x"},
+    }
+    for k, f in opt.items():
+        if r.random() < 0.2:
+            body[k] = f()
+    return body
+
+
+def random_cases(seed: int, n: int):
+    r = random.Random(seed)
+    makers = {"chat": chat_body, "responses": responses_body, "messages": messages_body}
+    cases = []
+    for i in range(n):
+        fmt = ["chat", "responses", "messages"][i % 3]
+        cases.append({"format": fmt, "body": makers[fmt](r), "options": None})
+    return cases
+
+
+if __name__ == "__main__":
+    # Differential check: our package (current interpreter) vs the official one (side venv).
+    import json
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    sys.path.insert(0, str(here))
+    import deepseek_recipe as d
+    from conversion_case_runner import run_case
+    from official_venv import official_python, ensure_official_venv
+
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 300
+    seed = int(sys.argv[2]) if len(sys.argv) > 2 else 1
+    cases = random_cases(seed, n)
+    ensure_official_venv()
+    with tempfile.TemporaryDirectory() as tmp:
+        inp, out = Path(tmp) / "in.json", Path(tmp) / "out.json"
+        inp.write_text(json.dumps(cases))
+        subprocess.run([str(official_python()), str(here / "_record_conversion.py"), str(inp), str(out)], check=True)
+        expected = json.loads(out.read_text())
+    bad = 0
+    for case in expected:
+        actual = run_case(d, case)
+        if actual != case["expected"]:
+            bad += 1
+            print("=" * 80)
+            print(case["id"], json.dumps(case["body"], ensure_ascii=False)[:1500])
+            for k in sorted(set(actual) | set(case["expected"])):
+                if actual.get(k) != case["expected"].get(k):
+                    print(f"  {k}: expected {json.dumps(case['expected'].get(k), ensure_ascii=False)[:600]}")
+                    print(f"  {' ' * len(k)}  actual   {json.dumps(actual.get(k), ensure_ascii=False)[:600]}")
+    print(f"{bad} of {len(expected)} differ")
+
+
+def _paths(v, prefix=()):
+    yield prefix
+    if isinstance(v, dict):
+        for k, x in v.items():
+            yield from _paths(x, prefix + (k,))
+    elif isinstance(v, list):
+        for i, x in enumerate(v):
+            yield from _paths(x, prefix + (i,))
+
+
+MUTANTS = [None, True, 0, -1, 1.5, "x", "", [], {}, ["x"], {"type": "x"}, 2**40, "function", "text"]
+
+
+def mutate(r, body):
+    """Change one node of `body`: replace it by a value of another type, or delete it."""
+    import copy
+    body = copy.deepcopy(body)
+    paths = [p for p in _paths(body) if p]
+    if not paths:
+        return body
+    path = r.choice(paths)
+    parent = body
+    for k in path[:-1]:
+        parent = parent[k]
+    last = path[-1]
+    if r.random() < 0.25 and isinstance(parent, dict):
+        del parent[last]
+    else:
+        parent[last] = copy.deepcopy(r.choice(MUTANTS))
+    return body
+
+
+def mutated_cases(seed: int, n: int):
+    r = random.Random(seed)
+    base = random_cases(seed + 1000, n)
+    return [dict(c, body=mutate(r, c["body"])) for c in base]

@@ -1,0 +1,308 @@
+"""Generate the request-conversion fixtures from the official deepseek-recipe 0.2.0.
+
+Run from the repository root with our own Python; the conversions run inside the official
+side venv (see `official_venv.py`):
+
+    python tests/conformance/generate_conversion.py
+
+Curated cases (every rule and error message we know of) are followed by deterministic random
+requests from `conversion_random.py`.
+
+Writes `tests/conformance/conversion/cases.json`: one entry per request with the request,
+the options and the official outcome (conversation, inference/parsing options, resolved
+max_tokens, Responses echo and namespace map, or the error class / status / body).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "conversion" / "cases.json"
+
+PRO, FLASH = "DeepSeek-V4-Pro", "DeepSeek-V4.1-Flash"
+U = {"role": "user", "content": "What is the weather in Paris?"}
+FN = {"type": "function", "function": {"name": "get_weather", "description": "Weather lookup",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+FN2 = {"type": "function", "function": {"name": "search", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}
+CALL = {"role": "assistant", "content": None, "tool_calls": [
+    {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]}
+RESULT = {"role": "tool", "tool_call_id": "call_1", "content": "Sunny, 21C"}
+
+
+def chat_cases():
+    cases = []
+    base = {"model": FLASH, "messages": [U]}
+
+    def add(patch, options=None, model=None, as_text=False):
+        for m in ([model] if model else [FLASH, PRO]):
+            body = copy.deepcopy(base)
+            body["model"] = m
+            body.update(copy.deepcopy(patch))
+            cases.append({"format": "chat", "body": body, "options": options, "as_text": as_text})
+
+    add({})
+    add({}, as_text=True)
+    for t in [{"type": "enabled"}, {"type": "disabled"}, {"type": "adaptive"}]:
+        add({"thinking": t})
+    for e in ["none", "minimal", "low", "medium", "high", "xhigh", "ultra", "max"]:
+        add({"reasoning_effort": e})
+    add({"reasoning_effort": "max", "thinking": {"type": "disabled"}})
+    add({"reasoning_effort": "none", "thinking": {"type": "enabled"}})
+    add({}, options={"default_thinking_mode": False})
+    add({"reasoning_effort": "low"}, options={"default_thinking_mode": False})
+    for temp in [0, 0.3, 0.7, 2, 2.5, -0.1]:
+        add({"temperature": temp, "thinking": {"type": "disabled"}})
+    add({"temperature": 3})
+    for p in [0.1, 0.5, 0.95, 0.97, 1, 0, 1.5]:
+        add({"top_p": p})
+        add({"top_p": p, "thinking": {"type": "disabled"}})
+    for mt in [1, 100, 393216, 0, 393217]:
+        add({"max_tokens": mt})
+    add({"max_tokens": 5000}, options={"thinking_bound": 4096})
+    add({"max_tokens": 5000, "thinking": {"type": "disabled"}}, options={"non_thinking_bound": 4096})
+    add({"max_tokens": -1})
+    add({"max_tokens": 1.5})
+    add({"max_completion_tokens": 50})
+    add({"n": 1}); add({"n": 2})
+    add({"seed": 42}); add({"seed": 9223372036854775808}); add({"seed": -1})
+    add({"logprobs": True}); add({"logprobs": True, "top_logprobs": 5}); add({"top_logprobs": 5})
+    add({"logprobs": True, "top_logprobs": 21})
+    add({"stop": "END"}); add({"stop": ["a", "b"]}); add({"stop": ""}); add({"stop": ["a", ""]})
+    add({"stop": [str(i) for i in range(17)]}); add({"stop": 5})
+    add({"stream": True}); add({"stream": True, "stream_options": {"include_usage": True}})
+    add({"stream_options": {"include_usage": True}})
+    add({"stream": "yes"})
+    add({"model": "gpt-4o"}, model=FLASH)
+    add({"model": "my-alias"}, options={"aliases": [["my-alias", "DeepseekV4Pro"]]}, model=FLASH)
+    add({"messages": []})
+    add({"messages": [{"role": "developer", "content": "x"}]})
+    add({"messages": [{"role": "system", "content": "Be brief."}, U]})
+    add({"messages": [{"role": "system", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}, U]})
+    add({"messages": [{"role": "user", "content": [{"type": "text", "text": "look"},
+        {"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": "low"}},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]}]})
+    add({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "ftp://x/a.png"}}]}]})
+    add({"messages": [{"role": "user", "content": [{"type": "file", "file": {"file_id": "f"}}]}]})
+    add({"messages": [{"role": "user", "content": [{"type": "input_audio"}]}]})
+    add({"messages": [{"role": "user", "content": None}]})
+    add({"messages": [{"role": "user"}]})
+    add({"messages": [U, {"role": "assistant", "content": "Hi", "reasoning_content": "r"}, U]})
+    add({"messages": [U, {"role": "assistant"}]})
+    add({"messages": [U, {"role": "assistant", "content": [{"type": "image_url", "image_url": {"url": "http://x"}}]}]})
+    add({"messages": [U, {"role": "assistant", "content": "Par", "prefix": True}]})
+    add({"messages": [U, {"role": "assistant", "content": "", "reasoning_content": "Let me", "prefix": True}]})
+    add({"messages": [U, {"role": "assistant", "content": "", "prefix": True}]})
+    add({"messages": [U, {"role": "assistant", "content": "x", "prefix": True}, U]})
+    add({"messages": [U, {"role": "latest_reminder", "content": "Today is Monday."}]})
+    add({"messages": [{"role": "tool", "tool_call_id": "x", "content": "r"}]})
+    add({"messages": [U, CALL, RESULT], "tools": [FN]})
+    add({"messages": [U, CALL, RESULT, U], "tools": [FN]})
+    add({"messages": [U, CALL, RESULT], "tools": [FN]}, options={"reject_missing_reasoning": True})
+    add({"messages": [U, CALL, RESULT, U], "tools": [FN]}, options={"reject_missing_reasoning": True})
+    add({"messages": [U, CALL], "tools": [FN]})
+    add({"messages": [U, CALL, {"role": "tool", "tool_call_id": "zz", "content": "r"}], "tools": [FN]})
+    add({"messages": [U, CALL, RESULT, RESULT], "tools": [FN]})
+    add({"messages": [U, dict(CALL, tool_calls=[])]})
+    add({"messages": [U, CALL, RESULT, {"role": "assistant", "content": "x", "prefix": True}], "tools": [FN]})
+    add({"tools": [FN, FN2]})
+    add({"tools": [FN, FN2], "thinking": {"type": "disabled"}, "tool_choice": "required"})
+    add({"tools": [FN, FN2], "tool_choice": "required"})
+    add({"tools": [FN, FN2], "tool_choice": "none"})
+    add({"tools": [FN, FN2], "tool_choice": "auto"})
+    add({"tools": [FN, FN2], "thinking": {"type": "disabled"}, "tool_choice": {"type": "function", "function": {"name": "search"}}})
+    add({"tools": [FN, FN2], "tool_choice": {"type": "function", "function": {"name": "search"}}})
+    add({"tools": [FN, FN2], "thinking": {"type": "disabled"}, "tool_choice": {"type": "function", "function": {"name": "nope"}}})
+    add({"tool_choice": "required"})
+    add({"tool_choice": "bogus"})
+    add({"tools": [FN, FN]})
+    add({"tools": [{"type": "function", "function": {"name": "bad name"}}]})
+    add({"tools": [{"type": "function", "function": {"name": ""}}]})
+    add({"tools": [{"type": "function", "function": {"name": "f"}}]})
+    add({"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "string"}}}]})
+    add({"tools": [{"type": "function", "function": {"name": "f", "parameters": "x"}}]})
+    add({"tools": [{"type": "custom", "function": {"name": "f"}}]})
+    strict = {"type": "function", "function": {"name": "s", "strict": True, "parameters": {"type": "object", "properties": {
+        "a": {"type": "object", "properties": {"b": {"type": "array", "items": {"type": "object", "properties": {"c": {"type": "string", "format": "email"}}}}}},
+        "d": {"anyOf": [{"type": "string"}, {"type": "integer", "minimum": 1}]}}}}}
+    add({"tools": [strict]})
+    add({"tools": [strict, FN]})
+    add({"tools": [strict], "response_format": {"type": "text"}})
+    for bad in [{"type": "string", "format": "date"}, {"type": "object"}, {"type": "array"}, {"description": "x"},
+                {"type": "bogus"}]:
+        add({"tools": [{"type": "function", "function": {"name": "s", "strict": True, "parameters": {
+            "type": "object", "properties": {"a": bad}}}}]}, model=FLASH)
+    add({"tools": [{"type": "function", "function": {"name": "s", "strict": True, "parameters": {
+        "type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": True}}}]}, model=FLASH)
+    add({"response_format": {"type": "json_object"}})
+    add({"messages": [{"role": "user", "content": "Reply in JSON"}], "response_format": {"type": "json_object"}})
+    add({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object", "properties": {"a": {"type": "string"}}}}}})
+    add({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "strict": True, "schema": {"type": "object", "properties": {"a": {"type": "string"}}}}}})
+    add({"response_format": {"type": "json_schema", "json_schema": {"name": "x"}}})
+    add({"response_format": {"type": "regex", "regex": "[a-z]+"}})
+    add({"response_format": {"type": "text"}})
+    add({"response_format": {"type": "xml"}})
+    add({"thinking": {"type": "bogus"}})
+    add({"thinking": "enabled"})
+    add({"reasoning_effort": "extreme"})
+    add({"temperature": "1"})
+    add({"frequency_penalty": 0.5, "presence_penalty": 0.5, "logit_bias": {"1": 2}, "user": "u", "parallel_tool_calls": False})
+    return cases
+
+
+def responses_cases():
+    cases = []
+
+    def add(body, options=None, models=(FLASH, PRO)):
+        for m in models:
+            b = copy.deepcopy(body)
+            b.setdefault("model", m)
+            cases.append({"format": "responses", "body": b, "options": options})
+
+    add({"input": "Hello"})
+    add({"input": "Hello", "instructions": "Be nice", "max_output_tokens": 100, "temperature": 0.5,
+         "top_p": 0.9, "user": "u1", "stream": True})
+    for e in ["none", "low", "medium", "high", "xhigh", "max"]:
+        add({"input": "Hello", "reasoning": {"effort": e}})
+    add({"input": "Hello", "reasoning": {"effort": "bogus"}})
+    add({"input": "Hello", "reasoning": "high"})
+    add({"input": []})
+    add({})
+    add({"instructions": "Only instructions"})
+    add({"input": 5})
+    add({"input": [5]})
+    add({"input": "x", "temperature": 3})
+    add({"input": "x", "top_p": 0})
+    add({"input": "x", "max_output_tokens": 0})
+    add({"input": "x", "max_output_tokens": 400000})
+    add({"input": "x", "top_logprobs": 3})
+    add({"input": "x", "top_logprobs": 30})
+    items = [{"role": "user", "content": "hi"},
+             {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "dev"}]},
+             {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": "think"}]},
+             {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+             {"type": "function_call_output", "call_id": "c1", "output": "out"}]
+    ftool = {"type": "function", "name": "f", "parameters": {"type": "object", "properties": {}}}
+    add({"input": items, "tools": [ftool]})
+    add({"input": items, "tools": [ftool], "reasoning": {"effort": "none"}})
+    add({"input": [{"role": "user", "content": "q"},
+                   {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+                   {"type": "function_call", "call_id": "d", "name": "f", "arguments": "{\"a\":1}"},
+                   {"type": "function_call_output", "call_id": "d", "output": "x"},
+                   {"type": "function_call_output", "call_id": "c", "output": [{"type": "input_text", "text": "t"}]}],
+         "tools": [ftool]})
+    add({"input": [{"type": "function_call_output", "call_id": "zz", "output": "x"}]})
+    add({"input": [{"role": "user", "content": "q"}, {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}]})
+    add({"input": [{"role": "user", "content": [{"type": "input_text", "text": "a"},
+        {"type": "input_image", "image_url": "data:image/png;base64,AA", "detail": "low"}]},
+        {"role": "assistant", "content": [{"type": "output_text", "text": "ans"}]}]})
+    add({"input": [{"role": "user", "content": [{"type": "input_image", "file_id": "f"}]}]})
+    add({"input": [{"role": "user", "content": [{"type": "input_image"}]}]})
+    add({"input": [{"role": "user", "content": [{"type": "input_file", "file_id": "f"}]}]})
+    add({"input": [{"role": "bogus", "content": "a"}]})
+    add({"input": [{"role": "user", "content": 5}]})
+    add({"input": [{"role": "user", "content": [{"type": "bogus"}]}]})
+    add({"input": [{"type": "bogus"}, {"role": "user", "content": "a"}]})
+    add({"input": [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}, {"role": "assistant", "content": "a"}]})
+    ns = {"type": "namespace", "name": "ns", "description": "nsd", "tools": [
+        {"type": "function", "name": "g", "description": "gd", "parameters": {"type": "object", "properties": {}}}]}
+    add({"input": "x", "tools": [ns, {"type": "custom", "name": "apply_patch"}, {"type": "web_search"}]})
+    add({"input": "x", "tools": [{"type": "web_search"}]}, options={"responses_web_search": "Reject"})
+    add({"input": "x", "tools": [{"type": "custom", "name": "other"}]})
+    add({"input": "x", "tools": [{"type": "file_search"}, {"type": "apply_patch"}]})
+    add({"input": "x", "tools": [ftool], "tool_choice": "required"})
+    add({"input": "x", "tools": [ftool], "tool_choice": "required", "reasoning": {"effort": "none"}})
+    add({"input": "x", "tools": [ftool], "tool_choice": {"type": "function", "name": "f"}, "reasoning": {"effort": "none"}})
+    add({"input": "x", "tools": [ftool], "tool_choice": "none"})
+    add({"input": "x", "tools": [{"type": "function", "name": "f"}]})
+    add({"input": "x", "tools": [{"type": "function", "name": "f", "parameters": {"type": "string"}}]})
+    add({"input": "x", "text": {"format": {"type": "json_object"}}})
+    add({"input": "give json", "text": {"format": {"type": "json_object"}}})
+    add({"input": "x", "text": {"format": {"type": "json_schema", "name": "n", "strict": True,
+         "schema": {"type": "object", "properties": {"a": {"type": "string"}}}}}})
+    add({"input": "x", "text": {"format": {"type": "json_schema", "schema": {"type": "object"}}}})
+    add({"input": "x", "instructions": 5})
+    add({"input": "x", "store": True, "include": ["x"], "truncation": "auto", "previous_response_id": "r"})
+    return cases
+
+
+def messages_cases():
+    cases = []
+
+    def add(body, options=None, models=(FLASH, PRO)):
+        for m in models:
+            b = copy.deepcopy(body)
+            b.setdefault("model", m)
+            b.setdefault("max_tokens", 1024) if "no_max" not in b else b.pop("no_max")
+            cases.append({"format": "messages", "body": b, "options": options})
+
+    mu = {"role": "user", "content": "Hello"}
+    tool = {"name": "f", "description": "d", "input_schema": {"type": "object", "properties": {"a": {"type": "integer"}}}}
+    add({"messages": [mu]})
+    add({"messages": [mu], "no_max": True})
+    add({"messages": [mu], "max_tokens": 0})
+    add({"messages": [mu], "max_tokens": 500000})
+    add({"messages": [mu], "system": "Be brief."})
+    add({"messages": [mu], "system": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]})
+    add({"messages": [mu], "thinking": {"type": "disabled"}})
+    add({"messages": [mu], "thinking": {"type": "enabled", "budget_tokens": 2000}})
+    add({"messages": [mu], "output_config": {"effort": "max"}})
+    add({"messages": [mu], "output_config": {"effort": "low"}, "thinking": {"type": "disabled"}})
+    add({"messages": [mu], "temperature": 0.5, "top_p": 0.8, "top_k": 5, "thinking": {"type": "disabled"}})
+    add({"messages": [mu], "temperature": 5})
+    add({"messages": [mu], "stop_sequences": ["END"], "stream": True, "metadata": {"user_id": "u"}})
+    add({"messages": []})
+    add({"messages": [{"role": "user", "content": 5}]})
+    add({"messages": [{"role": "tool", "content": "x"}]})
+    add({"messages": [{"role": "system", "content": "s"}, mu]})
+    add({"messages": [{"role": "user", "content": [{"type": "text", "text": "a"},
+        {"type": "image", "source": {"type": "url", "url": "http://x/a.png"}},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAA"}}]}]})
+    add({"messages": [{"role": "user", "content": [{"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "x"}}]}]})
+    convo = [{"role": "user", "content": "weather?"},
+             {"role": "assistant", "content": [{"type": "thinking", "thinking": "T", "signature": "s"},
+                                               {"type": "text", "text": "Checking"},
+                                               {"type": "tool_use", "id": "t1", "name": "f", "input": {"a": 1, "b": "é"}}]},
+             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "r"}]},
+                                          {"type": "text", "text": "more"}]}]
+    add({"messages": convo, "tools": [tool]})
+    add({"messages": convo, "tools": [tool], "tool_choice": {"type": "any"}})
+    add({"messages": convo, "tools": [tool], "tool_choice": {"type": "any"}, "thinking": {"type": "disabled"}})
+    add({"messages": convo, "tools": [tool], "tool_choice": {"type": "tool", "name": "f"}, "thinking": {"type": "disabled"}})
+    add({"messages": convo, "tools": [tool], "tool_choice": {"type": "none"}})
+    add({"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "zz", "content": "r"}]}]})
+    add({"messages": [{"role": "user", "content": [{"type": "redacted_thinking", "data": "x"}]}]})
+    add({"messages": [mu], "tools": [{"type": "web_search_20250305", "name": "web_search"}]})
+    add({"messages": [mu], "tools": [{"name": "bad name", "input_schema": {"type": "object"}}]})
+    add({"messages": [mu, {"role": "assistant", "content": "Sure"}]})
+    return cases
+
+
+RANDOM_SEED, RANDOM_COUNT = 1, 600
+
+
+def main() -> int:
+    sys.path.insert(0, str(HERE))
+    from conversion_random import random_cases  # noqa: E402
+
+    cases = chat_cases() + responses_cases() + messages_cases() + random_cases(RANDOM_SEED, RANDOM_COUNT)
+    from official_venv import run_in_official  # noqa: E402
+
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    tmp_in = OUT.parent / "_inputs.json"
+    tmp_in.write_text(json.dumps(cases, ensure_ascii=False))
+    try:
+        run_in_official(str(HERE / "_record_conversion.py"), str(tmp_in), str(OUT))
+    finally:
+        tmp_in.unlink(missing_ok=True)
+    data = json.loads(OUT.read_text())
+    rejected = sum(1 for c in data if c["expected"]["outcome"] != "ok")
+    print(f"{len(data)} cases, {rejected} rejected -> {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

