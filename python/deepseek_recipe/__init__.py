@@ -54,7 +54,9 @@ from ._native import (
     ResponsesChunkGenerator,
     ResponsesResponse,
     ResponsesStreamEvent,
+    ParsingOptions,
     StreamProcessor,
+    ThinkingInitialStage,
     sse_done_message,
 )
 
@@ -106,4 +108,6 @@ __all__ = [
     "ResponsesStreamEvent",
     "StreamProcessor",
     "sse_done_message",
+    "ParsingOptions",
+    "ThinkingInitialStage",
 ]

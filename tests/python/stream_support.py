@@ -7,7 +7,7 @@ import os
 import re
 from pathlib import Path
 
-import deepseek_recipe._native as dr  # vocabulary classes are re-exported by their owners
+import deepseek_recipe as dr
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "conformance" / "stream"
