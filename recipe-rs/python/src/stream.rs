@@ -293,7 +293,7 @@ pub struct PyResponsesStreamEvent {
 #[pymethods]
 impl PyResponsesStreamEvent {
     fn to_json(&self) -> String {
-        self.inner.value.to_string()
+        self.inner.to_value().to_string()
     }
     /// The event framed as one server-sent event (`event: <type>`, `data: ...`, blank line).
     fn to_sse(&self) -> String {
@@ -317,7 +317,7 @@ pub struct PyMessagesStreamEvent {
 #[pymethods]
 impl PyMessagesStreamEvent {
     fn to_json(&self) -> String {
-        self.inner.value.to_string()
+        self.inner.to_value().to_string()
     }
     /// The event framed as one server-sent event (`event: <type>`, `data: ...`, blank line).
     fn to_sse(&self) -> String {

@@ -197,7 +197,7 @@ impl ResponsesResponse {
     }
 
     pub fn accumulate(&mut self, event: &ResponsesEvent) {
-        let v = &event.value;
+        let Some(v) = event.json() else { return };
         match event.event_type() {
             "response.created" | "response.in_progress" | "response.completed" | "response.incomplete" | "response.failed" => {
                 if let Some(r) = v.get("response") {
@@ -232,6 +232,7 @@ impl ResponsesResponse {
 pub struct MessagesResponse {
     message: Value,
     partial_json: Vec<(usize, String)>,
+    texts: Vec<(usize, &'static str, String)>,
 }
 
 impl MessagesResponse {
@@ -244,6 +245,7 @@ impl MessagesResponse {
                     "cache_creation_input_tokens": 0, "cache_read_input_tokens": prompt_cache_hit_tokens,
                     "output_tokens": 0, "service_tier": "standard"}}),
             partial_json: Vec::new(),
+            texts: Vec::new(),
         }
     }
 
@@ -252,7 +254,11 @@ impl MessagesResponse {
     }
 
     pub fn accumulate(&mut self, event: &MessagesEvent) {
-        let v = &event.value;
+        if let MessagesEvent::Delta { index, kind, text, .. } = event {
+            self.apply_delta(*index, kind, text);
+            return;
+        }
+        let MessagesEvent::Json(v) = event else { return };
         let index = v.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
         match event.event_type() {
             "message_start" => {
@@ -267,31 +273,16 @@ impl MessagesResponse {
             }
             "content_block_delta" => {
                 let Some(d) = v.get("delta") else { return };
-                let ty = d.get("type").and_then(Value::as_str).unwrap_or("");
-                match ty {
-                    "input_json_delta" => {
-                        let s = d.get("partial_json").and_then(Value::as_str).unwrap_or("");
-                        match self.partial_json.iter_mut().find(|(i, _)| *i == index) {
-                            Some((_, acc)) => acc.push_str(s),
-                            None => self.partial_json.push((index, s.to_owned())),
-                        }
-                    }
-                    _ => {
-                        let (key, field) = match ty {
-                            "thinking_delta" => ("thinking", "thinking"),
-                            "text_delta" => ("text", "text"),
-                            "signature_delta" => ("signature", "signature"),
-                            _ => return,
-                        };
-                        let s = d.get(key).and_then(Value::as_str).unwrap_or("").to_owned();
-                        let replace = ty == "signature_delta";
-                        if let Some(b) = self.block(index) {
-                            let cur = b.get(field).and_then(Value::as_str).unwrap_or("").to_owned();
-                            let new = if replace { s } else { cur + &s };
-                            b.insert(field.into(), json!(new));
-                        }
-                    }
-                }
+                let ty = d.get("type").and_then(Value::as_str).unwrap_or("").to_owned();
+                let key = match ty.as_str() {
+                    "thinking_delta" => "thinking",
+                    "text_delta" => "text",
+                    "signature_delta" => "signature",
+                    "input_json_delta" => "partial_json",
+                    _ => return,
+                };
+                let s = d.get(key).and_then(Value::as_str).unwrap_or("").to_owned();
+                self.apply_delta(index, &ty, &s);
             }
             "content_block_stop" => {
                 if let Some(pos) = self.partial_json.iter().position(|(i, _)| *i == index) {
@@ -318,7 +309,42 @@ impl MessagesResponse {
         }
     }
 
+    fn apply_delta(&mut self, index: usize, ty: &str, s: &str) {
+        if ty == "input_json_delta" {
+            match self.partial_json.iter_mut().find(|(i, _)| *i == index) {
+                Some((_, acc)) => acc.push_str(s),
+                None => self.partial_json.push((index, s.to_owned())),
+            }
+            return;
+        }
+        let field = match ty {
+            "thinking_delta" => "thinking",
+            "text_delta" => "text",
+            "signature_delta" => "signature",
+            _ => return,
+        };
+        // Text is gathered outside the JSON so a long answer accumulates in linear time.
+        match self.texts.iter_mut().rev().find(|(i, f, _)| *i == index && *f == field) {
+            Some((_, _, acc)) if field == "signature" => *acc = s.to_owned(),
+            Some((_, _, acc)) => acc.push_str(s),
+            None => self.texts.push((index, field, s.to_owned())),
+        }
+    }
+
     pub fn to_value(&self) -> Value {
-        self.message.clone()
+        let mut m = self.message.clone();
+        if let Some(Value::Array(blocks)) = m.get_mut("content") {
+            for (i, field, text) in &self.texts {
+                if let Some(Value::Object(b)) = blocks.get_mut(*i) {
+                    let mut cur = b.get(*field).and_then(Value::as_str).unwrap_or("").to_owned();
+                    if *field == "signature" {
+                        cur.clear();
+                    }
+                    cur.push_str(text);
+                    b.insert((*field).into(), json!(cur));
+                }
+            }
+        }
+        m
     }
 }

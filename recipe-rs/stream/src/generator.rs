@@ -278,23 +278,55 @@ impl ChatGenerator {
 // Responses
 // ------------------------------------------------------------------------------------------
 
-/// One Responses stream event (its JSON with the `type` field first).
+/// One Responses stream event. The frequent delta events are kept typed and rendered to JSON
+/// on demand; the others are stored as JSON.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ResponsesEvent {
-    pub value: Value,
+pub enum ResponsesEvent {
+    Json(Value),
+    TextDelta { item_id: Arc<str>, output_index: usize, delta: String, logprobs: Vec<TokenLogprob>, seq: u64 },
+    ReasoningDelta { item_id: Arc<str>, output_index: usize, delta: String, seq: u64 },
+    ArgumentsDelta { item_id: Arc<str>, output_index: usize, delta: String, seq: u64 },
 }
 
 impl ResponsesEvent {
     pub fn event_type(&self) -> &str {
-        self.value.get("type").and_then(Value::as_str).unwrap_or("")
+        match self {
+            ResponsesEvent::Json(v) => v.get("type").and_then(Value::as_str).unwrap_or(""),
+            ResponsesEvent::TextDelta { .. } => "response.output_text.delta",
+            ResponsesEvent::ReasoningDelta { .. } => "response.reasoning_text.delta",
+            ResponsesEvent::ArgumentsDelta { .. } => "response.function_call_arguments.delta",
+        }
+    }
+
+    pub fn to_value(&self) -> Value {
+        match self {
+            ResponsesEvent::Json(v) => v.clone(),
+            ResponsesEvent::TextDelta { item_id, output_index, delta, logprobs, seq } => json!({
+                "type": "response.output_text.delta", "content_index": 0, "delta": delta, "item_id": &**item_id,
+                "logprobs": logprobs_value(logprobs), "output_index": output_index, "sequence_number": seq}),
+            ResponsesEvent::ReasoningDelta { item_id, output_index, delta, seq } => json!({
+                "type": "response.reasoning_text.delta", "content_index": 0, "delta": delta, "item_id": &**item_id,
+                "output_index": output_index, "sequence_number": seq}),
+            ResponsesEvent::ArgumentsDelta { item_id, output_index, delta, seq } => json!({
+                "type": "response.function_call_arguments.delta", "delta": delta, "item_id": &**item_id,
+                "output_index": output_index, "sequence_number": seq}),
+        }
+    }
+
+    /// The JSON object, when the event is stored as JSON.
+    pub fn json(&self) -> Option<&Value> {
+        match self {
+            ResponsesEvent::Json(v) => Some(v),
+            _ => None,
+        }
     }
 }
 
 #[derive(Clone, Debug)]
 enum RItem {
-    Reasoning { id: String, n: usize, text: String },
-    Message { id: String, text: String, logprobs: Vec<TokenLogprob> },
-    Call { id: String, call_id: String, name: String, namespace: Option<String>, arguments: String },
+    Reasoning { id: Arc<str>, n: usize, text: String },
+    Message { id: Arc<str>, text: String, logprobs: Vec<TokenLogprob> },
+    Call { id: Arc<str>, call_id: String, name: String, namespace: Option<String>, arguments: String },
 }
 
 pub struct ResponsesGenerator {
@@ -433,7 +465,12 @@ impl ResponsesGenerator {
             m.insert("sequence_number".into(), json!(self.seq));
         }
         self.seq += 1;
-        out.push(ResponsesEvent { value: v });
+        out.push(ResponsesEvent::Json(v));
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq - 1
     }
 
     fn start(&mut self, out: &mut Vec<ResponsesEvent>) {
@@ -456,6 +493,7 @@ impl ResponsesGenerator {
         let oi = self.output_index();
         let done = match item {
             RItem::Reasoning { id, n, text } => {
+                let id: &str = &id;
                 self.emit(json!({"type": "response.reasoning_text.done", "content_index": 0, "item_id": id,
                     "output_index": oi, "sequence_number": 0, "text": text}), out);
                 let part = json!({"type": "reasoning_text", "text": text});
@@ -465,6 +503,7 @@ impl ResponsesGenerator {
                     "encrypted_content": format!("{}-{n}", self.id)})
             }
             RItem::Message { id, text, logprobs } => {
+                let id: &str = &id;
                 let lps = logprobs_value(&logprobs);
                 self.emit(json!({"type": "response.output_text.done", "content_index": 0, "item_id": id,
                     "logprobs": lps, "output_index": oi, "sequence_number": 0, "text": text}), out);
@@ -475,6 +514,7 @@ impl ResponsesGenerator {
                     "phase": if commentary { "commentary" } else { "final_answer" }, "content": [part]})
             }
             RItem::Call { id, call_id, name, namespace, arguments } => {
+                let id: &str = &id;
                 self.emit(json!({"type": "response.function_call_arguments.done", "arguments": arguments,
                     "item_id": id, "output_index": oi, "sequence_number": 0}), out);
                 call_item(&id, status, &call_id, &name, namespace.as_deref(), &arguments)
@@ -492,31 +532,31 @@ impl ResponsesGenerator {
                 if !matches!(self.open, Some(RItem::Reasoning { .. })) {
                     self.close("completed", false, out);
                     let n = self.output_index();
-                    let id = format!("rs_{}_{n}", self.id);
-                    self.emit(json!({"type": "response.output_item.added", "item": {"type": "reasoning", "id": id,
+                    let id: Arc<str> = format!("rs_{}_{n}", self.id).into();
+                    self.emit(json!({"type": "response.output_item.added", "item": {"type": "reasoning", "id": &*id,
                         "status": "in_progress", "content": [], "summary": [],
                         "encrypted_content": format!("{}-{n}", self.id)}, "output_index": n, "sequence_number": 0}), out);
-                    self.emit(json!({"type": "response.content_part.added", "content_index": 0, "item_id": id,
+                    self.emit(json!({"type": "response.content_part.added", "content_index": 0, "item_id": &*id,
                         "output_index": n, "part": {"type": "reasoning_text", "text": ""}, "sequence_number": 0}), out);
                     self.open = Some(RItem::Reasoning { id, n, text: String::new() });
                 }
                 let oi = self.output_index();
                 if let Some(RItem::Reasoning { id, text: acc, .. }) = &mut self.open {
                     acc.push_str(&text);
-                    let id = id.clone();
-                    self.emit(json!({"type": "response.reasoning_text.delta", "content_index": 0, "delta": text,
-                        "item_id": id, "output_index": oi, "sequence_number": 0}), out);
+                    let item_id = id.clone();
+                    let seq = self.next_seq();
+                    out.push(ResponsesEvent::ReasoningDelta { item_id, output_index: oi, delta: text, seq });
                 }
             }
             ParseEvent::Content { text, logprobs } => {
                 if !matches!(self.open, Some(RItem::Message { .. })) {
                     self.close("completed", false, out);
                     let n = self.output_index();
-                    let id = format!("msg_{}_{n}", self.id);
-                    self.emit(json!({"type": "response.output_item.added", "item": {"type": "message", "id": id,
+                    let id: Arc<str> = format!("msg_{}_{n}", self.id).into();
+                    self.emit(json!({"type": "response.output_item.added", "item": {"type": "message", "id": &*id,
                         "status": "in_progress", "role": "assistant", "phase": "final_answer", "content": []},
                         "output_index": n, "sequence_number": 0}), out);
-                    self.emit(json!({"type": "response.content_part.added", "content_index": 0, "item_id": id,
+                    self.emit(json!({"type": "response.content_part.added", "content_index": 0, "item_id": &*id,
                         "output_index": n, "part": {"type": "output_text", "annotations": [], "logprobs": [], "text": ""},
                         "sequence_number": 0}), out);
                     self.open = Some(RItem::Message { id, text: String::new(), logprobs: Vec::new() });
@@ -524,18 +564,17 @@ impl ResponsesGenerator {
                 let oi = self.output_index();
                 if let Some(RItem::Message { id, text: acc, logprobs: acc_lps }) = &mut self.open {
                     acc.push_str(&text);
-                    let lps = logprobs_value(&logprobs);
-                    acc_lps.extend(logprobs);
-                    let id = id.clone();
-                    self.emit(json!({"type": "response.output_text.delta", "content_index": 0, "delta": text,
-                        "item_id": id, "logprobs": lps, "output_index": oi, "sequence_number": 0}), out);
+                    acc_lps.extend(logprobs.iter().cloned());
+                    let item_id = id.clone();
+                    let seq = self.next_seq();
+                    out.push(ResponsesEvent::TextDelta { item_id, output_index: oi, delta: text, logprobs, seq });
                 }
             }
             ParseEvent::ToolCallStart { index, name } => {
                 let commentary = matches!(self.open, Some(RItem::Message { .. }));
                 self.close("completed", commentary, out);
                 let n = self.output_index();
-                let id = format!("fc_{}_{n}", self.id);
+                let id: Arc<str> = format!("fc_{}_{n}", self.id).into();
                 let cid = call_id(index, self.config.thinking_mode && !self.reasoning_seen);
                 let (name, namespace) = match self.namespace_map.iter().find(|(k, _)| *k == name) {
                     Some((_, (ns, local))) => (local.clone(), Some(ns.clone())),
@@ -550,9 +589,9 @@ impl ResponsesGenerator {
                 let oi = self.output_index();
                 if let Some(RItem::Call { id, arguments, .. }) = &mut self.open {
                     arguments.push_str(&text);
-                    let id = id.clone();
-                    self.emit(json!({"type": "response.function_call_arguments.delta", "delta": text,
-                        "item_id": id, "output_index": oi, "sequence_number": 0}), out);
+                    let item_id = id.clone();
+                    let seq = self.next_seq();
+                    out.push(ResponsesEvent::ArgumentsDelta { item_id, output_index: oi, delta: text, seq });
                 }
             }
             ParseEvent::ReasoningEnd | ParseEvent::StopSequence(_) => {}
@@ -617,15 +656,32 @@ fn call_item(id: &str, status: &str, call_id: &str, name: &str, namespace: Optio
 // Messages
 // ------------------------------------------------------------------------------------------
 
-/// One Anthropic Messages stream event.
+/// One Anthropic Messages stream event; content deltas are kept typed and rendered on demand.
 #[derive(Clone, Debug, PartialEq)]
-pub struct MessagesEvent {
-    pub value: Value,
+pub enum MessagesEvent {
+    Json(Value),
+    /// A `content_block_delta`: `kind` is the delta type, `field` the key its text goes under.
+    Delta { index: usize, kind: &'static str, field: &'static str, text: String },
 }
 
 impl MessagesEvent {
     pub fn event_type(&self) -> &str {
-        self.value.get("type").and_then(Value::as_str).unwrap_or("")
+        match self {
+            MessagesEvent::Json(v) => v.get("type").and_then(Value::as_str).unwrap_or(""),
+            MessagesEvent::Delta { .. } => "content_block_delta",
+        }
+    }
+
+    pub fn to_value(&self) -> Value {
+        match self {
+            MessagesEvent::Json(v) => v.clone(),
+            MessagesEvent::Delta { index, kind, field, text } => {
+                let mut d = Map::new();
+                d.insert("type".into(), json!(kind));
+                d.insert((*field).into(), json!(text));
+                json!({"type": "content_block_delta", "index": index, "delta": Value::Object(d)})
+            }
+        }
     }
 }
 
@@ -686,7 +742,7 @@ impl MessagesGenerator {
     }
 
     fn emit(out: &mut Vec<MessagesEvent>, value: Value) {
-        out.push(MessagesEvent { value });
+        out.push(MessagesEvent::Json(value));
     }
 
     fn start(&mut self, out: &mut Vec<MessagesEvent>) {
@@ -740,15 +796,13 @@ impl MessagesGenerator {
                 if self.open != Some(MBlock::Thinking) {
                     self.open_block(MBlock::Thinking, None, out);
                 }
-                Self::emit(out, json!({"type": "content_block_delta", "index": self.index,
-                    "delta": {"type": "thinking_delta", "thinking": text}}));
+                out.push(MessagesEvent::Delta { index: self.index, kind: "thinking_delta", field: "thinking", text });
             }
             ParseEvent::Content { text, .. } => {
                 if self.open != Some(MBlock::Text) {
                     self.open_block(MBlock::Text, None, out);
                 }
-                Self::emit(out, json!({"type": "content_block_delta", "index": self.index,
-                    "delta": {"type": "text_delta", "text": text}}));
+                out.push(MessagesEvent::Delta { index: self.index, kind: "text_delta", field: "text", text });
             }
             ParseEvent::ToolCallStart { index, name } => {
                 let id = call_id(index, self.thinking_mode && !self.reasoning_seen);
@@ -756,8 +810,7 @@ impl MessagesGenerator {
             }
             ParseEvent::ToolCallArgs { text, .. } => {
                 if self.open == Some(MBlock::Tool) {
-                    Self::emit(out, json!({"type": "content_block_delta", "index": self.index,
-                        "delta": {"type": "input_json_delta", "partial_json": text}}));
+                    out.push(MessagesEvent::Delta { index: self.index, kind: "input_json_delta", field: "partial_json", text });
                 }
             }
             ParseEvent::ReasoningEnd | ParseEvent::StopSequence(_) => {}
@@ -803,16 +856,16 @@ impl StreamItem {
     pub fn to_value(&self) -> Value {
         match self {
             StreamItem::Chat(c) => c.to_value(),
-            StreamItem::Responses(e) => e.value.clone(),
-            StreamItem::Messages(e) => e.value.clone(),
+            StreamItem::Responses(e) => e.to_value(),
+            StreamItem::Messages(e) => e.to_value(),
         }
     }
 
     pub fn to_json(&self) -> String {
         match self {
             StreamItem::Chat(c) => c.to_value().to_string(),
-            StreamItem::Responses(e) => e.value.to_string(),
-            StreamItem::Messages(e) => e.value.to_string(),
+            StreamItem::Responses(e) => e.to_value().to_string(),
+            StreamItem::Messages(e) => e.to_value().to_string(),
         }
     }
 
