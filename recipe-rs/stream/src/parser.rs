@@ -159,8 +159,15 @@ impl Parser {
 
     fn push_text(&mut self, text: String, logprobs: Vec<TokenLogprob>, textual: bool, out: &mut Vec<ParseEvent>) {
         match &mut self.mode {
-            Mode::Text(_) => {
+            Mode::Text(mode) => {
                 if text.is_empty() && logprobs.is_empty() {
+                    return;
+                }
+                let mode = *mode;
+                if self.held.is_empty() && !self.may_touch_marker(mode, textual, &text) {
+                    // Common case: nothing held and nothing in this unit that could begin a
+                    // marker, so it is released as is.
+                    self.emit_text(mode, text, logprobs, out);
                     return;
                 }
                 self.held_textual = textual;
@@ -226,6 +233,32 @@ impl Parser {
                 self.scan(out);
             }
         }
+    }
+
+    /// Whether `text` contains a character that can begin (or precede) a marker in `mode`.
+    fn may_touch_marker(&self, mode: TextMode, textual: bool, text: &str) -> bool {
+        let b = text.as_bytes();
+        if self.parse_tool_calls && b.iter().any(|&c| c == b'<' || c == b'\n') {
+            return true;
+        }
+        let first = |m: &str| m.as_bytes().first().copied();
+        if textual {
+            if let Some(f) = first(&self.think_end) {
+                if b.contains(&f) {
+                    return true;
+                }
+            }
+        }
+        if mode == TextMode::Content {
+            for st in &self.stops {
+                if let Some(f) = first(st) {
+                    if b.contains(&f) {
+                        return true;
+                    }
+                }
+            }
+        }
+        false
     }
 
     /// Release everything held in text mode as plain text (no marker follows).

@@ -263,28 +263,34 @@ impl StreamProcessor {
                 return Err(StreamError::LogprobCount(lps.len(), ids.len()));
             }
         }
-        // Validate first so an error leaves no partial state behind.
+        // Resolve (and validate) every ID first so an error leaves no partial state behind.
+        let mut resolved: Vec<Option<Vec<u8>>> = Vec::with_capacity(ids.len());
         for &id in ids {
-            if tok.added_token(id).is_none() && tok.token_bytes(id).is_none() {
-                return Err(StreamError::UnknownToken(id));
+            if tok.added_token(id).is_some() {
+                resolved.push(None);
+            } else {
+                resolved.push(Some(tok.token_bytes(id).ok_or(StreamError::UnknownToken(id))?));
             }
         }
         let mut pieces = Vec::new();
         let mut bytes = std::mem::take(&mut self.decoder.pending);
         let mut lps = std::mem::take(&mut self.decoder.pending_lps);
-        for (i, &id) in ids.iter().enumerate() {
-            if let Some(spelling) = tok.added_token(id) {
+        for ((i, &id), b) in ids.iter().enumerate().zip(resolved) {
+            if let (None, Some(spelling)) = (&b, tok.added_token(id)) {
                 flush_text(&mut bytes, &mut lps, &mut pieces);
                 let kind = self.special_kinds.iter().find(|(s, _)| s == spelling).map(|(_, k)| *k);
                 let logprob = logprobs.map(|l| self.logprob(&tok, id, spelling.as_bytes(), &l[i]));
                 pieces.push(Piece::Special { kind, spelling: spelling.to_owned(), logprob });
                 continue;
             }
-            let b = tok.token_bytes(id).unwrap_or_default();
+            let b = b.unwrap_or_default();
             if let Some(l) = logprobs {
                 lps.push(self.logprob(&tok, id, &b, &l[i]));
             }
             bytes.extend_from_slice(&b);
+        }
+        if bytes.is_empty() && lps.is_empty() {
+            return Ok(pieces);
         }
         if incomplete_tail(&bytes) {
             self.decoder.pending = bytes;
