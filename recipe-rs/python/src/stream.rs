@@ -439,15 +439,15 @@ pub struct PyStreamProcessor {
 }
 
 fn items_to_list(py: Python<'_>, items: Vec<StreamItem>) -> PyResult<Py<PyList>> {
-    let list = PyList::empty(py);
+    let mut objs: Vec<PyObject> = Vec::with_capacity(items.len());
     for item in items {
-        match item {
-            StreamItem::Chat(c) => list.append(Py::new(py, PyChatCompletionChunk { inner: c })?)?,
-            StreamItem::Responses(e) => list.append(Py::new(py, PyResponsesStreamEvent { inner: e })?)?,
-            StreamItem::Messages(e) => list.append(Py::new(py, PyMessagesStreamEvent { inner: e })?)?,
-        }
+        objs.push(match item {
+            StreamItem::Chat(c) => Py::new(py, PyChatCompletionChunk { inner: c })?.into_any(),
+            StreamItem::Responses(e) => Py::new(py, PyResponsesStreamEvent { inner: e })?.into_any(),
+            StreamItem::Messages(e) => Py::new(py, PyMessagesStreamEvent { inner: e })?.into_any(),
+        });
     }
-    Ok(list.unbind())
+    Ok(PyList::new(py, objs)?.unbind())
 }
 
 #[pymethods]
@@ -478,8 +478,11 @@ impl PyStreamProcessor {
 
     /// Process one backend chunk; returns the chunks or events it produced.
     fn push(&mut self, py: Python<'_>, chunk: PyRef<'_, PyInferenceChunk>) -> PyResult<Py<PyList>> {
-        let c = chunk.inner.clone();
-        let items = self.inner.push(c).map_err(runtime)?;
+        let items = match &chunk.inner {
+            InferenceChunk::Tokens { token_ids, logprobs } => self.inner.push_tokens(token_ids, logprobs.as_deref()),
+            other => self.inner.push(other.clone()),
+        }
+        .map_err(runtime)?;
         items_to_list(py, items)
     }
 

@@ -96,6 +96,9 @@ pub struct StreamProcessor {
     completion_tokens: u64,
     reasoning: String,
     json: Option<JsonFilter>,
+    /// Reasoning tokens counted on a worker thread once reasoning ended, with the reasoning
+    /// length it counted.
+    reasoning_count: Option<(usize, std::thread::JoinHandle<u64>)>,
 }
 
 impl StreamProcessor {
@@ -119,6 +122,7 @@ impl StreamProcessor {
             completion_tokens: 0,
             reasoning: String::new(),
             json: options.parse_json_output.then(JsonFilter::new),
+            reasoning_count: None,
         }
     }
 
@@ -159,29 +163,41 @@ impl StreamProcessor {
                 self.deliver(events, &mut out);
             }
             InferenceChunk::Tokens { token_ids, logprobs } => {
-                let pieces = match self.decode(&token_ids, logprobs.as_deref()) {
-                    Ok(p) => p,
-                    Err(e) => {
-                        self.state = State::Closed;
-                        return Err(e);
-                    }
-                };
-                self.generator.start(&mut out);
-                self.completion_tokens += token_ids.len() as u64;
-                let mut events = Vec::new();
-                for p in pieces {
-                    self.parser.push(p, &mut events);
-                    if self.parser.is_stopped() {
-                        break;
-                    }
-                }
-                self.deliver(events, &mut out);
+                return self.push_tokens(&token_ids, logprobs.as_deref());
             }
             InferenceChunk::Finish(reason) => {
                 self.generator.start(&mut out);
                 self.end(Some(reason), &mut out);
             }
         }
+        Ok(out)
+    }
+
+    /// Process a token chunk given by reference (same as pushing `InferenceChunk::Tokens`).
+    pub fn push_tokens(
+        &mut self,
+        token_ids: &[u32],
+        logprobs: Option<&[(f32, Vec<(u32, f32)>)]>,
+    ) -> Result<Vec<StreamItem>, StreamError> {
+        self.check_open()?;
+        let mut out = Vec::new();
+        let pieces = match self.decode(token_ids, logprobs) {
+            Ok(p) => p,
+            Err(e) => {
+                self.state = State::Closed;
+                return Err(e);
+            }
+        };
+        self.generator.start(&mut out);
+        self.completion_tokens += token_ids.len() as u64;
+        let mut events = Vec::new();
+        for p in pieces {
+            self.parser.push(p, &mut events);
+            if self.parser.is_stopped() {
+                break;
+            }
+        }
+        self.deliver(events, &mut out);
         Ok(out)
     }
 
@@ -211,9 +227,25 @@ impl StreamProcessor {
             }
             events = filtered;
         }
+        let mut reasoning_ended = false;
         for e in &events {
-            if let ParseEvent::Reasoning { text, .. } = e {
-                self.reasoning.push_str(text);
+            match e {
+                ParseEvent::Reasoning { text, .. } => self.reasoning.push_str(text),
+                ParseEvent::ReasoningEnd => reasoning_ended = true,
+                _ => {}
+            }
+        }
+        if reasoning_ended && self.count_reasoning && self.reasoning_count.is_none() {
+            // Counting re-encodes the whole reasoning; do it off the streaming path.
+            if let Some(tok) = self.tokenizer.clone() {
+                let text = self.reasoning.clone();
+                let len = text.len();
+                if let Ok(h) = std::thread::Builder::new()
+                    .name("reasoning-tokens".into())
+                    .spawn(move || tok.encode_with_special(&text).map_or(0, |ids| ids.len() as u64))
+                {
+                    self.reasoning_count = Some((len, h));
+                }
             }
         }
         self.generator.events(events, out);
@@ -249,13 +281,18 @@ impl StreamProcessor {
         self.state = State::Finished;
     }
 
-    fn usage(&self) -> Usage {
+    fn usage(&mut self) -> Usage {
         let reasoning_tokens = if self.count_reasoning {
-            let n = self
-                .tokenizer
-                .as_ref()
-                .and_then(|t| t.encode_with_special(&self.reasoning).ok())
-                .map_or(0, |ids| ids.len() as u64);
+            let counted = match self.reasoning_count.take() {
+                Some((len, h)) if len == self.reasoning.len() => h.join().ok(),
+                _ => None,
+            };
+            let n = counted.unwrap_or_else(|| {
+                self.tokenizer
+                    .as_ref()
+                    .and_then(|t| t.encode_with_special(&self.reasoning).ok())
+                    .map_or(0, |ids| ids.len() as u64)
+            });
             Some(n)
         } else {
             None
