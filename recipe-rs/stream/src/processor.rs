@@ -96,9 +96,6 @@ pub struct StreamProcessor {
     completion_tokens: u64,
     reasoning: String,
     json: Option<JsonFilter>,
-    /// Reasoning tokens counted on a worker thread once reasoning ended, with the reasoning
-    /// length it counted.
-    reasoning_count: Option<(usize, std::thread::JoinHandle<u64>)>,
 }
 
 impl StreamProcessor {
@@ -122,7 +119,6 @@ impl StreamProcessor {
             completion_tokens: 0,
             reasoning: String::new(),
             json: options.parse_json_output.then(JsonFilter::new),
-            reasoning_count: None,
         }
     }
 
@@ -227,25 +223,9 @@ impl StreamProcessor {
             }
             events = filtered;
         }
-        let mut reasoning_ended = false;
         for e in &events {
-            match e {
-                ParseEvent::Reasoning { text, .. } => self.reasoning.push_str(text),
-                ParseEvent::ReasoningEnd => reasoning_ended = true,
-                _ => {}
-            }
-        }
-        if reasoning_ended && self.count_reasoning && self.reasoning_count.is_none() {
-            // Counting re-encodes the whole reasoning; do it off the streaming path.
-            if let Some(tok) = self.tokenizer.clone() {
-                let text = self.reasoning.clone();
-                let len = text.len();
-                if let Ok(h) = std::thread::Builder::new()
-                    .name("reasoning-tokens".into())
-                    .spawn(move || tok.encode_with_special(&text).map_or(0, |ids| ids.len() as u64))
-                {
-                    self.reasoning_count = Some((len, h));
-                }
+            if let ParseEvent::Reasoning { text, .. } = e {
+                self.reasoning.push_str(text);
             }
         }
         self.generator.events(events, out);
@@ -281,18 +261,13 @@ impl StreamProcessor {
         self.state = State::Finished;
     }
 
-    fn usage(&mut self) -> Usage {
+    fn usage(&self) -> Usage {
         let reasoning_tokens = if self.count_reasoning {
-            let counted = match self.reasoning_count.take() {
-                Some((len, h)) if len == self.reasoning.len() => h.join().ok(),
-                _ => None,
-            };
-            let n = counted.unwrap_or_else(|| {
-                self.tokenizer
-                    .as_ref()
-                    .and_then(|t| t.encode_with_special(&self.reasoning).ok())
-                    .map_or(0, |ids| ids.len() as u64)
-            });
+            let n = self
+                .tokenizer
+                .as_ref()
+                .and_then(|t| t.encode_with_special(&self.reasoning).ok())
+                .map_or(0, |ids| ids.len() as u64);
             Some(n)
         } else {
             None
