@@ -266,7 +266,15 @@ impl StreamProcessor {
             let n = self
                 .tokenizer
                 .as_ref()
-                .and_then(|t| t.encode_with_special(&self.reasoning).ok())
+                .and_then(|t| {
+                    // Every added-vocabulary spelling contains `<` or `｜`; without either, no
+                    // control token can match and the plain pipeline gives the same IDs, faster.
+                    if self.reasoning.contains(['<', '｜']) {
+                        t.encode_with_special(&self.reasoning).ok()
+                    } else {
+                        t.encode_ordinary(&self.reasoning).ok()
+                    }
+                })
                 .map_or(0, |ids| ids.len() as u64);
             Some(n)
         } else {

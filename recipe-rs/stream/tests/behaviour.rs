@@ -269,3 +269,15 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// The reasoning-token count takes the plain encoding path for text without `<` or `｜`;
+    /// it must agree with the full-vocabulary encoding the reference counts with.
+    #[test]
+    fn plain_path_counts_like_full_vocabulary(t in "[a-zA-Z0-9 \\n\\t.,!?'\"():;éü日本語🦀{}\\[\\]_-]{0,200}") {
+        let tok = tokenizer();
+        prop_assert_eq!(tok.encode_ordinary(&t).unwrap(), tok.encode_with_special(&t).unwrap());
+    }
+}
