@@ -40,6 +40,26 @@ from ._native import (
     __version__,
 )
 
+# Output processing (recipe-rs/stream).
+from ._native import (
+    ChatCompletionChunk,
+    ChatCompletionChunkGenerator,
+    ChatCompletionResponse,
+    InferenceChunk,
+    InferenceFinishReason,
+    MessagesChunkGenerator,
+    MessagesResponse,
+    MessagesStreamEvent,
+    PromptUsage,
+    ResponsesChunkGenerator,
+    ResponsesResponse,
+    ResponsesStreamEvent,
+    ParsingOptions,
+    StreamProcessor,
+    ThinkingInitialStage,
+    sse_done_message,
+)
+
 __all__ = [
     "ModelVersion",
     "Tokenizer",
@@ -74,4 +94,20 @@ __all__ = [
     "MessagesRequest",
     "ResponsesRequest",
     "__version__",
+    "ChatCompletionChunk",
+    "ChatCompletionChunkGenerator",
+    "ChatCompletionResponse",
+    "InferenceChunk",
+    "InferenceFinishReason",
+    "MessagesChunkGenerator",
+    "MessagesResponse",
+    "MessagesStreamEvent",
+    "PromptUsage",
+    "ResponsesChunkGenerator",
+    "ResponsesResponse",
+    "ResponsesStreamEvent",
+    "StreamProcessor",
+    "sse_done_message",
+    "ParsingOptions",
+    "ThinkingInitialStage",
 ]

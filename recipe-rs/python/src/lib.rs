@@ -9,6 +9,8 @@ use pyo3::prelude::*;
 pub mod conversation;
 pub mod encoding;
 pub mod protocol;
+mod stream;
+mod stream_glue;
 mod vocabulary;
 
 #[pymodule]
@@ -18,5 +20,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     conversation::register(m)?;
     encoding::register(m)?;
     protocol::register(m)?;
+    stream::register(m)?;
     Ok(())
 }

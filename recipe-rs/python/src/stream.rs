@@ -1,0 +1,530 @@
+//! Bindings for output processing: backend chunks, the stream processor, the per-protocol
+//! generators, their chunks/events and the response accumulators.
+
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyList;
+use recipe_stream::generator::{ChatChunk, MessagesEvent, ResponsesEvent};
+use recipe_stream::sse;
+use recipe_stream::{
+    ChatGenerator, Generator, GeneratorConfig, InferenceChunk, InferenceFinishReason, MessagesGenerator, PromptUsage,
+    ResponsesGenerator, StreamItem, StreamProcessor,
+};
+
+use crate::vocabulary::{PyParsingOptions, PyThinkingInitialStage, PyTokenizer};
+
+fn runtime(e: impl std::fmt::Display) -> PyErr {
+    PyRuntimeError::new_err(e.to_string())
+}
+
+/// Prompt-side token counts reported by the backend.
+#[pyclass(name = "PromptUsage", module = "deepseek_recipe._native", frozen)]
+#[derive(Clone, Copy)]
+pub struct PyPromptUsage {
+    pub inner: PromptUsage,
+}
+
+#[pymethods]
+impl PyPromptUsage {
+    #[new]
+    #[pyo3(signature = (*, prompt_tokens=0, prompt_cache_hit_tokens=0))]
+    fn new(prompt_tokens: u64, prompt_cache_hit_tokens: u64) -> Self {
+        PyPromptUsage { inner: PromptUsage { prompt_tokens, prompt_cache_hit_tokens } }
+    }
+    #[getter]
+    fn prompt_tokens(&self) -> u64 {
+        self.inner.prompt_tokens
+    }
+    #[getter]
+    fn prompt_cache_hit_tokens(&self) -> u64 {
+        self.inner.prompt_cache_hit_tokens
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "PromptUsage(prompt_tokens={}, prompt_cache_hit_tokens={})",
+            self.inner.prompt_tokens, self.inner.prompt_cache_hit_tokens
+        )
+    }
+}
+
+/// Why the backend stopped; the protocol finish reason also depends on what was parsed.
+#[pyclass(name = "InferenceFinishReason", module = "deepseek_recipe._native", eq, eq_int, frozen)]
+#[derive(Clone, Copy, PartialEq)]
+pub enum PyInferenceFinishReason {
+    Stop,
+    Length,
+    ContentFilter,
+}
+
+impl From<PyInferenceFinishReason> for InferenceFinishReason {
+    fn from(r: PyInferenceFinishReason) -> Self {
+        match r {
+            PyInferenceFinishReason::Stop => InferenceFinishReason::Stop,
+            PyInferenceFinishReason::Length => InferenceFinishReason::Length,
+            PyInferenceFinishReason::ContentFilter => InferenceFinishReason::ContentFilter,
+        }
+    }
+}
+
+impl From<InferenceFinishReason> for PyInferenceFinishReason {
+    fn from(r: InferenceFinishReason) -> Self {
+        match r {
+            InferenceFinishReason::Stop => PyInferenceFinishReason::Stop,
+            InferenceFinishReason::Length => PyInferenceFinishReason::Length,
+            InferenceFinishReason::ContentFilter => PyInferenceFinishReason::ContentFilter,
+        }
+    }
+}
+
+/// One backend update; build it with `ready`, `text`, `tokens` or `finish`.
+#[pyclass(name = "InferenceChunk", module = "deepseek_recipe._native", frozen)]
+#[derive(Clone)]
+pub struct PyInferenceChunk {
+    pub inner: InferenceChunk,
+}
+
+#[pymethods]
+impl PyInferenceChunk {
+    /// The prompt was processed (prompt usage and backend fingerprint are optional).
+    #[staticmethod]
+    #[pyo3(signature = (*, prompt_usage=None, system_fingerprint=None))]
+    fn ready(prompt_usage: Option<PyPromptUsage>, system_fingerprint: Option<String>) -> Self {
+        PyInferenceChunk { inner: InferenceChunk::Ready { prompt_usage: prompt_usage.map(|p| p.inner), system_fingerprint } }
+    }
+
+    /// Decoded text that stands for `token_count` generated tokens.
+    #[staticmethod]
+    #[pyo3(signature = (content, token_count=0))]
+    fn text(content: String, token_count: u64) -> Self {
+        PyInferenceChunk { inner: InferenceChunk::Text { content, token_count } }
+    }
+
+    /// Generated token IDs; `logprobs` holds one `(logprob, [(token_id, logprob), ...])` per ID.
+    #[staticmethod]
+    #[pyo3(signature = (token_ids, logprobs=None))]
+    fn tokens(token_ids: Vec<u32>, logprobs: Option<Vec<(f32, Vec<(u32, f32)>)>>) -> Self {
+        PyInferenceChunk { inner: InferenceChunk::Tokens { token_ids, logprobs } }
+    }
+
+    /// The backend stopped for `finish_reason`.
+    #[staticmethod]
+    fn finish(finish_reason: PyInferenceFinishReason) -> Self {
+        PyInferenceChunk { inner: InferenceChunk::Finish(finish_reason.into()) }
+    }
+
+    #[getter]
+    fn kind(&self) -> &'static str {
+        match self.inner {
+            InferenceChunk::Ready { .. } => "ready",
+            InferenceChunk::Text { .. } => "text",
+            InferenceChunk::Tokens { .. } => "tokens",
+            InferenceChunk::Finish(_) => "finish",
+        }
+    }
+    #[getter]
+    fn content(&self) -> Option<String> {
+        match &self.inner {
+            InferenceChunk::Text { content, .. } => Some(content.clone()),
+            _ => None,
+        }
+    }
+    #[getter]
+    fn token_ids(&self) -> Option<Vec<u32>> {
+        match &self.inner {
+            InferenceChunk::Tokens { token_ids, .. } => Some(token_ids.clone()),
+            _ => None,
+        }
+    }
+    #[getter]
+    fn finish_reason(&self) -> Option<PyInferenceFinishReason> {
+        match &self.inner {
+            InferenceChunk::Finish(r) => Some((*r).into()),
+            _ => None,
+        }
+    }
+    #[getter]
+    fn prompt_usage(&self) -> Option<PyPromptUsage> {
+        match &self.inner {
+            InferenceChunk::Ready { prompt_usage, .. } => prompt_usage.map(|inner| PyPromptUsage { inner }),
+            _ => None,
+        }
+    }
+    #[getter]
+    fn token_count(&self) -> Option<u64> {
+        match &self.inner {
+            InferenceChunk::Text { token_count, .. } => Some(*token_count),
+            _ => None,
+        }
+    }
+    #[getter]
+    fn system_fingerprint(&self) -> Option<String> {
+        match &self.inner {
+            InferenceChunk::Ready { system_fingerprint, .. } => system_fingerprint.clone(),
+            _ => None,
+        }
+    }
+    fn __repr__(&self) -> String {
+        format!("InferenceChunk.{:?}", self.inner)
+    }
+}
+
+fn consumed() -> PyErr {
+    PyRuntimeError::new_err("generator has been consumed")
+}
+
+fn config(thinking_mode: bool, stage: Option<PyThinkingInitialStage>) -> GeneratorConfig {
+    GeneratorConfig {
+        thinking_mode,
+        starts_in_reasoning: stage.is_some_and(|s| recipe_core::ThinkingInitialStage::from(s).starts_in_reasoning()),
+    }
+}
+
+/// Writes Chat Completions chunks; a stream processor consumes it.
+///
+/// Usually obtained from `ChatCompletionRequest.chunk_generator`; the constructor builds one
+/// from the two request settings it needs.
+#[pyclass(name = "ChatCompletionChunkGenerator", module = "deepseek_recipe._native")]
+pub struct PyChatCompletionChunkGenerator {
+    pub inner: Option<ChatGenerator>,
+}
+
+#[pymethods]
+impl PyChatCompletionChunkGenerator {
+    #[new]
+    #[pyo3(signature = (id, model, *, thinking_mode=false, thinking_initial_stage=None))]
+    fn new(id: String, model: String, thinking_mode: bool, thinking_initial_stage: Option<PyThinkingInitialStage>) -> Self {
+        PyChatCompletionChunkGenerator { inner: Some(ChatGenerator::new(id, model, config(thinking_mode, thinking_initial_stage))) }
+    }
+}
+
+/// Writes Responses events; a stream processor consumes it.
+#[pyclass(name = "ResponsesChunkGenerator", module = "deepseek_recipe._native")]
+pub struct PyResponsesChunkGenerator {
+    pub inner: Option<ResponsesGenerator>,
+}
+
+#[pymethods]
+impl PyResponsesChunkGenerator {
+    #[new]
+    #[pyo3(signature = (id, model, *, thinking_mode=false, thinking_initial_stage=None))]
+    fn new(id: String, model: String, thinking_mode: bool, thinking_initial_stage: Option<PyThinkingInitialStage>) -> Self {
+        PyResponsesChunkGenerator {
+            inner: Some(ResponsesGenerator::new(id, model, config(thinking_mode, thinking_initial_stage))),
+        }
+    }
+
+    /// Consume this generator; the new one reports `(namespace, local name)` for the listed
+    /// function names.
+    fn with_namespace_tool_map(
+        &mut self,
+        namespace_tool_map: std::collections::BTreeMap<String, (String, String)>,
+    ) -> PyResult<Self> {
+        let g = self.inner.take().ok_or_else(consumed)?;
+        Ok(PyResponsesChunkGenerator { inner: Some(g.with_namespace_tool_map(namespace_tool_map.into_iter().collect())) })
+    }
+
+    /// Consume this generator; the new one reports the request settings given as a JSON object
+    /// (`instructions`, `max_output_tokens`, `temperature`, `top_p`, `top_logprobs`, `user`,
+    /// `reasoning`, `text`, `tool_choice`, `tools`). `with_echo` takes a `ResponsesEcho` instead.
+    fn with_echo_json(&mut self, echo: &str) -> PyResult<Self> {
+        let v: serde_json::Value =
+            serde_json::from_str(echo).map_err(|e| PyValueError::new_err(format!("invalid echo JSON: {e}")))?;
+        if !v.is_object() {
+            return Err(PyValueError::new_err("echo JSON must be an object"));
+        }
+        let g = self.inner.take().ok_or_else(consumed)?;
+        Ok(PyResponsesChunkGenerator { inner: Some(g.with_echo(recipe_stream::generator::echo_from_json(&v))) })
+    }
+}
+
+impl PyResponsesChunkGenerator {
+    pub fn take(&mut self) -> PyResult<ResponsesGenerator> {
+        self.inner.take().ok_or_else(consumed)
+    }
+}
+
+/// Writes Anthropic Messages events; a stream processor consumes it.
+#[pyclass(name = "MessagesChunkGenerator", module = "deepseek_recipe._native")]
+pub struct PyMessagesChunkGenerator {
+    pub inner: Option<MessagesGenerator>,
+}
+
+#[pymethods]
+impl PyMessagesChunkGenerator {
+    #[new]
+    fn new(id: String, model: String, thinking_mode: bool) -> Self {
+        PyMessagesChunkGenerator { inner: Some(MessagesGenerator::new(id, model, thinking_mode)) }
+    }
+
+    /// Consume this generator; the new one ends each thinking block with `signature` (the
+    /// default is the response ID).
+    fn with_signature(&mut self, signature: String) -> PyResult<Self> {
+        let g = self.inner.take().ok_or_else(consumed)?;
+        Ok(PyMessagesChunkGenerator { inner: Some(g.with_signature(signature)) })
+    }
+}
+
+/// One `chat.completion.chunk`.
+#[pyclass(name = "ChatCompletionChunk", module = "deepseek_recipe._native", frozen)]
+pub struct PyChatCompletionChunk {
+    pub inner: ChatChunk,
+}
+
+#[pymethods]
+impl PyChatCompletionChunk {
+    fn to_json(&self) -> String {
+        self.inner.to_value().to_string()
+    }
+    /// The chunk framed as one server-sent event (`data: ...` and a blank line).
+    fn to_sse(&self) -> String {
+        sse::frame(None, &self.to_json())
+    }
+    fn __repr__(&self) -> String {
+        format!("ChatCompletionChunk({})", self.to_json())
+    }
+}
+
+/// One Responses stream event.
+#[pyclass(name = "ResponsesStreamEvent", module = "deepseek_recipe._native", frozen)]
+pub struct PyResponsesStreamEvent {
+    pub inner: ResponsesEvent,
+}
+
+#[pymethods]
+impl PyResponsesStreamEvent {
+    fn to_json(&self) -> String {
+        self.inner.to_value().to_string()
+    }
+    /// The event framed as one server-sent event (`event: <type>`, `data: ...`, blank line).
+    fn to_sse(&self) -> String {
+        sse::frame(Some(self.inner.event_type()), &self.to_json())
+    }
+    #[getter]
+    fn r#type(&self) -> String {
+        self.inner.event_type().to_owned()
+    }
+    fn __repr__(&self) -> String {
+        format!("ResponsesStreamEvent({})", self.to_json())
+    }
+}
+
+/// One Anthropic Messages stream event.
+#[pyclass(name = "MessagesStreamEvent", module = "deepseek_recipe._native", frozen)]
+pub struct PyMessagesStreamEvent {
+    pub inner: MessagesEvent,
+}
+
+#[pymethods]
+impl PyMessagesStreamEvent {
+    fn to_json(&self) -> String {
+        self.inner.to_value().to_string()
+    }
+    /// The event framed as one server-sent event (`event: <type>`, `data: ...`, blank line).
+    fn to_sse(&self) -> String {
+        sse::frame(Some(self.inner.event_type()), &self.to_json())
+    }
+    #[getter]
+    fn r#type(&self) -> String {
+        self.inner.event_type().to_owned()
+    }
+    fn __repr__(&self) -> String {
+        format!("MessagesStreamEvent({})", self.to_json())
+    }
+}
+
+/// A complete `chat.completion` folded from chunks.
+#[pyclass(name = "ChatCompletionResponse", module = "deepseek_recipe._native")]
+pub struct PyChatCompletionResponse {
+    inner: recipe_stream::ChatCompletionResponse,
+}
+
+#[pymethods]
+impl PyChatCompletionResponse {
+    #[new]
+    fn new(id: String, model: String, created: u64, prompt_tokens: u64, prompt_cache_hit_tokens: u64) -> Self {
+        PyChatCompletionResponse {
+            inner: recipe_stream::ChatCompletionResponse::new(id, model, created, prompt_tokens, prompt_cache_hit_tokens),
+        }
+    }
+    /// Apply one chunk.
+    fn accumulate(&mut self, chunk: PyRef<'_, PyChatCompletionChunk>) {
+        self.inner.accumulate(&chunk.inner);
+    }
+    fn to_json(&self) -> String {
+        self.inner.to_value().to_string()
+    }
+    /// Chat Completions chunks are unnamed SSE messages.
+    #[staticmethod]
+    fn sse_event_name(chunk: PyRef<'_, PyChatCompletionChunk>) -> Option<String> {
+        let _ = chunk;
+        None
+    }
+    /// The data of the message that ends the stream.
+    #[staticmethod]
+    fn sse_done_data() -> Option<&'static str> {
+        sse::Protocol::ChatCompletions.done_data()
+    }
+}
+
+/// A complete Responses `response` folded from events.
+#[pyclass(name = "ResponsesResponse", module = "deepseek_recipe._native")]
+pub struct PyResponsesResponse {
+    inner: recipe_stream::ResponsesResponse,
+}
+
+#[pymethods]
+impl PyResponsesResponse {
+    #[new]
+    fn new(id: String, model: String, created: u64, prompt_tokens: u64, prompt_cache_hit_tokens: u64) -> Self {
+        PyResponsesResponse {
+            inner: recipe_stream::ResponsesResponse::new(id, model, created, prompt_tokens, prompt_cache_hit_tokens),
+        }
+    }
+    /// Apply one event.
+    fn accumulate(&mut self, chunk: PyRef<'_, PyResponsesStreamEvent>) {
+        self.inner.accumulate(&chunk.inner);
+    }
+    fn to_json(&self) -> String {
+        self.inner.to_value().to_string()
+    }
+    /// The SSE event name: the event's `type`.
+    #[staticmethod]
+    fn sse_event_name(chunk: PyRef<'_, PyResponsesStreamEvent>) -> Option<String> {
+        Some(chunk.inner.event_type().to_owned())
+    }
+    /// `None`: a Responses stream sends no final message.
+    #[staticmethod]
+    fn sse_done_data() -> Option<&'static str> {
+        sse::Protocol::Responses.done_data()
+    }
+}
+
+/// A complete Anthropic `message` folded from events.
+#[pyclass(name = "MessagesResponse", module = "deepseek_recipe._native")]
+pub struct PyMessagesResponse {
+    inner: recipe_stream::MessagesResponse,
+}
+
+#[pymethods]
+impl PyMessagesResponse {
+    #[new]
+    fn new(id: String, model: String, created: u64, prompt_tokens: u64, prompt_cache_hit_tokens: u64) -> Self {
+        PyMessagesResponse {
+            inner: recipe_stream::MessagesResponse::new(id, model, created, prompt_tokens, prompt_cache_hit_tokens),
+        }
+    }
+    /// Apply one event.
+    fn accumulate(&mut self, chunk: PyRef<'_, PyMessagesStreamEvent>) {
+        self.inner.accumulate(&chunk.inner);
+    }
+    fn to_json(&self) -> String {
+        self.inner.to_value().to_string()
+    }
+    /// The SSE event name: the event's `type`.
+    #[staticmethod]
+    fn sse_event_name(chunk: PyRef<'_, PyMessagesStreamEvent>) -> Option<String> {
+        Some(chunk.inner.event_type().to_owned())
+    }
+    /// `None`: a Messages stream sends no final message.
+    #[staticmethod]
+    fn sse_done_data() -> Option<&'static str> {
+        sse::Protocol::Messages.done_data()
+    }
+}
+
+/// Turns backend chunks into protocol chunks or events for one response.
+#[pyclass(name = "StreamProcessor", module = "deepseek_recipe._native")]
+pub struct PyStreamProcessor {
+    inner: StreamProcessor,
+}
+
+fn items_to_list(py: Python<'_>, items: Vec<StreamItem>) -> PyResult<Py<PyList>> {
+    let mut objs: Vec<PyObject> = Vec::with_capacity(items.len());
+    for item in items {
+        objs.push(match item {
+            StreamItem::Chat(c) => Py::new(py, PyChatCompletionChunk { inner: c })?.into_any(),
+            StreamItem::Responses(e) => Py::new(py, PyResponsesStreamEvent { inner: e })?.into_any(),
+            StreamItem::Messages(e) => Py::new(py, PyMessagesStreamEvent { inner: e })?.into_any(),
+        });
+    }
+    Ok(PyList::new(py, objs)?.unbind())
+}
+
+#[pymethods]
+impl PyStreamProcessor {
+    /// Consume `generator`; `tokenizer` decodes `tokens` chunks (without one they raise).
+    #[new]
+    #[pyo3(signature = (generator, options, tokenizer=None))]
+    fn new(generator: &Bound<'_, PyAny>, options: PyRef<'_, PyParsingOptions>, tokenizer: Option<PyRef<'_, PyTokenizer>>) -> PyResult<Self> {
+        let g = if let Ok(mut g) = generator.downcast::<PyChatCompletionChunkGenerator>().map(|b| b.borrow_mut()) {
+            Generator::Chat(g.inner.take().ok_or_else(consumed)?)
+        } else if let Ok(mut g) = generator.downcast::<PyResponsesChunkGenerator>().map(|b| b.borrow_mut()) {
+            Generator::Responses(g.take()?)
+        } else if let Ok(mut g) = generator.downcast::<PyMessagesChunkGenerator>().map(|b| b.borrow_mut()) {
+            Generator::Messages(g.inner.take().ok_or_else(consumed)?)
+        } else {
+            return Err(PyTypeError::new_err(
+                "generator must be a ChatCompletionChunkGenerator, ResponsesChunkGenerator or MessagesChunkGenerator",
+            ));
+        };
+        Ok(PyStreamProcessor { inner: StreamProcessor::new(g, &options.inner, tokenizer.map(|t| t.inner.clone())) })
+    }
+
+    /// Whether the stream completed normally and was not closed.
+    #[getter]
+    fn finished(&self) -> bool {
+        self.inner.finished()
+    }
+
+    /// Process one backend chunk; returns the chunks or events it produced.
+    fn push(&mut self, py: Python<'_>, chunk: PyRef<'_, PyInferenceChunk>) -> PyResult<Py<PyList>> {
+        let items = match &chunk.inner {
+            InferenceChunk::Tokens { token_ids, logprobs } => self.inner.push_tokens(token_ids, logprobs.as_deref()),
+            other => self.inner.push(other.clone()),
+        }
+        .map_err(runtime)?;
+        items_to_list(py, items)
+    }
+
+    /// End the input and flush what is held back; after completion it returns an empty list.
+    fn finish(&mut self, py: Python<'_>) -> PyResult<Py<PyList>> {
+        let items = self.inner.finish().map_err(runtime)?;
+        items_to_list(py, items)
+    }
+
+    /// Abandon the stream without completing it; later calls raise.
+    fn close(&mut self) {
+        self.inner.close();
+    }
+}
+
+/// The SSE message that ends a stream of `protocol` (`"chat"`, `"responses"` or `"messages"`),
+/// or `None` when that protocol sends none.
+#[pyfunction]
+fn sse_done_message(protocol: &str) -> PyResult<Option<String>> {
+    let p = match protocol {
+        "chat" | "chat_completions" => sse::Protocol::ChatCompletions,
+        "responses" => sse::Protocol::Responses,
+        "messages" => sse::Protocol::Messages,
+        other => return Err(PyValueError::new_err(format!("unknown protocol {other:?}; expected chat, responses or messages"))),
+    };
+    Ok(sse::done_message(p))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyPromptUsage>()?;
+    m.add_class::<PyInferenceFinishReason>()?;
+    m.add_class::<PyInferenceChunk>()?;
+    m.add_class::<PyChatCompletionChunkGenerator>()?;
+    m.add_class::<PyResponsesChunkGenerator>()?;
+    m.add_class::<PyMessagesChunkGenerator>()?;
+    m.add_class::<PyChatCompletionChunk>()?;
+    m.add_class::<PyResponsesStreamEvent>()?;
+    m.add_class::<PyMessagesStreamEvent>()?;
+    m.add_class::<PyChatCompletionResponse>()?;
+    m.add_class::<PyResponsesResponse>()?;
+    m.add_class::<PyMessagesResponse>()?;
+    m.add_class::<PyStreamProcessor>()?;
+    m.add_function(wrap_pyfunction!(sse_done_message, m)?)?;
+    Ok(())
+}

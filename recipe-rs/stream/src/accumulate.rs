@@ -1,0 +1,350 @@
+//! Accumulators: fold a protocol's chunks or events into the complete (non-streamed) response.
+
+use serde_json::{json, Map, Value};
+
+use crate::generator::{chat_usage_value, logprob_value, ChatChunk, ChatDelta, MessagesEvent, ResponsesEvent, Usage};
+use crate::input::TokenLogprob;
+
+#[derive(Clone, Debug, Default, PartialEq)]
+enum Field {
+    #[default]
+    Absent,
+    Null,
+    Str(String),
+}
+
+impl Field {
+    fn null(&mut self) {
+        if *self == Field::Absent {
+            *self = Field::Null;
+        }
+    }
+    fn append(&mut self, s: &str) {
+        match self {
+            Field::Str(a) => a.push_str(s),
+            _ => *self = Field::Str(s.to_owned()),
+        }
+    }
+    fn value(&self) -> Option<Value> {
+        match self {
+            Field::Absent => None,
+            Field::Null => Some(Value::Null),
+            Field::Str(s) => Some(json!(s)),
+        }
+    }
+}
+
+/// A `chat.completion` built from `chat.completion.chunk`s.
+#[derive(Clone, Debug)]
+#[allow(dead_code)]
+pub struct ChatCompletionResponse {
+    id: String,
+    model: String,
+    created: u64,
+    prompt_tokens: u64,
+    prompt_cache_hit_tokens: u64,
+    system_fingerprint: Option<String>,
+    content: Field,
+    reasoning: Field,
+    tool_calls: Vec<(usize, String, String, String)>,
+    content_logprobs: Option<Vec<TokenLogprob>>,
+    reasoning_logprobs: Option<Vec<TokenLogprob>>,
+    finish_reason: Option<&'static str>,
+    usage: Option<Usage>,
+    /// Whether any chunk was applied (an empty response has no choice).
+    seen: bool,
+}
+
+impl ChatCompletionResponse {
+    pub fn new(id: String, model: String, created: u64, prompt_tokens: u64, prompt_cache_hit_tokens: u64) -> Self {
+        ChatCompletionResponse {
+            id,
+            model,
+            created,
+            prompt_tokens,
+            prompt_cache_hit_tokens,
+            system_fingerprint: None,
+            content: Field::Absent,
+            reasoning: Field::Absent,
+            tool_calls: Vec::new(),
+            content_logprobs: None,
+            reasoning_logprobs: None,
+            finish_reason: None,
+            usage: None,
+            seen: false,
+        }
+    }
+
+    pub fn accumulate(&mut self, chunk: &ChatChunk) {
+        self.seen = true;
+        if chunk.meta.system_fingerprint.is_some() {
+            self.system_fingerprint = chunk.meta.system_fingerprint.clone();
+        }
+        match &chunk.delta {
+            ChatDelta::Open { reasoning } => {
+                if *reasoning {
+                    self.content.null();
+                    self.reasoning.append("");
+                } else {
+                    self.content.append("");
+                }
+            }
+            ChatDelta::Reasoning(t) => {
+                self.content.null();
+                self.reasoning.append(t);
+            }
+            ChatDelta::Content(_) | ChatDelta::Final => {
+                let t = match &chunk.delta {
+                    ChatDelta::Content(t) => t.as_str(),
+                    _ => "",
+                };
+                self.content.append(t);
+            }
+            ChatDelta::ToolStart { index, id, name } => {
+                self.tool_calls.push((*index, id.clone(), name.clone(), String::new()));
+            }
+            ChatDelta::ToolArgs { index, arguments } => {
+                if let Some(tc) = self.tool_calls.iter_mut().find(|t| t.0 == *index) {
+                    tc.3.push_str(arguments);
+                }
+            }
+        }
+        if !chunk.logprobs.is_empty() {
+            let target = if matches!(chunk.delta, ChatDelta::Reasoning(_)) {
+                &mut self.reasoning_logprobs
+            } else {
+                &mut self.content_logprobs
+            };
+            target.get_or_insert_with(Vec::new).extend(chunk.logprobs.iter().cloned());
+        }
+        if chunk.finish_reason.is_some() {
+            self.finish_reason = chunk.finish_reason;
+        }
+        if chunk.usage.is_some() {
+            self.usage = chunk.usage;
+        }
+    }
+
+    pub fn to_value(&self) -> Value {
+        let mut msg = Map::new();
+        msg.insert("role".into(), json!("assistant"));
+        if let Some(v) = self.content.value() {
+            msg.insert("content".into(), v);
+        }
+        if let Some(v) = self.reasoning.value() {
+            msg.insert("reasoning_content".into(), v);
+        }
+        if !self.tool_calls.is_empty() {
+            msg.insert(
+                "tool_calls".into(),
+                Value::Array(
+                    self.tool_calls
+                        .iter()
+                        .map(|(i, id, name, args)| {
+                            json!({"index": i, "id": id, "type": "function",
+                                   "function": {"name": name, "arguments": args}})
+                        })
+                        .collect(),
+                ),
+            );
+        }
+        let logprobs = if self.content_logprobs.is_none() && self.reasoning_logprobs.is_none() {
+            Value::Null
+        } else {
+            let mut m = Map::new();
+            if let Some(l) = &self.content_logprobs {
+                m.insert("content".into(), Value::Array(l.iter().map(logprob_value).collect()));
+            }
+            if let Some(l) = &self.reasoning_logprobs {
+                m.insert("reasoning_content".into(), Value::Array(l.iter().map(logprob_value).collect()));
+            }
+            Value::Object(m)
+        };
+        let mut m = Map::new();
+        m.insert("id".into(), json!(self.id));
+        m.insert("object".into(), json!("chat.completion"));
+        m.insert("created".into(), json!(self.created));
+        m.insert("model".into(), json!(self.model));
+        m.insert(
+            "choices".into(),
+            if self.seen {
+                json!([{"index": 0, "message": Value::Object(msg), "logprobs": logprobs, "finish_reason": self.finish_reason}])
+            } else {
+                json!([])
+            },
+        );
+        if let Some(u) = &self.usage {
+            m.insert("usage".into(), chat_usage_value(u));
+        }
+        m.insert("system_fingerprint".into(), json!(self.system_fingerprint));
+        Value::Object(m)
+    }
+}
+
+/// A Responses `response` object built from stream events.
+#[derive(Clone, Debug)]
+pub struct ResponsesResponse {
+    snapshot: Value,
+}
+
+impl ResponsesResponse {
+    pub fn new(id: String, model: String, created: u64, prompt_tokens: u64, prompt_cache_hit_tokens: u64) -> Self {
+        let _ = (prompt_tokens, prompt_cache_hit_tokens);
+        ResponsesResponse {
+            snapshot: json!({"id": id, "object": "response", "created_at": created, "status": "in_progress",
+                             "model": model, "output": []}),
+        }
+    }
+
+    pub fn accumulate(&mut self, event: &ResponsesEvent) {
+        let Some(v) = event.json() else { return };
+        match event.event_type() {
+            "response.created" | "response.in_progress" | "response.completed" | "response.incomplete" | "response.failed" => {
+                if let Some(r) = v.get("response") {
+                    let keep = std::mem::take(self.snapshot.get_mut("output").unwrap_or(&mut Value::Null));
+                    self.snapshot = r.clone();
+                    let finished = matches!(event.event_type(), "response.completed" | "response.incomplete" | "response.failed");
+                    if !finished {
+                        if let (Some(Value::Array(out)), Value::Array(k)) = (self.snapshot.get_mut("output"), keep) {
+                            if out.is_empty() {
+                                *out = k;
+                            }
+                        }
+                    }
+                }
+            }
+            "response.output_item.done" => {
+                if let (Some(item), Some(Value::Array(out))) = (v.get("item"), self.snapshot.get_mut("output")) {
+                    out.push(item.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub fn to_value(&self) -> Value {
+        self.snapshot.clone()
+    }
+}
+
+/// An Anthropic `message` built from stream events.
+#[derive(Clone, Debug)]
+pub struct MessagesResponse {
+    message: Value,
+    partial_json: Vec<(usize, String)>,
+    texts: Vec<(usize, &'static str, String)>,
+}
+
+impl MessagesResponse {
+    pub fn new(id: String, model: String, created: u64, prompt_tokens: u64, prompt_cache_hit_tokens: u64) -> Self {
+        let _ = created;
+        MessagesResponse {
+            message: json!({"id": id, "type": "message", "role": "assistant", "model": model, "content": [],
+                "stop_reason": null, "stop_sequence": null, "usage": {
+                    "input_tokens": prompt_tokens.saturating_sub(prompt_cache_hit_tokens),
+                    "cache_creation_input_tokens": 0, "cache_read_input_tokens": prompt_cache_hit_tokens,
+                    "output_tokens": 0, "service_tier": "standard"}}),
+            partial_json: Vec::new(),
+            texts: Vec::new(),
+        }
+    }
+
+    fn block(&mut self, index: usize) -> Option<&mut Map<String, Value>> {
+        self.message.get_mut("content")?.as_array_mut()?.get_mut(index)?.as_object_mut()
+    }
+
+    pub fn accumulate(&mut self, event: &MessagesEvent) {
+        if let MessagesEvent::Delta { index, kind, text, .. } = event {
+            self.apply_delta(*index, kind, text);
+            return;
+        }
+        let MessagesEvent::Json(v) = event else { return };
+        let index = v.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
+        match event.event_type() {
+            "message_start" => {
+                if let Some(m) = v.get("message") {
+                    self.message = m.clone();
+                }
+            }
+            "content_block_start" => {
+                if let (Some(b), Some(Value::Array(c))) = (v.get("content_block"), self.message.get_mut("content")) {
+                    c.push(b.clone());
+                }
+            }
+            "content_block_delta" => {
+                let Some(d) = v.get("delta") else { return };
+                let ty = d.get("type").and_then(Value::as_str).unwrap_or("").to_owned();
+                let key = match ty.as_str() {
+                    "thinking_delta" => "thinking",
+                    "text_delta" => "text",
+                    "signature_delta" => "signature",
+                    "input_json_delta" => "partial_json",
+                    _ => return,
+                };
+                let s = d.get(key).and_then(Value::as_str).unwrap_or("").to_owned();
+                self.apply_delta(index, &ty, &s);
+            }
+            "content_block_stop" => {
+                if let Some(pos) = self.partial_json.iter().position(|(i, _)| *i == index) {
+                    let (_, s) = self.partial_json.remove(pos);
+                    let input = serde_json::from_str::<Value>(&s).unwrap_or_else(|_| json!({}));
+                    if let Some(b) = self.block(index) {
+                        b.insert("input".into(), input);
+                    }
+                }
+            }
+            "message_delta" => {
+                if let (Some(d), Value::Object(m)) = (v.get("delta"), &mut self.message) {
+                    for k in ["stop_reason", "stop_sequence"] {
+                        if let Some(x) = d.get(k) {
+                            m.insert(k.into(), x.clone());
+                        }
+                    }
+                    if let Some(u) = v.get("usage") {
+                        m.insert("usage".into(), u.clone());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn apply_delta(&mut self, index: usize, ty: &str, s: &str) {
+        if ty == "input_json_delta" {
+            match self.partial_json.iter_mut().find(|(i, _)| *i == index) {
+                Some((_, acc)) => acc.push_str(s),
+                None => self.partial_json.push((index, s.to_owned())),
+            }
+            return;
+        }
+        let field = match ty {
+            "thinking_delta" => "thinking",
+            "text_delta" => "text",
+            "signature_delta" => "signature",
+            _ => return,
+        };
+        // Text is gathered outside the JSON so a long answer accumulates in linear time.
+        match self.texts.iter_mut().rev().find(|(i, f, _)| *i == index && *f == field) {
+            Some((_, _, acc)) if field == "signature" => *acc = s.to_owned(),
+            Some((_, _, acc)) => acc.push_str(s),
+            None => self.texts.push((index, field, s.to_owned())),
+        }
+    }
+
+    pub fn to_value(&self) -> Value {
+        let mut m = self.message.clone();
+        if let Some(Value::Array(blocks)) = m.get_mut("content") {
+            for (i, field, text) in &self.texts {
+                if let Some(Value::Object(b)) = blocks.get_mut(*i) {
+                    let mut cur = b.get(*field).and_then(Value::as_str).unwrap_or("").to_owned();
+                    if *field == "signature" {
+                        cur.clear();
+                    }
+                    cur.push_str(text);
+                    b.insert((*field).into(), json!(cur));
+                }
+            }
+        }
+        m
+    }
+}

@@ -1,0 +1,349 @@
+//! The stream processor: backend chunks in, protocol items out.
+//!
+//! Token chunks are decoded here: control tokens become [`Piece::Special`] by ID, ordinary
+//! tokens become text, and a UTF-8 character split across tokens is held back until it is whole.
+
+use recipe_core::{ParsingOptions, SpecialToken, Tokenizer};
+
+use crate::generator::{FinishKind, Generator, StreamItem, Usage};
+use crate::input::{token_display, InferenceChunk, InferenceFinishReason, PromptUsage, TokenLogprob, TopLogprob};
+use crate::json_output::JsonFilter;
+use crate::parser::{ParseEvent, Parser, Piece};
+
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum StreamError {
+    #[error("stream processor is closed")]
+    Closed,
+    #[error("stream processor has finished")]
+    Finished,
+    #[error("token chunk received without a tokenizer")]
+    NoTokenizer,
+    #[error("invalid log probabilities: {0} log probabilities for {1} token IDs")]
+    LogprobCount(usize, usize),
+    #[error("unknown token ID {0}: it is not in the tokenizer's vocabulary")]
+    UnknownToken(u32),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Open,
+    Finished,
+    Closed,
+}
+
+/// What one token ID stands for.
+#[derive(Clone)]
+enum TokenEntry {
+    /// An added-vocabulary token, by spelling.
+    Special(std::sync::Arc<str>),
+    /// An ordinary token: its bytes.
+    Bytes(std::sync::Arc<[u8]>),
+}
+
+/// Decodes token chunks into parser pieces.
+#[derive(Default)]
+struct Decoder {
+    pending: Vec<u8>,
+    pending_lps: Vec<TokenLogprob>,
+    /// Looked-up tokens: a model's output reuses a small part of the vocabulary, and the
+    /// tokenizer's own lookup is comparatively slow.
+    cache: std::collections::HashMap<u32, TokenEntry>,
+}
+
+impl Decoder {
+    fn entry(&mut self, tok: &Tokenizer, id: u32) -> Option<TokenEntry> {
+        if let Some(e) = self.cache.get(&id) {
+            return Some(e.clone());
+        }
+        let e = match tok.added_token(id) {
+            Some(s) => TokenEntry::Special(s.into()),
+            None => TokenEntry::Bytes(tok.token_bytes(id)?.into()),
+        };
+        if self.cache.len() < 1 << 18 {
+            self.cache.insert(id, e.clone());
+        }
+        Some(e)
+    }
+}
+
+fn flush_text(bytes: &mut Vec<u8>, lps: &mut Vec<TokenLogprob>, pieces: &mut Vec<Piece>) {
+    if bytes.is_empty() && lps.is_empty() {
+        return;
+    }
+    let text = match String::from_utf8(std::mem::take(bytes)) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    };
+    pieces.push(Piece::Text { text, logprobs: std::mem::take(lps), textual: false });
+}
+
+fn incomplete_tail(bytes: &[u8]) -> bool {
+    match std::str::from_utf8(bytes) {
+        Ok(_) => false,
+        Err(e) => e.error_len().is_none(),
+    }
+}
+
+pub struct StreamProcessor {
+    generator: Generator,
+    parser: Parser,
+    tokenizer: Option<Tokenizer>,
+    special_kinds: Vec<(String, SpecialToken)>,
+    count_reasoning: bool,
+    state: State,
+    decoder: Decoder,
+    prompt: PromptUsage,
+    completion_tokens: u64,
+    reasoning: String,
+    json: Option<JsonFilter>,
+}
+
+impl StreamProcessor {
+    pub fn new(mut generator: Generator, options: &ParsingOptions, tokenizer: Option<Tokenizer>) -> Self {
+        let parser = Parser::new(options);
+        generator.set_parser_start(parser.in_reasoning());
+        let special_kinds = [SpecialToken::ThinkingEnd, SpecialToken::Dsml, SpecialToken::Eos]
+            .into_iter()
+            .map(|k| (options.special_tokens.get(k).to_owned(), k))
+            .filter(|(s, _)| !s.is_empty())
+            .collect();
+        StreamProcessor {
+            generator,
+            parser,
+            count_reasoning: tokenizer.is_some() && options.thinking_initial_stage.is_some(),
+            tokenizer,
+            special_kinds,
+            state: State::Open,
+            decoder: Decoder::default(),
+            prompt: PromptUsage::default(),
+            completion_tokens: 0,
+            reasoning: String::new(),
+            json: options.parse_json_output.then(JsonFilter::new),
+        }
+    }
+
+    /// Whether the stream completed normally and was not closed.
+    pub fn finished(&self) -> bool {
+        self.state == State::Finished
+    }
+
+    /// Abandon the stream; later calls fail.
+    pub fn close(&mut self) {
+        self.state = State::Closed;
+    }
+
+    fn check_open(&self) -> Result<(), StreamError> {
+        match self.state {
+            State::Open => Ok(()),
+            State::Finished => Err(StreamError::Finished),
+            State::Closed => Err(StreamError::Closed),
+        }
+    }
+
+    /// Process one backend chunk.
+    pub fn push(&mut self, chunk: InferenceChunk) -> Result<Vec<StreamItem>, StreamError> {
+        self.check_open()?;
+        let mut out = Vec::new();
+        match chunk {
+            InferenceChunk::Ready { prompt_usage, system_fingerprint } => {
+                if let Some(u) = prompt_usage {
+                    self.prompt = u;
+                }
+                self.generator.ready(prompt_usage, system_fingerprint, &mut out);
+            }
+            InferenceChunk::Text { content, token_count } => {
+                self.generator.start(&mut out);
+                self.completion_tokens += token_count;
+                let mut events = Vec::new();
+                self.parser.push(Piece::Text { text: content, logprobs: Vec::new(), textual: true }, &mut events);
+                self.deliver(events, &mut out);
+            }
+            InferenceChunk::Tokens { token_ids, logprobs } => {
+                return self.push_tokens(&token_ids, logprobs.as_deref());
+            }
+            InferenceChunk::Finish(reason) => {
+                self.generator.start(&mut out);
+                self.end(Some(reason), &mut out);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Process a token chunk given by reference (same as pushing `InferenceChunk::Tokens`).
+    pub fn push_tokens(
+        &mut self,
+        token_ids: &[u32],
+        logprobs: Option<&[(f32, Vec<(u32, f32)>)]>,
+    ) -> Result<Vec<StreamItem>, StreamError> {
+        self.check_open()?;
+        let mut out = Vec::new();
+        let pieces = match self.decode(token_ids, logprobs) {
+            Ok(p) => p,
+            Err(e) => {
+                self.state = State::Closed;
+                return Err(e);
+            }
+        };
+        self.generator.start(&mut out);
+        self.completion_tokens += token_ids.len() as u64;
+        let mut events = Vec::new();
+        for p in pieces {
+            self.parser.push(p, &mut events);
+            if self.parser.is_stopped() {
+                break;
+            }
+        }
+        self.deliver(events, &mut out);
+        Ok(out)
+    }
+
+    /// Close the input and flush what is buffered. Repeated calls after completion return nothing.
+    pub fn finish(&mut self) -> Result<Vec<StreamItem>, StreamError> {
+        match self.state {
+            State::Closed => return Err(StreamError::Closed),
+            State::Finished => return Ok(Vec::new()),
+            State::Open => {}
+        }
+        let mut out = Vec::new();
+        self.generator.start(&mut out);
+        self.end(None, &mut out);
+        Ok(out)
+    }
+
+    fn deliver(&mut self, events: Vec<ParseEvent>, out: &mut Vec<StreamItem>) {
+        self.deliver_at(events, false, out)
+    }
+
+    fn deliver_at(&mut self, mut events: Vec<ParseEvent>, last: bool, out: &mut Vec<StreamItem>) {
+        if let Some(j) = &mut self.json {
+            let mut filtered = Vec::with_capacity(events.len());
+            j.apply(events, &mut filtered);
+            if last || self.parser.is_stopped() {
+                j.finish(&mut filtered);
+            }
+            events = filtered;
+        }
+        for e in &events {
+            if let ParseEvent::Reasoning { text, .. } = e {
+                self.reasoning.push_str(text);
+            }
+        }
+        self.generator.events(events, out);
+        if let Some(stop) = self.parser.stopped_by() {
+            let kind = FinishKind::StopSequence(stop.to_owned());
+            let usage = self.usage();
+            self.generator.finish(&kind, usage, out);
+            self.state = State::Finished;
+        }
+    }
+
+    fn end(&mut self, reason: Option<InferenceFinishReason>, out: &mut Vec<StreamItem>) {
+        let mut events = Vec::new();
+        let mut pieces = Vec::new();
+        flush_text(&mut self.decoder.pending, &mut self.decoder.pending_lps, &mut pieces);
+        for p in pieces {
+            self.parser.push(p, &mut events);
+        }
+        self.parser.finish(&mut events);
+        self.deliver_at(events, true, out);
+        if self.state != State::Open {
+            return;
+        }
+        let kind = match reason {
+            None => FinishKind::Stop,
+            Some(InferenceFinishReason::Stop) if self.parser.tool_call_count() > 0 => FinishKind::ToolCalls,
+            Some(InferenceFinishReason::Stop) => FinishKind::Stop,
+            Some(InferenceFinishReason::Length) => FinishKind::Length,
+            Some(InferenceFinishReason::ContentFilter) => FinishKind::ContentFilter,
+        };
+        let usage = self.usage();
+        self.generator.finish(&kind, usage, out);
+        self.state = State::Finished;
+    }
+
+    fn usage(&self) -> Usage {
+        let reasoning_tokens = if self.count_reasoning {
+            let n = self
+                .tokenizer
+                .as_ref()
+                .and_then(|t| {
+                    // Every added-vocabulary spelling contains `<` or `｜`; without either, no
+                    // control token can match and the plain pipeline gives the same IDs, faster.
+                    if self.reasoning.contains(['<', '｜']) {
+                        t.encode_with_special(&self.reasoning).ok()
+                    } else {
+                        t.encode_ordinary(&self.reasoning).ok()
+                    }
+                })
+                .map_or(0, |ids| ids.len() as u64);
+            Some(n)
+        } else {
+            None
+        };
+        Usage {
+            prompt_tokens: self.prompt.prompt_tokens,
+            prompt_cache_hit_tokens: self.prompt.prompt_cache_hit_tokens,
+            completion_tokens: self.completion_tokens,
+            reasoning_tokens,
+        }
+    }
+
+    fn logprob(&self, tok: &Tokenizer, id: u32, bytes: &[u8], entry: &(f32, Vec<(u32, f32)>)) -> TokenLogprob {
+        TokenLogprob {
+            token: token_display(bytes),
+            bytes: bytes.to_vec(),
+            logprob: entry.0,
+            top_logprobs: entry
+                .1
+                .iter()
+                .map(|(tid, lp)| {
+                    let b = if *tid == id { bytes.to_vec() } else { tok.token_bytes(*tid).unwrap_or_default() };
+                    TopLogprob { token: token_display(&b), bytes: b, logprob: *lp }
+                })
+                .collect(),
+        }
+    }
+
+    fn decode(&mut self, ids: &[u32], logprobs: Option<&[(f32, Vec<(u32, f32)>)]>) -> Result<Vec<Piece>, StreamError> {
+        let Some(tok) = self.tokenizer.clone() else { return Err(StreamError::NoTokenizer) };
+        if let Some(lps) = logprobs {
+            if lps.len() != ids.len() {
+                return Err(StreamError::LogprobCount(lps.len(), ids.len()));
+            }
+        }
+        // Resolve (and validate) every ID first so an error leaves no partial state behind.
+        let mut resolved: Vec<TokenEntry> = Vec::with_capacity(ids.len());
+        for &id in ids {
+            resolved.push(self.decoder.entry(&tok, id).ok_or(StreamError::UnknownToken(id))?);
+        }
+        let mut pieces = Vec::new();
+        let mut bytes = std::mem::take(&mut self.decoder.pending);
+        let mut lps = std::mem::take(&mut self.decoder.pending_lps);
+        for ((i, &id), entry) in ids.iter().enumerate().zip(resolved) {
+            match entry {
+                TokenEntry::Special(spelling) => {
+                    flush_text(&mut bytes, &mut lps, &mut pieces);
+                    let kind = self.special_kinds.iter().find(|(s, _)| **s == *spelling).map(|(_, k)| *k);
+                    let logprob = logprobs.map(|l| self.logprob(&tok, id, spelling.as_bytes(), &l[i]));
+                    pieces.push(Piece::Special { kind, spelling: spelling.to_string(), logprob });
+                }
+                TokenEntry::Bytes(b) => {
+                    if let Some(l) = logprobs {
+                        lps.push(self.logprob(&tok, id, &b, &l[i]));
+                    }
+                    bytes.extend_from_slice(&b);
+                }
+            }
+        }
+        if bytes.is_empty() && lps.is_empty() {
+            return Ok(pieces);
+        }
+        if incomplete_tail(&bytes) {
+            self.decoder.pending = bytes;
+            self.decoder.pending_lps = lps;
+        } else {
+            flush_text(&mut bytes, &mut lps, &mut pieces);
+        }
+        Ok(pieces)
+    }
+}
