@@ -604,6 +604,7 @@ pub fn assemble(a: Assembly, options: &ConversionOptions) -> ConversationRequest
         parsing_options,
         model_version: a.version,
         stream: a.stream,
+        responses_echo: None,
     }
 }
 

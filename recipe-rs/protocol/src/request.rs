@@ -1,6 +1,6 @@
 //! The result of a conversion: the conversation plus what the backend and the parser need.
 
-use recipe_core::{Conversation, ModelVersion, ParsingOptions, ReasoningEffort};
+use recipe_core::{Conversation, ModelVersion, ParsingOptions, ReasoningEffort, ResponsesEcho};
 
 use crate::error::{ConvResult, ConversionError};
 
@@ -52,6 +52,9 @@ pub struct ConversationRequest {
     pub parsing_options: ParsingOptions,
     pub model_version: ModelVersion,
     pub stream: bool,
+    /// For a converted Responses request: the settings its response objects report back
+    /// (the Responses generator made from this request echoes them).
+    pub responses_echo: Option<ResponsesEcho>,
 }
 
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
@@ -67,6 +70,7 @@ impl ConversationRequest {
             parsing_options: ParsingOptions::default(),
             model_version,
             stream: false,
+            responses_echo: None,
         }
     }
 

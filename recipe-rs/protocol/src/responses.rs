@@ -304,7 +304,10 @@ impl ResponsesRequest {
     }
 
     pub fn convert(self, options: &ConversionOptions) -> ConvResult<ConversationRequest> {
-        convert(self, options)
+        let echo = self.echo();
+        let mut converted = convert(self, options)?;
+        converted.responses_echo = Some(echo);
+        Ok(converted)
     }
 }
 

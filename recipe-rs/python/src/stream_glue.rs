@@ -30,11 +30,16 @@ impl PyChatCompletionRequest {
 
 #[pymethods]
 impl PyResponsesRequest {
-    /// A Responses generator for the converted `request`; add the request settings with
-    /// `with_echo(responses_request.echo())` (read before `convert`).
+    /// A Responses generator for the converted `request`. A request converted from a Responses
+    /// body reports that body's settings (instructions, temperature, reasoning, tools, …) in
+    /// its response objects; `with_echo` replaces them.
     #[staticmethod]
     fn chunk_generator(request: PyRef<'_, PyConversationRequest>, id: String, model: String) -> PyResponsesChunkGenerator {
-        PyResponsesChunkGenerator { inner: Some(ResponsesGenerator::new(id, model, config(&request.inner))) }
+        let mut generator = ResponsesGenerator::new(id, model, config(&request.inner));
+        if let Some(echo) = &request.inner.responses_echo {
+            generator = generator.with_echo(echo.clone());
+        }
+        PyResponsesChunkGenerator { inner: Some(generator) }
     }
 }
 
