@@ -20,6 +20,39 @@ use tokenizers::{
 const PARALLEL_MIN_BYTES: usize = 32 * 1024;
 /// Pre-tokenized pieces per parallel work item.
 const PARALLEL_CHUNK_PIECES: usize = 2048;
+/// Approximate text bytes per parallel work item when counting tokens.
+const PARALLEL_PART_BYTES: usize = 4 * 1024;
+
+/// Cut `text` into parts of about `target` bytes, only right after a `\n` that is followed by
+/// an ASCII letter.
+///
+/// Such a point is a boundary of every pre-tokenizer split of this tokenizer, and each side
+/// splits the same on its own: the digit and CJK patterns cannot match `\n` or a Latin letter;
+/// in the main pattern no alternative matches across `\n` into a letter (letter runs cannot
+/// start with `\n`, punctuation and newline runs stop before a letter), and the one lookahead,
+/// `\s+(?!\S)`, is only reached for a whitespace run when `\s*[\r\n]+` has failed, which it
+/// cannot for a run that ends in `\n`. The pre-tokenizer and model then see the same pieces.
+fn cut_at_line_starts<'a>(text: &'a str, target: usize, out: &mut Vec<&'a str>) {
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    while text.len() - start > target {
+        let from = start + target;
+        let cut = bytes[from..]
+            .windows(2)
+            .position(|w| w[0] == b'\n' && w[1].is_ascii_alphabetic())
+            .map(|i| from + i + 1);
+        match cut {
+            Some(c) => {
+                out.push(&text[start..c]);
+                start = c;
+            }
+            None => break,
+        }
+    }
+    if start < text.len() {
+        out.push(&text[start..]);
+    }
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum TokenizerError {
@@ -187,26 +220,52 @@ impl Tokenizer {
         let hf = &self.inner.hf;
         let err = |e: tokenizers::Error| TokenizerError::Encode(e.to_string());
         let mut pretok = hf.get_added_vocabulary().extract_and_normalize(hf.get_normalizer(), text);
-        if let Some(pre) = hf.get_pre_tokenizer() {
-            pre.pre_tokenize(&mut pretok).map_err(err)?;
-        }
-        let model = hf.get_model();
-        let splits = pretok.get_splits(OffsetReferential::Original, OffsetType::None);
-        let count = |chunk: &[(&str, (usize, usize), &Option<Vec<tokenizers::Token>>)]| {
+        if text.len() < PARALLEL_MIN_BYTES {
+            if let Some(pre) = hf.get_pre_tokenizer() {
+                pre.pre_tokenize(&mut pretok).map_err(err)?;
+            }
+            let model = hf.get_model();
             let mut n = 0usize;
-            for (piece, _, tokens) in chunk {
+            for (piece, _, tokens) in pretok.get_splits(OffsetReferential::Original, OffsetType::None) {
                 n += match tokens {
                     Some(t) => t.len(),
                     None => model.tokenize(piece).map_err(err)?.len(),
                 };
             }
-            Ok::<usize, TokenizerError>(n)
-        };
-        if text.len() < PARALLEL_MIN_BYTES {
-            return count(&splits);
+            return Ok(n);
+        }
+        // Long texts: the pieces between added tokens are cut further at safe points and each
+        // part is pre-tokenized and tokenized on its own, on several threads.
+        let mut matched = 0usize;
+        let mut parts: Vec<&str> = Vec::new();
+        for (piece, _, tokens) in pretok.get_splits(OffsetReferential::Original, OffsetType::None) {
+            match tokens {
+                Some(t) => matched += t.len(),
+                None => cut_at_line_starts(piece, PARALLEL_PART_BYTES, &mut parts),
+            }
         }
         use rayon::prelude::*;
-        splits.par_chunks(PARALLEL_CHUNK_PIECES).map(count).try_reduce(|| 0, |a, b| Ok(a + b))
+        let plain: usize = parts
+            .par_iter()
+            .map(|part| self.count_normalized_plain(part))
+            .try_reduce(|| 0, |a, b| Ok(a + b))?;
+        Ok(matched + plain)
+    }
+
+    /// Tokens of already-normalized text with no added token in it: pre-tokenizer and model.
+    fn count_normalized_plain(&self, text: &str) -> Result<usize, TokenizerError> {
+        let hf = &self.inner.hf;
+        let err = |e: tokenizers::Error| TokenizerError::Encode(e.to_string());
+        let mut pretok = PreTokenizedString::from(text);
+        if let Some(pre) = hf.get_pre_tokenizer() {
+            pre.pre_tokenize(&mut pretok).map_err(err)?;
+        }
+        let model = hf.get_model();
+        let mut n = 0usize;
+        for (piece, _, _) in pretok.get_splits(OffsetReferential::Original, OffsetType::None) {
+            n += model.tokenize(piece).map_err(err)?.len();
+        }
+        Ok(n)
     }
 
     /// The ID of an added-vocabulary entry spelled exactly `spelling`.

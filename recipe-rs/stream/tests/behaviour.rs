@@ -319,3 +319,22 @@ proptest! {
         prop_assert_eq!(tok.count_with_special(&t).unwrap(), tok.encode_with_special(&t).unwrap().len());
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
+
+    /// Long line-structured text: many `\n` + letter cut points with whitespace, punctuation,
+    /// digits and control-token spellings just before them.
+    #[test]
+    fn long_line_text_count_equals_full_vocabulary_length(
+        lines in prop::collection::vec((prop::collection::vec(reasoning_fragment(), 0..6), "[ \t\r.,!:)0-9日]{0,3}", "[a-zA-Z]"), 20..80)
+    ) {
+        let tok = tokenizer();
+        let unit: String = lines.iter().map(|(f, tail, head)| format!("{}{}\n{}", f.concat(), tail, head)).collect();
+        let mut t = String::new();
+        while t.len() < 80 * 1024 {
+            t.push_str(&unit);
+        }
+        prop_assert_eq!(tok.count_with_special(&t).unwrap(), tok.encode_with_special(&t).unwrap().len());
+    }
+}
