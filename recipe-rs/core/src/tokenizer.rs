@@ -20,6 +20,39 @@ use tokenizers::{
 const PARALLEL_MIN_BYTES: usize = 32 * 1024;
 /// Pre-tokenized pieces per parallel work item.
 const PARALLEL_CHUNK_PIECES: usize = 2048;
+/// Approximate text bytes per parallel work item when counting tokens.
+const PARALLEL_PART_BYTES: usize = 4 * 1024;
+
+/// Cut `text` into parts of about `target` bytes, only right after a `\n` that is followed by
+/// an ASCII letter.
+///
+/// Such a point is a boundary of every pre-tokenizer split of this tokenizer, and each side
+/// splits the same on its own: the digit and CJK patterns cannot match `\n` or a Latin letter;
+/// in the main pattern no alternative matches across `\n` into a letter (letter runs cannot
+/// start with `\n`, punctuation and newline runs stop before a letter), and the one lookahead,
+/// `\s+(?!\S)`, is only reached for a whitespace run when `\s*[\r\n]+` has failed, which it
+/// cannot for a run that ends in `\n`. The pre-tokenizer and model then see the same pieces.
+fn cut_at_line_starts<'a>(text: &'a str, target: usize, out: &mut Vec<&'a str>) {
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    while text.len() - start > target {
+        let from = start + target;
+        let cut = bytes[from..]
+            .windows(2)
+            .position(|w| w[0] == b'\n' && w[1].is_ascii_alphabetic())
+            .map(|i| from + i + 1);
+        match cut {
+            Some(c) => {
+                out.push(&text[start..c]);
+                start = c;
+            }
+            None => break,
+        }
+    }
+    if start < text.len() {
+        out.push(&text[start..]);
+    }
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum TokenizerError {
@@ -37,8 +70,9 @@ struct Inner {
     added_by_content: HashMap<String, u32>,
     /// Added-vocabulary ID → spelling.
     added_by_id: HashMap<u32, String>,
-    /// Inverse of the GPT-2 byte-to-unicode table used by the ByteLevel pre-tokenizer.
-    byte_of_char: HashMap<char, u8>,
+    /// Bytes of every token, indexed by ID (empty slot: an ID the vocabulary skips). Built
+    /// once at load so decoding a token is one index, with no allocation.
+    bytes_by_id: Vec<Option<Box<[u8]>>>,
 }
 
 /// A loaded tokenizer. Cheap to clone (shared, immutable).
@@ -75,6 +109,24 @@ fn byte_level_inverse() -> HashMap<char, u8> {
         .collect()
 }
 
+/// The byte string of every ID up to the largest one in use: added tokens by spelling,
+/// byte-level BPE pieces mapped back through the byte-to-char table.
+fn byte_table(hf: &tokenizers::Tokenizer, added_by_id: &HashMap<u32, String>) -> Vec<Option<Box<[u8]>>> {
+    let byte_of_char = byte_level_inverse();
+    let vocab = hf.get_model().get_vocab();
+    let max_id = vocab.values().chain(added_by_id.keys()).copied().max();
+    let mut table: Vec<Option<Box<[u8]>>> = vec![None; max_id.map_or(0, |m| m as usize + 1)];
+    for (piece, id) in vocab {
+        let bytes: Option<Vec<u8>> = piece.chars().map(|c| byte_of_char.get(&c).copied()).collect();
+        table[id as usize] = bytes.map(Vec::into_boxed_slice);
+    }
+    // Added tokens win over a model piece with the same ID, as in the lookup order before.
+    for (id, s) in added_by_id {
+        table[*id as usize] = Some(s.as_bytes().into());
+    }
+    table
+}
+
 impl Tokenizer {
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, TokenizerError> {
         let text = std::fs::read_to_string(path.as_ref()).map_err(|e| {
@@ -92,9 +144,8 @@ impl Tokenizer {
             .map(|(id, tok)| (id, tok.content))
             .collect();
         let added_by_content = added_by_id.iter().map(|(id, c)| (c.clone(), *id)).collect();
-        Ok(Tokenizer {
-            inner: Arc::new(Inner { hf, added_by_content, added_by_id, byte_of_char: byte_level_inverse() }),
-        })
+        let bytes_by_id = byte_table(&hf, &added_by_id);
+        Ok(Tokenizer { inner: Arc::new(Inner { hf, added_by_content, added_by_id, bytes_by_id }) })
     }
 
     /// Encode plain text without the added vocabulary: no control token can come out of it.
@@ -156,6 +207,67 @@ impl Tokenizer {
         Ok(enc.get_ids().to_vec())
     }
 
+    /// `encode_with_special(text).len()`, computed without building an encoding.
+    ///
+    /// The text goes through the tokenizer's own added-vocabulary split (so every matching rule
+    /// of the added tokens applies exactly as in the full pipeline), its normalizer and
+    /// pre-tokenizer; each remaining piece is tokenized by the model on its own, long texts on
+    /// several threads, and only the number of tokens is kept.
+    pub fn count_with_special(&self, text: &str) -> Result<usize, TokenizerError> {
+        if text.is_empty() {
+            return Ok(0);
+        }
+        let hf = &self.inner.hf;
+        let err = |e: tokenizers::Error| TokenizerError::Encode(e.to_string());
+        let mut pretok = hf.get_added_vocabulary().extract_and_normalize(hf.get_normalizer(), text);
+        if text.len() < PARALLEL_MIN_BYTES {
+            if let Some(pre) = hf.get_pre_tokenizer() {
+                pre.pre_tokenize(&mut pretok).map_err(err)?;
+            }
+            let model = hf.get_model();
+            let mut n = 0usize;
+            for (piece, _, tokens) in pretok.get_splits(OffsetReferential::Original, OffsetType::None) {
+                n += match tokens {
+                    Some(t) => t.len(),
+                    None => model.tokenize(piece).map_err(err)?.len(),
+                };
+            }
+            return Ok(n);
+        }
+        // Long texts: the pieces between added tokens are cut further at safe points and each
+        // part is pre-tokenized and tokenized on its own, on several threads.
+        let mut matched = 0usize;
+        let mut parts: Vec<&str> = Vec::new();
+        for (piece, _, tokens) in pretok.get_splits(OffsetReferential::Original, OffsetType::None) {
+            match tokens {
+                Some(t) => matched += t.len(),
+                None => cut_at_line_starts(piece, PARALLEL_PART_BYTES, &mut parts),
+            }
+        }
+        use rayon::prelude::*;
+        let plain: usize = parts
+            .par_iter()
+            .map(|part| self.count_normalized_plain(part))
+            .try_reduce(|| 0, |a, b| Ok(a + b))?;
+        Ok(matched + plain)
+    }
+
+    /// Tokens of already-normalized text with no added token in it: pre-tokenizer and model.
+    fn count_normalized_plain(&self, text: &str) -> Result<usize, TokenizerError> {
+        let hf = &self.inner.hf;
+        let err = |e: tokenizers::Error| TokenizerError::Encode(e.to_string());
+        let mut pretok = PreTokenizedString::from(text);
+        if let Some(pre) = hf.get_pre_tokenizer() {
+            pre.pre_tokenize(&mut pretok).map_err(err)?;
+        }
+        let model = hf.get_model();
+        let mut n = 0usize;
+        for (piece, _, _) in pretok.get_splits(OffsetReferential::Original, OffsetType::None) {
+            n += model.tokenize(piece).map_err(err)?.len();
+        }
+        Ok(n)
+    }
+
     /// The ID of an added-vocabulary entry spelled exactly `spelling`.
     pub fn added_token_id(&self, spelling: &str) -> Option<u32> {
         self.inner.added_by_content.get(spelling).copied()
@@ -169,19 +281,20 @@ impl Tokenizer {
     /// The exact bytes token `id` stands for: the spelling of an added token, or the raw bytes
     /// of a byte-level BPE piece. `None` for an ID outside the vocabulary.
     pub fn token_bytes(&self, id: u32) -> Option<Vec<u8>> {
-        if let Some(s) = self.added_token(id) {
-            return Some(s.as_bytes().to_vec());
-        }
-        let piece = self.inner.hf.get_model().id_to_token(id)?;
-        piece.chars().map(|c| self.inner.byte_of_char.get(&c).copied()).collect()
+        self.token_bytes_ref(id).map(<[u8]>::to_vec)
+    }
+
+    /// [`Tokenizer::token_bytes`] without copying: one table index.
+    pub fn token_bytes_ref(&self, id: u32) -> Option<&[u8]> {
+        self.inner.bytes_by_id.get(id as usize)?.as_deref()
     }
 
     /// Decode IDs to text (lossy where bytes are not valid UTF-8). Special tokens are kept.
     pub fn decode(&self, ids: &[u32]) -> Result<String, TokenizerError> {
         let mut bytes = Vec::new();
         for &id in ids {
-            match self.token_bytes(id) {
-                Some(b) => bytes.extend(b),
+            match self.token_bytes_ref(id) {
+                Some(b) => bytes.extend_from_slice(b),
                 None => return Err(TokenizerError::Decode(format!("unknown token ID {id}"))),
             }
         }

@@ -57,7 +57,7 @@ impl Decoder {
         }
         let e = match tok.added_token(id) {
             Some(s) => TokenEntry::Special(s.into()),
-            None => TokenEntry::Bytes(tok.token_bytes(id)?.into()),
+            None => TokenEntry::Bytes(tok.token_bytes_ref(id)?.into()),
         };
         if self.cache.len() < 1 << 18 {
             self.cache.insert(id, e.clone());
@@ -266,16 +266,9 @@ impl StreamProcessor {
             let n = self
                 .tokenizer
                 .as_ref()
-                .and_then(|t| {
-                    // Every added-vocabulary spelling contains `<` or `｜`; without either, no
-                    // control token can match and the plain pipeline gives the same IDs, faster.
-                    if self.reasoning.contains(['<', '｜']) {
-                        t.encode_with_special(&self.reasoning).ok()
-                    } else {
-                        t.encode_ordinary(&self.reasoning).ok()
-                    }
-                })
-                .map_or(0, |ids| ids.len() as u64);
+                // The length of the full-vocabulary encoding, counted without building it.
+                .and_then(|t| t.count_with_special(&self.reasoning).ok())
+                .map_or(0, |n| n as u64);
             Some(n)
         } else {
             None
@@ -297,7 +290,8 @@ impl StreamProcessor {
                 .1
                 .iter()
                 .map(|(tid, lp)| {
-                    let b = if *tid == id { bytes.to_vec() } else { tok.token_bytes(*tid).unwrap_or_default() };
+                    let b = if *tid == id { bytes } else { tok.token_bytes_ref(*tid).unwrap_or_default() };
+                    let b = b.to_vec();
                     TopLogprob { token: token_display(&b), bytes: b, logprob: *lp }
                 })
                 .collect(),

@@ -274,14 +274,67 @@ proptest! {
     }
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+/// Text fragments that exercise the added-vocabulary split: whole control-token spellings,
+/// near misses, CJK, digits, emoji and whitespace runs.
+fn reasoning_fragment() -> impl Strategy<Value = String> {
+    prop_oneof![
+        prop::sample::select(vec![
+            "</think>", "<think>", "<｜end▁of▁sentence｜>", "<｜begin▁of▁sentence｜>", "｜DSML｜",
+            "<｜DSML｜", "</｜DSML｜", "<dsml:", "</dsml:", "<｜User｜>", "<｜Assistant｜>", "<|EOT|>",
+            "<｜tool▁sep｜>", "<｜/table>｜", "<｜", "｜>", "<", "｜", "▁", "</", "<thin", "think>",
+        ])
+        .prop_map(str::to_owned),
+        "[ \t\n\r]{1,6}",
+        "[a-zA-Z0-9.,!?'\"():;{}_-]{1,12}",
+        "[日本語中文かなカナ한국어]{1,8}",
+        "[éü🦀\u{00a0}\u{3000}]{1,3}",
+    ]
+}
 
-    /// The reasoning-token count takes the plain encoding path for text without `<` or `｜`;
-    /// it must agree with the full-vocabulary encoding the reference counts with.
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// The reasoning-token count must equal the length of the full-vocabulary encoding.
     #[test]
-    fn plain_path_counts_like_full_vocabulary(t in "[a-zA-Z0-9 \\n\\t.,!?'\"():;éü日本語🦀{}\\[\\]_-]{0,200}") {
+    fn reasoning_count_equals_full_vocabulary_length(parts in prop::collection::vec(reasoning_fragment(), 0..80)) {
         let tok = tokenizer();
-        prop_assert_eq!(tok.encode_ordinary(&t).unwrap(), tok.encode_with_special(&t).unwrap());
+        let t = parts.concat();
+        prop_assert_eq!(tok.count_with_special(&t).unwrap(), tok.encode_with_special(&t).unwrap().len());
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
+
+    /// Long texts are counted on several threads; the count must not change.
+    #[test]
+    fn long_reasoning_count_equals_full_vocabulary_length(parts in prop::collection::vec(reasoning_fragment(), 50..200)) {
+        let tok = tokenizer();
+        let unit = parts.concat();
+        let mut t = String::new();
+        while t.len() < 80 * 1024 {
+            t.push_str(&unit);
+            if unit.is_empty() { break; }
+        }
+        prop_assert_eq!(tok.count_with_special(&t).unwrap(), tok.encode_with_special(&t).unwrap().len());
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
+
+    /// Long line-structured text: many `\n` + letter cut points with whitespace, punctuation,
+    /// digits and control-token spellings just before them.
+    #[test]
+    fn long_line_text_count_equals_full_vocabulary_length(
+        lines in prop::collection::vec((prop::collection::vec(reasoning_fragment(), 0..6), "[ \t\r.,!:)0-9日]{0,3}", "[a-zA-Z]"), 20..80)
+    ) {
+        let tok = tokenizer();
+        let unit: String = lines.iter().map(|(f, tail, head)| format!("{}{}\n{}", f.concat(), tail, head)).collect();
+        let mut t = String::new();
+        while t.len() < 80 * 1024 {
+            t.push_str(&unit);
+        }
+        prop_assert_eq!(tok.count_with_special(&t).unwrap(), tok.encode_with_special(&t).unwrap().len());
     }
 }
