@@ -23,10 +23,9 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-try:
-    import deepseek_engine  # noqa: F401
-except ImportError:
-    sys.path.insert(0, str(ROOT / "engine"))
+# Measure this checkout's engine, ahead of any installed copy (an editable install from
+# another checkout would otherwise be what gets timed).
+sys.path.insert(0, str(ROOT / "engine"))
 
 from deepseek_engine import LLM, SamplingParams  # noqa: E402
 from deepseek_engine.tiny_checkpoint import ensure_tiny_checkpoint  # noqa: E402

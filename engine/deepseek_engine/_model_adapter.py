@@ -17,7 +17,7 @@ from torch import nn
 
 from .batched_attention import StepLayout, attention
 from .kv_cache import KVCachePool
-from .layers.hyper_connection import hyper_head, hyper_merge
+from .layers.hyper_connection import hyper_head, hyper_merge, hyper_weights
 from .model_runner import StepContext
 from .native import GreedyHead
 
@@ -48,17 +48,36 @@ class BatchedDeepseekV4(nn.Module):
             picks = torch.argmax(self.model.head(h).float(), dim=-1)
         return picks
 
+    def _plan(self) -> list[tuple]:
+        """Per decoder layer: its attention, norms and MoE modules and its parameter dict.
+
+        Built once per model (the module objects stay the same); parameters are read
+        from the live ``_parameters`` dict at every step, so replaced or reloaded
+        weights are always seen.
+        """
+        plan = self.__dict__.get("_layer_plan")
+        if plan is None:
+            plan = [(layer.attn, layer.attn_norm, layer.ffn, layer.ffn_norm, layer._parameters)
+                    for layer in self.model.layers]
+            self.__dict__["_layer_plan"] = plan
+        return plan
+
     def _hidden(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx: StepContext) -> torch.Tensor | None:
         """The normed final hidden state of the rows whose logits are wanted (``None``: no rows)."""
         m, c = self.model, self.config
         layout = StepLayout(positions, ctx.slot_mapping, ctx.query_start_loc, ctx.block_tables, ctx.block_size,
                             c.sliding_window)
         streams = m.embed(input_ids).unsqueeze(1).expand(-1, c.hc_mult, -1).contiguous()
-        for layer in m.layers:
-            post, comb, x = layer._weights("attn", streams)
-            streams = hyper_merge(streams, attention(layer.attn, layer.attn_norm(x), layout, ctx.kv), post, comb)
-            post, comb, x = layer._weights("ffn", streams)
-            streams = hyper_merge(streams, layer.ffn(layer.ffn_norm(x), input_ids), post, comb)
+        hc, iters, hc_eps, eps = c.hc_mult, c.hc_sinkhorn_iters, c.hc_eps, c.rms_norm_eps
+        kv = ctx.kv
+        for attn, attn_norm, ffn, ffn_norm, params in self._plan():
+            # Same calls as DeepseekV4DecoderLayer.forward, without a module attribute look-up per use.
+            fn, base, scale = params["hc_attn_fn"], params["hc_attn_base"], params["hc_attn_scale"]
+            post, comb, x = hyper_weights(streams, fn, base, scale, hc, iters, hc_eps, eps)
+            streams = hyper_merge(streams, attention(attn, attn_norm(x), layout, kv), post, comb)
+            fn, base, scale = params["hc_ffn_fn"], params["hc_ffn_base"], params["hc_ffn_scale"]
+            post, comb, x = hyper_weights(streams, fn, base, scale, hc, iters, hc_eps, eps)
+            streams = hyper_merge(streams, ffn(ffn_norm(x), input_ids), post, comb)
         if ctx.logits_indices is not None:
             if ctx.logits_indices.numel() == 0:
                 return None

@@ -156,10 +156,11 @@ class FusedLinears:
         self._weight: torch.Tensor | None = None
 
     def __call__(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        key = tuple((lin.weight.data_ptr(), lin.weight._version) for lin in self.linears)
+        weights = [lin._parameters["weight"] for lin in self.linears]
+        key = [(w.data_ptr(), w._version) for w in weights]
         if key != self._key:
             with torch.no_grad():
-                self._weight = torch.cat([lin.weight.detach() for lin in self.linears], dim=0)
+                self._weight = torch.cat([w.detach() for w in weights], dim=0)
             self._key = key
         return F.linear(x, self._weight).split(self.splits, dim=-1)
 
@@ -244,26 +245,34 @@ def attention(attn, x: torch.Tensor, layout: StepLayout, pool) -> torch.Tensor:
     """``DeepseekV4Attention`` for all new tokens of a step: ``x`` ``[T, hidden]`` -> ``[T, hidden]``."""
     t = x.shape[0]
     lp = pool.layers[attn.layer_idx]
-    c, s = layout.rope_tables(attn.rope, x.dtype)
+    # Submodules straight from the module's dict (attribute look-up of a submodule goes through
+    # nn.Module.__getattr__); .forward skips __call__'s hook machinery (the engine registers no hooks).
+    mods = attn._modules
+    rope = mods["rope"]
+    c, s = layout.rope_tables(rope, x.dtype)
     proj = _input_projections(attn)(x)
-    q_latent = attn.q_norm(proj[0])
-    q = unweighted_rms_norm(attn.wq_b(q_latent).view(t, attn.n_heads, attn.head_dim), attn.eps)
+    q_latent = mods["q_norm"].forward(proj[0])
+    q = F.linear(q_latent, mods["wq_b"]._parameters["weight"])
+    q = unweighted_rms_norm(q.view(t, attn.n_heads, attn.head_dim), attn.eps)
     q = apply_rotary_tables(q, c, s)
-    write_rows(lp.kv, layout.slots, apply_rotary_tables(attn.norm(proj[1]), c, s))
+    write_rows(lp.kv, layout.slots, apply_rotary_tables(mods["norm"].forward(proj[1]), c, s))
     b = layout.num_seqs
     keys = read_rows(lp.kv, layout.key_slots.flatten()).view(b, -1, attn.head_dim)
     visible = layout.window_visible
     if attn.kind in (HCA, CSA):
-        entries, valid = _compress(attn.compressor, proj[2], proj[3], layout, (lp.comp_kv, lp.comp_gate, lp.entries))
+        entries, valid = _compress(mods["compressor"], proj[2], proj[3], layout,
+                                   (lp.comp_kv, lp.comp_gate, lp.entries))
         if attn.kind == CSA:
-            allowed = _index(attn.indexer, proj[4:7], q_latent, layout, (lp.idx_kv, lp.idx_gate, lp.idx_entries))
+            allowed = _index(mods["indexer"], proj[4:7], q_latent, layout,
+                             (lp.idx_kv, lp.idx_gate, lp.idx_entries))
         else:
-            threshold = layout.rate_info(attn.compressor.rate)["threshold"]
+            threshold = layout.rate_info(mods["compressor"].rate)["threshold"]
             allowed = torch.arange(entries.shape[1], device=x.device)[None, None, :] < threshold[..., None]
         keys = torch.cat([keys, entries], dim=1)
         visible = torch.cat([visible, allowed], dim=2)
     h, tq, d = attn.n_heads, layout.t_max, attn.head_dim
-    core = sink_attention(layout.pad(q), keys, visible, attn.attn_sink, attn.scale)
+    sink = attn._parameters["attn_sink"]
+    core = sink_attention(layout.pad(q), keys, visible, sink, attn.scale)
     if core is not None:
         out = layout.unpad(core)  # [T, H, D]
     else:
@@ -271,10 +280,11 @@ def attention(attn, x: torch.Tensor, layout: StepLayout, pool) -> torch.Tensor:
         qp = layout.pad(q).reshape(b, tq * h, d)
         logits = torch.bmm(qp, keys.transpose(1, 2)).view(b, tq, h, -1) * attn.scale  # [B, Tq, H, K]
         logits = torch.where(visible[:, :, None], logits, float("-inf"))
-        sinks = attn.attn_sink.to(logits.dtype).view(1, 1, h, 1).expand(b, tq, h, 1)
+        sinks = sink.to(logits.dtype).view(1, 1, h, 1).expand(b, tq, h, 1)
         logits = torch.cat([logits, sinks], dim=-1)
         logits = logits - logits.max(dim=-1, keepdim=True).values
         probs = F.softmax(logits, dim=-1, dtype=logits.dtype)[..., :-1].to(keys.dtype)
         out = layout.unpad(torch.bmm(probs.reshape(b, tq * h, -1), keys).view(b, tq, h, d))  # [T, H, D]
-    out = apply_rotary_tables(out, *layout.rope_tables(attn.rope, x.dtype, inverse=True))
-    return attn.wo_b(attn.wo_a(out.reshape(t, attn.o_groups, -1)))
+    out = apply_rotary_tables(out, *layout.rope_tables(rope, x.dtype, inverse=True))
+    out = mods["wo_a"].forward(out.reshape(t, attn.o_groups, -1))
+    return F.linear(out, mods["wo_b"]._parameters["weight"])
