@@ -194,6 +194,20 @@ def cases():
         add(f"order_{k}", conv([U("q"), A("", None, calls3)] + [T(f"r{i}", i) for i in ids], thinking_mode=False))
     add("order_with_user_between", conv([U("q"), A("", None, calls3), T("r3", "3"), T("r1", "1"), U("u"), T("r2", "2")], thinking_mode=False))
     add("order_with_reminder_between", conv([U("q"), A("", None, calls3[:2]), T("r2", "2"), L("rem"), T("r1", "1")], thinking_mode=False))
+    # V4 window rule: a run of user messages is one unit of the window (systems are dropped first,
+    # reminders are units of their own), and each window sits at its assistant's index before any
+    # reordering (so nested tool-calling assistants move with earlier windows).
+    add("order_user_run_one_unit", conv([U("q"), A("", None, calls3[:2]), U("u1"), U("u2"), T("r2", "2"), T("r1", "1")], thinking_mode=False))
+    add("order_user_run_across_system", conv([U("q"), A("", None, calls3[:2]), U("u1"), S("s"), U("u2"), T("r2", "2"), T("r1", "1")], thinking_mode=False))
+    add("order_user_run_reminder_splits", conv([U("q"), A("", None, calls3[:2]), U("u1"), L("rem"), T("r2", "2"), T("r1", "1")], thinking_mode=False))
+    add("order_user_runs_missing_unknown_ids", conv([U("q"), A("", None, calls3), U("u1"), U("u2"), T("rx", "x"), U("u3"), T("rn"), T("r1", "1")], thinking_mode=False))
+    add("order_window_short_after_user_run", conv([U("q"), A("", None, calls3), U("u1"), U("u2"), T("r2", "2")], thinking_mode=False))
+    add("order_nested_assistants_fixed_index", conv([U("q"), A("", None, [call("4", "f", "{}"), call("3", "f", "{}")]),
+                                                     A("", None, [call("3", "f", "{}"), call("0", "f", "{}"), call("5", "f", "{}"), call("1", "f", "{}")]),
+                                                     T("r3", "3"), U("u"), T("rz", "zz"), T("r2", "2"), L("rem"), T("rz2", "zz")], thinking_mode=False))
+    add("order_nested_assistants_second_window", conv([U("q"), A("", None, [call("4", "f", "{}"), call("2", "f", "{}")]),
+                                                       A("", None, [call("5", "f", "{}"), call("0", "f", "{}")]),
+                                                       T("r2", "2"), U("u"), T("r3", "3")], thinking_mode=False))
     for think in (True, False):
         add(f"partial_results_then_user_t{int(think)}", conv([U("q"), A("", "r", calls3), T("r3", "3"), T("r1", "1"), U("follow up"), A("done", "r2")], tools=TOOLSETS["noargs"], thinking_mode=think))
         add(f"partial_results_end_t{int(think)}", conv([U("q"), A("", "r", calls3), T("r3", "3"), T("r1", "1")], tools=TOOLSETS["noargs"], thinking_mode=think))

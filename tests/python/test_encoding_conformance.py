@@ -10,11 +10,6 @@ import pytest
 import deepseek_recipe as dr
 from encoding_spec import record_case
 
-# Documented differences: random orderings where V4 moves messages across an assistant turn that
-# follows another tool-calling assistant; the official result could not be derived from a
-# consistent rule (see the report). V4.1 is still compared for these cases.
-KNOWN_V4_DIFFERENCES = {"random_060", "random_067"}
-
 FIXTURES = sorted((Path(__file__).resolve().parents[1] / "conformance" / "encoding").glob("cases_*.json"))
 CASES = [case for f in FIXTURES for case in json.loads(f.read_text(encoding="utf-8"))["cases"]]
 
@@ -41,9 +36,6 @@ def test_case(case, tokenizers):
         return
     for enc in ("v4", "v41"):
         w, g = want[enc], got[enc]
-        if enc == "v4" and case["name"] in KNOWN_V4_DIFFERENCES:
-            assert g.get("prompt") != w.get("prompt"), "known difference is fixed: remove it from the list"
-            continue
         if w.get("render_error", {}).get("type") == "PanicException":
             # Documented difference: the official renderer panics here; ours renders.
             continue

@@ -17,13 +17,12 @@
 //! official package. A grounding spelling overridden to `""` is ignored (the text stays plain);
 //! the official renderer panics on that input when the assistant text is not ASCII.
 //!
-//! Known differences from the official package: after a tool-calling assistant turn the V4
-//! template moves tool results ahead of the next messages. We reproduce this for the next `n`
-//! messages (`n` = number of calls; results without an ID first, then by call ID, then the
-//! rest), which covers results in any order, partial results and results followed by user
-//! messages or reminders. When users, other assistant turns or systems are interleaved *between*
-//! the results, the official window can reach further and the V4 prompts differ (about 1.5% of
-//! randomly ordered message lists; fixtures `random_060`, `random_067`). V4.1 has no such gap.
+//! V4 tool-result ordering: after a tool-calling assistant turn the V4 template moves tool
+//! results ahead of the next messages. Consecutive user messages count as one unit; for each
+//! assistant with `n` calls (at its unit index before any reordering) the next `n` units are
+//! stably sorted, results without an ID first, then by call ID, then the rest (see
+//! `render::v4_order_after_calls`). Probing the official package with a few thousand random
+//! message orders finds no difference. V4.1 orders results within a merged user turn instead.
 
 pub mod json;
 mod render;

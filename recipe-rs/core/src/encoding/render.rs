@@ -458,11 +458,14 @@ fn v4_separator(before: &[Part<'_>], p: &Part<'_>, user_text_written: bool) -> b
     }
 }
 
-/// V4 ordering of tool results: after an assistant message with `n` calls, the next `n`
-/// messages (when there are that many) are stably sorted: tool results without an ID first,
-/// then tool results by call ID, then every other message.
-fn v4_order_after_calls(body: &mut [&Message]) {
-    fn key(m: &Message) -> (u8, Option<&str>) {
+/// V4 ordering of tool results. The body is first cut into units: a run of consecutive user
+/// messages is one unit, every other message is a unit of its own. Then, for each assistant
+/// message with `n` calls, taken at the unit index it had before any reordering, the `n` units
+/// that currently follow that index (when there are that many) are stably sorted: tool results
+/// without an ID first, then tool results by call ID, then every other unit. Since the index is
+/// fixed in advance, a window can hold an earlier assistant that an earlier sort moved there.
+fn v4_order_after_calls(body: &mut Vec<&Message>) {
+    fn key<'m>(m: &'m Message) -> (u8, Option<&'m str>) {
         match m {
             Message::Tool(t) => match t.tool_call_id.as_deref() {
                 None => (0, None),
@@ -471,16 +474,34 @@ fn v4_order_after_calls(body: &mut [&Message]) {
             _ => (2, None),
         }
     }
-    let mut i = 0;
-    while i < body.len() {
-        if let Message::Assistant(a) = body[i] {
-            let n = a.tool_calls.as_ref().map_or(0, Vec::len);
-            if n >= 2 && body.len() - (i + 1) >= n {
-                body[i + 1..i + 1 + n].sort_by(|x, y| key(x).cmp(&key(y)));
-            }
+    // Units as (start, len) ranges of `body`.
+    let mut units: Vec<(usize, usize)> = Vec::with_capacity(body.len());
+    for (k, m) in body.iter().enumerate() {
+        match (units.last_mut(), m) {
+            (Some((s, len)), Message::User(_)) if matches!(body[*s], Message::User(_)) => *len += 1,
+            _ => units.push((k, 1)),
         }
-        i += 1;
     }
+    let windows: Vec<(usize, usize)> = units
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &(s, _))| match body[s] {
+            Message::Assistant(a) => Some((i, a.tool_calls.as_ref().map_or(0, Vec::len))),
+            _ => None,
+        })
+        .filter(|&(_, n)| n >= 2)
+        .collect();
+    if windows.is_empty() {
+        return;
+    }
+    let msgs: &[&Message] = body;
+    for (i, n) in windows {
+        if units.len() - (i + 1) >= n {
+            units[i + 1..i + 1 + n].sort_by(|x, y| key(msgs[x.0]).cmp(&key(msgs[y.0])));
+        }
+    }
+    let ordered: Vec<&Message> = units.iter().flat_map(|&(s, len)| msgs[s..s + len].iter().copied()).collect();
+    *body = ordered;
 }
 
 /// Put tool results in the order of the calls they answer (V4.1; V4 orders beforehand).
