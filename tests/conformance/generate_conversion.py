@@ -262,6 +262,16 @@ def messages_cases():
         {"type": "image", "source": {"type": "url", "url": "http://x/a.png"}},
         {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAA"}}]}]})
     add({"messages": [{"role": "user", "content": [{"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "x"}}]}]})
+    # Image sources are a closed, tagged set; the media type is one of five image types.
+    for src in ["x", [], {}, {"type": "x"}, {"type": None}, {"type": "base64"}, {"type": "base64", "media_type": "image/png"},
+                {"type": "base64", "media_type": ["a"], "data": "AAAA"}, {"type": "base64", "media_type": 1, "data": "AAAA"},
+                {"type": "base64", "media_type": "text/plain", "data": "AAAA"}, {"type": "base64", "media_type": {}, "data": "AAAA"},
+                {"type": "base64", "media_type": "image/gif", "data": "AAAA"}, {"type": "base64", "media_type": "image/jpg", "data": "AAAA"},
+                {"type": "url"}, {"type": "url", "url": 1}, {"type": "file"}, {"type": "file", "file_id": "f"},
+                ["url", "https://a/b.png"]]:
+        add({"messages": [{"role": "user", "content": [{"type": "image", "source": src}]}]})
+    for src in ["x", [], {}, {"type": "base64", "media_type": ["a"], "data": "x"}, ["url", "https://a"]]:
+        add({"messages": [{"role": "user", "content": [{"type": "document", "source": src}]}]})
     convo = [{"role": "user", "content": "weather?"},
              {"role": "assistant", "content": [{"type": "thinking", "thinking": "T", "signature": "s"},
                                                {"type": "text", "text": "Checking"},
