@@ -195,6 +195,11 @@ def responses_cases():
                    {"type": "function_call_output", "call_id": "c", "output": [{"type": "input_text", "text": "t"}]}],
          "tools": [ftool]})
     add({"input": [{"type": "function_call_output", "call_id": "zz", "output": "x"}]})
+    # Function call output parts: names and variant lists of the wheel's error messages.
+    for o in ["function", 1, None, {"type": "x"}, {"type": "output_text", "text": "a"}, [], {}]:
+        add({"input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+                       {"type": "function_call_output", "call_id": "c", "output": [o]}],
+             "tools": [{"type": "function", "name": "f"}]}, models=(PRO,))
     add({"input": [{"role": "user", "content": "q"}, {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}]})
     add({"input": [{"role": "user", "content": [{"type": "input_text", "text": "a"},
         {"type": "input_image", "image_url": "data:image/png;base64,AA", "detail": "low"}]},
