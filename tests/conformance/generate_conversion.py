@@ -195,6 +195,8 @@ def responses_cases():
                    {"type": "function_call_output", "call_id": "c", "output": [{"type": "input_text", "text": "t"}]}],
          "tools": [ftool]})
     add({"input": [{"type": "function_call_output", "call_id": "zz", "output": "x"}]})
+    for t in ["x", 1, None, True, [], {}]:
+        add({"input": "Hello", "tools": [{"type": "namespace", "name": "ns", "description": "", "tools": [t]}]}, models=(PRO,))
     # Function call output parts: names and variant lists of the wheel's error messages.
     for o in ["function", 1, None, {"type": "x"}, {"type": "output_text", "text": "a"}, [], {}]:
         add({"input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},

@@ -345,6 +345,12 @@ fn check_tool_shape(tool: &Value) -> Result<(), String> {
                 None => return Err("missing field `tools`".to_owned()),
                 Some(Value::Array(items)) => {
                     for t in items {
+                        if !(t.is_object() || t.is_array()) {
+                            return Err(format!(
+                                "invalid type: {}, expected internally tagged enum ResponsesNamespaceTool",
+                                unexpected(t)
+                            ));
+                        }
                         match t.get("type") {
                             Some(Value::String(k)) if k == "function" || k == "custom" => {}
                             Some(Value::String(k)) => {
