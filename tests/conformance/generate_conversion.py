@@ -153,6 +153,12 @@ def chat_cases():
     return cases
 
 
+def chat_n_cases():
+    # `n` is read as an 8-bit count before any conversion check.
+    return [{"format": "chat", "body": {"model": PRO, "messages": [U], "n": n}, "options": None}
+            for n in [0, 2, 255, 256, -1, 1.5, "text"]]
+
+
 def responses_cases():
     cases = []
 
@@ -305,7 +311,7 @@ def main() -> int:
     sys.path.insert(0, str(HERE))
     from conversion_random import random_cases  # noqa: E402
 
-    cases = chat_cases() + responses_cases() + messages_cases() + random_cases(RANDOM_SEED, RANDOM_COUNT)
+    cases = chat_cases() + chat_n_cases() + responses_cases() + messages_cases() + random_cases(RANDOM_SEED, RANDOM_COUNT)
     from official_venv import run_in_official  # noqa: E402
 
     OUT.parent.mkdir(parents=True, exist_ok=True)
