@@ -1,7 +1,8 @@
 """Deterministic random request bodies for the three formats (valid and invalid mixed).
 
 Used by `generate_conversion.py` to widen the recorded corpus, and by the differential check
-`python tests/conformance/conversion_random.py N` (official vs ours, both venvs needed).
+`python tests/conformance/conversion_random.py N [SEED] [mutated]` (official vs ours, both venvs
+needed; `mutated` checks randomly broken bodies).
 """
 
 from __future__ import annotations
@@ -312,7 +313,12 @@ if __name__ == "__main__":
 
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 300
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else 1
-    cases = random_cases(seed, n)
+    if len(sys.argv) > 3 and sys.argv[3] == "mutated":
+        # Broken bodies: each random body with one node replaced or deleted.
+        from conversion_random import mutated_cases
+        cases = mutated_cases(seed, n)
+    else:
+        cases = random_cases(seed, n)
     ensure_official_venv()
     with tempfile.TemporaryDirectory() as tmp:
         inp, out = Path(tmp) / "in.json", Path(tmp) / "out.json"

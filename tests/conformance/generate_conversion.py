@@ -153,6 +153,12 @@ def chat_cases():
     return cases
 
 
+def chat_n_cases():
+    # `n` is read as an 8-bit count before any conversion check.
+    return [{"format": "chat", "body": {"model": PRO, "messages": [U], "n": n}, "options": None}
+            for n in [0, 2, 255, 256, -1, 1.5, "text"]]
+
+
 def responses_cases():
     cases = []
 
@@ -195,6 +201,13 @@ def responses_cases():
                    {"type": "function_call_output", "call_id": "c", "output": [{"type": "input_text", "text": "t"}]}],
          "tools": [ftool]})
     add({"input": [{"type": "function_call_output", "call_id": "zz", "output": "x"}]})
+    for t in ["x", 1, None, True, [], {}]:
+        add({"input": "Hello", "tools": [{"type": "namespace", "name": "ns", "description": "", "tools": [t]}]}, models=(PRO,))
+    # Function call output parts: names and variant lists of the wheel's error messages.
+    for o in ["function", 1, None, {"type": "x"}, {"type": "output_text", "text": "a"}, [], {}]:
+        add({"input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+                       {"type": "function_call_output", "call_id": "c", "output": [o]}],
+             "tools": [{"type": "function", "name": "f"}]}, models=(PRO,))
     add({"input": [{"role": "user", "content": "q"}, {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}]})
     add({"input": [{"role": "user", "content": [{"type": "input_text", "text": "a"},
         {"type": "input_image", "image_url": "data:image/png;base64,AA", "detail": "low"}]},
@@ -262,6 +275,16 @@ def messages_cases():
         {"type": "image", "source": {"type": "url", "url": "http://x/a.png"}},
         {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAA"}}]}]})
     add({"messages": [{"role": "user", "content": [{"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "x"}}]}]})
+    # Image sources are a closed, tagged set; the media type is one of five image types.
+    for src in ["x", [], {}, {"type": "x"}, {"type": None}, {"type": "base64"}, {"type": "base64", "media_type": "image/png"},
+                {"type": "base64", "media_type": ["a"], "data": "AAAA"}, {"type": "base64", "media_type": 1, "data": "AAAA"},
+                {"type": "base64", "media_type": "text/plain", "data": "AAAA"}, {"type": "base64", "media_type": {}, "data": "AAAA"},
+                {"type": "base64", "media_type": "image/gif", "data": "AAAA"}, {"type": "base64", "media_type": "image/jpg", "data": "AAAA"},
+                {"type": "url"}, {"type": "url", "url": 1}, {"type": "file"}, {"type": "file", "file_id": "f"},
+                ["url", "https://a/b.png"]]:
+        add({"messages": [{"role": "user", "content": [{"type": "image", "source": src}]}]})
+    for src in ["x", [], {}, {"type": "base64", "media_type": ["a"], "data": "x"}, ["url", "https://a"]]:
+        add({"messages": [{"role": "user", "content": [{"type": "document", "source": src}]}]})
     convo = [{"role": "user", "content": "weather?"},
              {"role": "assistant", "content": [{"type": "thinking", "thinking": "T", "signature": "s"},
                                                {"type": "text", "text": "Checking"},
@@ -288,7 +311,7 @@ def main() -> int:
     sys.path.insert(0, str(HERE))
     from conversion_random import random_cases  # noqa: E402
 
-    cases = chat_cases() + responses_cases() + messages_cases() + random_cases(RANDOM_SEED, RANDOM_COUNT)
+    cases = chat_cases() + chat_n_cases() + responses_cases() + messages_cases() + random_cases(RANDOM_SEED, RANDOM_COUNT)
     from official_venv import run_in_official  # noqa: E402
 
     OUT.parent.mkdir(parents=True, exist_ok=True)

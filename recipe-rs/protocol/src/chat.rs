@@ -26,7 +26,7 @@ pub struct ChatCompletionRequest {
     #[serde(default)]
     pub max_tokens: Option<u32>,
     #[serde(default)]
-    pub n: Option<u32>,
+    pub n: Option<u8>,
     #[serde(default)]
     pub temperature: Option<f32>,
     #[serde(default)]

@@ -127,7 +127,7 @@ fn de_content<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<MessagesContentBloc
 #[serde(tag = "type", rename_all = "snake_case", rename = "MessagesContentBlock")]
 pub enum MessagesContentBlock {
     Text { text: String },
-    Image { source: Value },
+    Image { source: MessagesImageSource },
     Document { source: MessagesDocumentSource },
     Thinking {
         thinking: String,
@@ -250,32 +250,73 @@ pub fn is_canonical_base64(s: &str) -> bool {
     }
 }
 
+/// Where a Messages image block takes its bytes from (tagged by `type`).
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", rename = "MessagesImageSource")]
+pub enum MessagesImageSource {
+    Base64 { media_type: MessagesImageMediaType, data: String },
+    Url { url: String },
+    File {
+        #[allow(dead_code)]
+        file_id: String,
+    },
+}
+
+/// The image media types a base64 image source may declare.
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub enum MessagesImageMediaType {
+    #[serde(rename = "image/jpeg")]
+    Jpeg,
+    #[serde(rename = "image/jpg")]
+    Jpg,
+    #[serde(rename = "image/png")]
+    Png,
+    #[serde(rename = "image/gif")]
+    Gif,
+    #[serde(rename = "image/webp")]
+    Webp,
+}
+
+impl MessagesImageMediaType {
+    fn as_str(self) -> &'static str {
+        match self {
+            // `image/jpg` is written out under its registered name.
+            Self::Jpeg | Self::Jpg => "image/jpeg",
+            Self::Png => "image/png",
+            Self::Gif => "image/gif",
+            Self::Webp => "image/webp",
+        }
+    }
+}
+
 /// The image data of an image block; `Err` carries the message suffix of a rejection.
-fn image_from_source(source: &Value, validate: bool) -> Result<Option<ImageData>, String> {
-    match source.get("type").and_then(Value::as_str) {
-        Some("base64") => {
-            let mt = source.get("media_type").and_then(Value::as_str).unwrap_or("");
-            let data = source.get("data").and_then(Value::as_str).unwrap_or("");
+fn image_from_source(source: &MessagesImageSource, validate: bool) -> Result<Option<ImageData>, String> {
+    match source {
+        MessagesImageSource::Base64 { media_type, data } => {
             if validate && !is_canonical_base64(data) {
                 return Err("base64 decode error".to_owned());
             }
-            Ok(Some(ImageData::DataUrl(format!("data:{mt};base64,{data}"))))
+            Ok(Some(ImageData::DataUrl(format!("data:{};base64,{data}", media_type.as_str()))))
         }
-        Some("url") => {
-            let url = source.get("url").and_then(Value::as_str).unwrap_or("");
+        MessagesImageSource::Url { url } => {
             if validate && !(url.starts_with("http://") || url.starts_with("https://")) {
                 return Err(format!("invalid url: {url:?}"));
             }
-            Ok(Some(ImageData::Url(url.to_owned())))
+            Ok(Some(ImageData::Url(url.clone())))
         }
-        _ => Ok(None),
+        MessagesImageSource::File { .. } => {
+            if validate {
+                return Err("file_id is not supported. Pass the image as a base64 data url instead.".to_owned());
+            }
+            // Only read by versions that show a placeholder instead of the image.
+            Ok(Some(ImageData::Url(String::new())))
+        }
     }
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(rename = "MessagesDocumentSource")]
 pub struct MessagesDocumentSource {
-    #[serde(default)]
     pub media_type: Option<String>,
 }
 
@@ -283,7 +324,7 @@ pub struct MessagesDocumentSource {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum MessagesToolResultBlock {
     Text { text: String },
-    Image { source: Value },
+    Image { source: MessagesImageSource },
     Document { source: MessagesDocumentSource },
     ToolReference {},
 }
@@ -420,7 +461,7 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
                             }
                         }
                         MessagesContentBlock::Document { source } => {
-                            let mt = source.media_type.unwrap_or_default();
+                            let mt = source.media_type.unwrap_or_else(|| "unknown".to_owned());
                             texts.push(format!("[Unsupported document type: {mt}]"));
                         }
                         MessagesContentBlock::ToolResult { tool_use_id, content } => {

@@ -149,7 +149,7 @@ fn content_of(v: Value) -> Result<Content, String> {
 /// Parts of a function call output (no `output_text`).
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-enum ResponsesOutputContentPart {
+enum ResponsesToolCallOutputItem {
     InputText {
         text: String,
     },
@@ -167,17 +167,17 @@ enum ResponsesOutputContentPart {
 fn output_of(v: Value) -> Result<Content, String> {
     match v {
         Value::String(s) => Ok(Content::Text(s)),
-        v @ Value::Array(_) => serde_json::from_value::<Vec<ResponsesOutputContentPart>>(v)
+        v @ Value::Array(_) => serde_json::from_value::<Vec<ResponsesToolCallOutputItem>>(v)
             .map(|parts| {
                 Content::Blocks(
                     parts
                         .into_iter()
                         .map(|p| match p {
-                            ResponsesOutputContentPart::InputText { text } => ResponsesContentBlock::InputText { text },
-                            ResponsesOutputContentPart::InputImage { image_url, file_id, detail } => {
+                            ResponsesToolCallOutputItem::InputText { text } => ResponsesContentBlock::InputText { text },
+                            ResponsesToolCallOutputItem::InputImage { image_url, file_id, detail } => {
                                 ResponsesContentBlock::InputImage { image_url, file_id, detail }
                             }
-                            ResponsesOutputContentPart::InputFile {} => ResponsesContentBlock::InputFile {},
+                            ResponsesToolCallOutputItem::InputFile {} => ResponsesContentBlock::InputFile {},
                         })
                         .collect(),
                 )
@@ -345,6 +345,12 @@ fn check_tool_shape(tool: &Value) -> Result<(), String> {
                 None => return Err("missing field `tools`".to_owned()),
                 Some(Value::Array(items)) => {
                     for t in items {
+                        if !(t.is_object() || t.is_array()) {
+                            return Err(format!(
+                                "invalid type: {}, expected internally tagged enum ResponsesNamespaceTool",
+                                unexpected(t)
+                            ));
+                        }
                         match t.get("type") {
                             Some(Value::String(k)) if k == "function" || k == "custom" => {}
                             Some(Value::String(k)) => {
