@@ -42,3 +42,37 @@ def test_converted_responses_request_echoes_its_settings():
     for wall_clock in ("created_at", "completed_at"):
         response.pop(wall_clock)
     assert response == EXPECTED
+
+
+def _reported_tools(tools):
+    converted = d.ResponsesRequest({"model": "DeepSeek-V4.1-Flash", "input": "hi", "tools": tools}).convert(
+        d.ConversionOptions())
+    processor = d.StreamProcessor(d.ResponsesRequest.chunk_generator(converted, "rid", "m"), converted.parsing_options)
+    events = processor.push(d.InferenceChunk.text("x</think>y", 2)) + processor.finish()
+    text = events[-1].to_json()
+    return text[text.index('"tools"'):text.index(',"top_logprobs"')]
+
+
+def test_reported_tools_have_the_official_shapes():
+    # Each expected string was printed by the official package for the same tools.
+    assert _reported_tools([
+        {"type": "function", "name": "f", "parameters": {"type": "object", "properties": {}}},
+        {"type": "function", "name": "g", "description": "dd", "strict": False, "defer_loading": True,
+         "parameters": {"type": "object", "properties": {"a": {"type": "string"}}}},
+        {"type": "web_search"},
+        {"type": "namespace", "name": "ns", "description": "nd",
+         "tools": [{"type": "function", "name": "h", "parameters": {"type": "object", "properties": {}}}]},
+        {"type": "custom", "name": "apply_patch"},
+    ]) == ('"tools":[{"type":"function","name":"f","description":null,"parameters":{"type":"object",'
+           '"properties":{}},"strict":null},{"type":"function","name":"g","description":"dd","parameters":'
+           '{"type":"object","properties":{"a":{"type":"string"}}},"strict":false},{"type":"web_search",'
+           '"search_context_size":null,"user_location":null},{"type":"namespace","name":"ns","description":'
+           '"nd","tools":[{"type":"function","name":"h","description":null,"parameters":{"type":"object",'
+           '"properties":{}},"strict":null}]},{"type":"custom","name":"apply_patch"}]')
+    assert _reported_tools([{"type": "web_search", "search_context_size": "low",
+                             "user_location": {"type": "approximate", "city": "X"}}]) == (
+        '"tools":[{"type":"web_search","search_context_size":"low","user_location":{"city":"X",'
+        '"country":null,"region":null,"timezone":null}}]')
+    assert _reported_tools([{"type": "web_search_preview"}]) == '"tools":[]'
+    assert _reported_tools([{"type": "custom", "name": "apply_patch", "description": "dd",
+                             "format": {"type": "text"}}]) == '"tools":[{"type":"custom","name":"apply_patch"}]'

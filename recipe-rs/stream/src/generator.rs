@@ -436,12 +436,12 @@ impl ResponsesGenerator {
         m.insert("safety_identifier".into(), Value::Null);
         m.insert("service_tier".into(), json!("default"));
         m.insert("store".into(), json!(false));
-        m.insert("temperature".into(), json!(e.temperature));
+        m.insert("temperature".into(), json!(shortest_f32(e.temperature)));
         m.insert("text".into(), with_nulls(&e.text, &["format", "verbosity"], json!({"format": {"type": "text"}, "verbosity": null})));
         m.insert("tool_choice".into(), e.tool_choice.clone().unwrap_or(json!("auto")));
         m.insert("tools".into(), tools);
         m.insert("top_logprobs".into(), json!(e.top_logprobs));
-        m.insert("top_p".into(), json!(e.top_p));
+        m.insert("top_p".into(), json!(shortest_f32(e.top_p)));
         m.insert("truncation".into(), json!("disabled"));
         m.insert(
             "usage".into(),
@@ -941,4 +941,11 @@ impl Generator {
             Generator::Messages(g) => wrap!(Messages, out, |o: &mut Vec<MessagesEvent>| g.finish(kind, usage, o)),
         }
     }
+}
+
+/// A sampling setting the request stored as `f32`, written with that `f32`'s shortest decimal
+/// spelling (`0.9`, not `0.8999999761581421`), as Responses objects report it.
+fn shortest_f32(x: f64) -> f64 {
+    let short = (x as f32).to_string();
+    short.parse().unwrap_or(x)
 }
