@@ -643,25 +643,9 @@ struct Dsml {
     close_prefix: String,
 }
 
-fn escape_json_into(out: &mut String, s: &str) {
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-}
-
 fn escape_json(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
-    escape_json_into(&mut out, s);
+    recipe_core::encoding::json::escape_str_into(&mut out, s);
     out
 }
 

@@ -64,6 +64,12 @@ pub fn to_string(v: &Value, style: FloatStyle) -> String {
 /// A JSON string literal; only `"`, `\` and C0 controls are escaped.
 pub fn write_str(out: &mut String, s: &str) {
     out.push('"');
+    escape_str_into(out, s);
+    out.push('"');
+}
+
+/// The body of a JSON string literal (no quotes); only `"`, `\` and C0 controls are escaped.
+pub fn escape_str_into(out: &mut String, s: &str) {
     for c in s.chars() {
         match c {
             '"' => out.push_str("\\\""),
@@ -77,7 +83,6 @@ pub fn write_str(out: &mut String, s: &str) {
             c => out.push(c),
         }
     }
-    out.push('"');
 }
 
 /// Shortest round-trip digits of a finite `f` and its decimal exponent: `f = 0.d1d2… × 10^exp`
