@@ -6,100 +6,69 @@
 
 use std::fmt;
 
-/// A kind of control token that the prompt template can insert.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum SpecialToken {
-    Bos,
-    Eos,
-    ThinkingStart,
-    ThinkingEnd,
-    System,
-    User,
-    Assistant,
-    LatestReminder,
-    Dsml,
-    Image,
-    Ref,
-    RefEnd,
-    Box,
-    BoxEnd,
-    Point,
-    PointEnd,
-    Polygon,
-    PolygonEnd,
+/// Calls `$callback! { Kind => "spelling", ... }` with every kind of control token and its
+/// spelling in the released DeepSeek V4 vocabulary, in declaration order.
+///
+/// [`SpecialToken`] is declared from this one list, and so is any mirror of it (the Python
+/// binding's enum), so the kinds, their order and their names cannot drift apart.
+#[macro_export]
+macro_rules! for_each_special_token {
+    ($callback:ident) => {
+        $callback! {
+            Bos => "<｜begin▁of▁sentence｜>",
+            Eos => "<｜end▁of▁sentence｜>",
+            ThinkingStart => "<think>",
+            ThinkingEnd => "</think>",
+            System => "<｜System｜>",
+            User => "<｜User｜>",
+            Assistant => "<｜Assistant｜>",
+            LatestReminder => "<｜latest_reminder｜>",
+            Dsml => "｜DSML｜",
+            Image => "<｜image｜>",
+            Ref => "<｜ref｜>",
+            RefEnd => "<｜/ref｜>",
+            Box => "<｜box｜>",
+            BoxEnd => "<｜/box｜>",
+            Point => "<｜point｜>",
+            PointEnd => "<｜/point｜>",
+            Polygon => "<｜polygon｜>",
+            PolygonEnd => "<｜/polygon｜>",
+        }
+    };
 }
 
+macro_rules! declare_special_token {
+    ($($kind:ident => $spelling:literal,)*) => {
+        /// A kind of control token that the prompt template can insert.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum SpecialToken {
+            $($kind,)*
+        }
+
+        impl SpecialToken {
+            /// Every kind, in declaration order.
+            pub const ALL: [SpecialToken; [$($spelling),*].len()] = [$(SpecialToken::$kind),*];
+
+            /// The spelling used by the released DeepSeek V4 vocabulary.
+            pub const fn default_str(self) -> &'static str {
+                match self {
+                    $(SpecialToken::$kind => $spelling,)*
+                }
+            }
+
+            /// The Python-facing variant name (`Bos`, `ThinkingStart`, …).
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(SpecialToken::$kind => stringify!($kind),)*
+                }
+            }
+        }
+    };
+}
+
+for_each_special_token!(declare_special_token);
+
 impl SpecialToken {
-    /// Every kind, in declaration order.
-    pub const ALL: [SpecialToken; 18] = [
-        SpecialToken::Bos,
-        SpecialToken::Eos,
-        SpecialToken::ThinkingStart,
-        SpecialToken::ThinkingEnd,
-        SpecialToken::System,
-        SpecialToken::User,
-        SpecialToken::Assistant,
-        SpecialToken::LatestReminder,
-        SpecialToken::Dsml,
-        SpecialToken::Image,
-        SpecialToken::Ref,
-        SpecialToken::RefEnd,
-        SpecialToken::Box,
-        SpecialToken::BoxEnd,
-        SpecialToken::Point,
-        SpecialToken::PointEnd,
-        SpecialToken::Polygon,
-        SpecialToken::PolygonEnd,
-    ];
-
-    /// The spelling used by the released DeepSeek V4 vocabulary.
-    pub const fn default_str(self) -> &'static str {
-        match self {
-            SpecialToken::Bos => "<｜begin▁of▁sentence｜>",
-            SpecialToken::Eos => "<｜end▁of▁sentence｜>",
-            SpecialToken::ThinkingStart => "<think>",
-            SpecialToken::ThinkingEnd => "</think>",
-            SpecialToken::System => "<｜System｜>",
-            SpecialToken::User => "<｜User｜>",
-            SpecialToken::Assistant => "<｜Assistant｜>",
-            SpecialToken::LatestReminder => "<｜latest_reminder｜>",
-            SpecialToken::Dsml => "｜DSML｜",
-            SpecialToken::Image => "<｜image｜>",
-            SpecialToken::Ref => "<｜ref｜>",
-            SpecialToken::RefEnd => "<｜/ref｜>",
-            SpecialToken::Box => "<｜box｜>",
-            SpecialToken::BoxEnd => "<｜/box｜>",
-            SpecialToken::Point => "<｜point｜>",
-            SpecialToken::PointEnd => "<｜/point｜>",
-            SpecialToken::Polygon => "<｜polygon｜>",
-            SpecialToken::PolygonEnd => "<｜/polygon｜>",
-        }
-    }
-
-    /// The Python-facing variant name (`Bos`, `ThinkingStart`, …).
-    pub const fn name(self) -> &'static str {
-        match self {
-            SpecialToken::Bos => "Bos",
-            SpecialToken::Eos => "Eos",
-            SpecialToken::ThinkingStart => "ThinkingStart",
-            SpecialToken::ThinkingEnd => "ThinkingEnd",
-            SpecialToken::System => "System",
-            SpecialToken::User => "User",
-            SpecialToken::Assistant => "Assistant",
-            SpecialToken::LatestReminder => "LatestReminder",
-            SpecialToken::Dsml => "Dsml",
-            SpecialToken::Image => "Image",
-            SpecialToken::Ref => "Ref",
-            SpecialToken::RefEnd => "RefEnd",
-            SpecialToken::Box => "Box",
-            SpecialToken::BoxEnd => "BoxEnd",
-            SpecialToken::Point => "Point",
-            SpecialToken::PointEnd => "PointEnd",
-            SpecialToken::Polygon => "Polygon",
-            SpecialToken::PolygonEnd => "PolygonEnd",
-        }
-    }
-
     const fn index(self) -> usize {
         self as usize
     }
@@ -114,7 +83,7 @@ impl fmt::Display for SpecialToken {
 /// The spelling of every [`SpecialToken`] used by one rendering or parsing setup.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SpecialTokens {
-    spellings: [String; 18],
+    spellings: [String; SpecialToken::ALL.len()],
 }
 
 impl Default for SpecialTokens {

@@ -284,153 +284,120 @@ impl PyChatCompletionChunk {
     }
 }
 
-/// One Responses stream event.
-#[pyclass(name = "ResponsesStreamEvent", module = "deepseek_recipe._native", frozen)]
-pub struct PyResponsesStreamEvent {
-    pub inner: ResponsesEvent,
-}
-
-#[pymethods]
-impl PyResponsesStreamEvent {
-    fn to_json(&self) -> String {
-        self.inner.to_value().to_string()
-    }
-    /// The event framed as one server-sent event (`event: <type>`, `data: ...`, blank line).
-    fn to_sse(&self) -> String {
-        sse::frame(Some(self.inner.event_type()), &self.to_json())
-    }
-    #[getter]
-    fn r#type(&self) -> String {
-        self.inner.event_type().to_owned()
-    }
-    fn __repr__(&self) -> String {
-        format!("ResponsesStreamEvent({})", self.to_json())
-    }
-}
-
-/// One Anthropic Messages stream event.
-#[pyclass(name = "MessagesStreamEvent", module = "deepseek_recipe._native", frozen)]
-pub struct PyMessagesStreamEvent {
-    pub inner: MessagesEvent,
-}
-
-#[pymethods]
-impl PyMessagesStreamEvent {
-    fn to_json(&self) -> String {
-        self.inner.to_value().to_string()
-    }
-    /// The event framed as one server-sent event (`event: <type>`, `data: ...`, blank line).
-    fn to_sse(&self) -> String {
-        sse::frame(Some(self.inner.event_type()), &self.to_json())
-    }
-    #[getter]
-    fn r#type(&self) -> String {
-        self.inner.event_type().to_owned()
-    }
-    fn __repr__(&self) -> String {
-        format!("MessagesStreamEvent({})", self.to_json())
-    }
-}
-
-/// A complete `chat.completion` folded from chunks.
-#[pyclass(name = "ChatCompletionResponse", module = "deepseek_recipe._native")]
-pub struct PyChatCompletionResponse {
-    inner: recipe_stream::ChatCompletionResponse,
-}
-
-#[pymethods]
-impl PyChatCompletionResponse {
-    #[new]
-    fn new(id: String, model: String, created: u64, prompt_tokens: u64, prompt_cache_hit_tokens: u64) -> Self {
-        PyChatCompletionResponse {
-            inner: recipe_stream::ChatCompletionResponse::new(id, model, created, prompt_tokens, prompt_cache_hit_tokens),
+/// Declares the Python class of one named stream event (Responses or Messages): its JSON, its
+/// SSE framing under its `type`, and the `type` itself.
+macro_rules! named_event_class {
+    ($(#[$doc:meta])* $py:ident, $name:literal, $event:ty) => {
+        $(#[$doc])*
+        #[pyclass(name = $name, module = "deepseek_recipe._native", frozen)]
+        pub struct $py {
+            pub inner: $event,
         }
-    }
-    /// Apply one chunk.
-    fn accumulate(&mut self, chunk: PyRef<'_, PyChatCompletionChunk>) {
-        self.inner.accumulate(&chunk.inner);
-    }
-    fn to_json(&self) -> String {
-        self.inner.to_value().to_string()
-    }
-    /// Chat Completions chunks are unnamed SSE messages.
-    #[staticmethod]
-    fn sse_event_name(chunk: PyRef<'_, PyChatCompletionChunk>) -> Option<String> {
-        let _ = chunk;
+
+        #[pymethods]
+        impl $py {
+            fn to_json(&self) -> String {
+                self.inner.to_value().to_string()
+            }
+            /// The event framed as one server-sent event (`event: <type>`, `data: ...`, blank line).
+            fn to_sse(&self) -> String {
+                sse::frame(Some(self.inner.event_type()), &self.to_json())
+            }
+            #[getter]
+            fn r#type(&self) -> String {
+                self.inner.event_type().to_owned()
+            }
+            fn __repr__(&self) -> String {
+                format!(concat!($name, "({})"), self.to_json())
+            }
+        }
+    };
+}
+
+named_event_class!(
+    /// One Responses stream event.
+    PyResponsesStreamEvent, "ResponsesStreamEvent", ResponsesEvent
+);
+named_event_class!(
+    /// One Anthropic Messages stream event.
+    PyMessagesStreamEvent, "MessagesStreamEvent", MessagesEvent
+);
+
+/// The SSE event name of a chunk or event: its `type`, or none for Chat Completions chunks.
+trait SseEventName {
+    fn sse_event_name(&self) -> Option<String>;
+}
+
+impl SseEventName for PyChatCompletionChunk {
+    fn sse_event_name(&self) -> Option<String> {
         None
     }
-    /// The data of the message that ends the stream.
-    #[staticmethod]
-    fn sse_done_data() -> Option<&'static str> {
-        sse::Protocol::ChatCompletions.done_data()
+}
+
+impl SseEventName for PyResponsesStreamEvent {
+    fn sse_event_name(&self) -> Option<String> {
+        Some(self.inner.event_type().to_owned())
     }
 }
 
-/// A complete Responses `response` folded from events.
-#[pyclass(name = "ResponsesResponse", module = "deepseek_recipe._native")]
-pub struct PyResponsesResponse {
-    inner: recipe_stream::ResponsesResponse,
+impl SseEventName for PyMessagesStreamEvent {
+    fn sse_event_name(&self) -> Option<String> {
+        Some(self.inner.event_type().to_owned())
+    }
 }
 
-#[pymethods]
-impl PyResponsesResponse {
-    #[new]
-    fn new(id: String, model: String, created: u64, prompt_tokens: u64, prompt_cache_hit_tokens: u64) -> Self {
-        PyResponsesResponse {
-            inner: recipe_stream::ResponsesResponse::new(id, model, created, prompt_tokens, prompt_cache_hit_tokens),
+/// Declares the Python class of one response accumulator: it folds the chunks or events of one
+/// protocol into the complete response, and tells how that protocol frames them as SSE.
+macro_rules! response_accumulator_class {
+    ($(#[$doc:meta])* $py:ident, $name:literal, $response:ty, $item:ty, $protocol:expr) => {
+        $(#[$doc])*
+        #[pyclass(name = $name, module = "deepseek_recipe._native")]
+        pub struct $py {
+            inner: $response,
         }
-    }
-    /// Apply one event.
-    fn accumulate(&mut self, chunk: PyRef<'_, PyResponsesStreamEvent>) {
-        self.inner.accumulate(&chunk.inner);
-    }
-    fn to_json(&self) -> String {
-        self.inner.to_value().to_string()
-    }
-    /// The SSE event name: the event's `type`.
-    #[staticmethod]
-    fn sse_event_name(chunk: PyRef<'_, PyResponsesStreamEvent>) -> Option<String> {
-        Some(chunk.inner.event_type().to_owned())
-    }
-    /// `None`: a Responses stream sends no final message.
-    #[staticmethod]
-    fn sse_done_data() -> Option<&'static str> {
-        sse::Protocol::Responses.done_data()
-    }
-}
 
-/// A complete Anthropic `message` folded from events.
-#[pyclass(name = "MessagesResponse", module = "deepseek_recipe._native")]
-pub struct PyMessagesResponse {
-    inner: recipe_stream::MessagesResponse,
-}
-
-#[pymethods]
-impl PyMessagesResponse {
-    #[new]
-    fn new(id: String, model: String, created: u64, prompt_tokens: u64, prompt_cache_hit_tokens: u64) -> Self {
-        PyMessagesResponse {
-            inner: recipe_stream::MessagesResponse::new(id, model, created, prompt_tokens, prompt_cache_hit_tokens),
+        #[pymethods]
+        impl $py {
+            #[new]
+            fn new(id: String, model: String, created: u64, prompt_tokens: u64, prompt_cache_hit_tokens: u64) -> Self {
+                $py { inner: <$response>::new(id, model, created, prompt_tokens, prompt_cache_hit_tokens) }
+            }
+            /// Apply one chunk or event.
+            fn accumulate(&mut self, chunk: PyRef<'_, $item>) {
+                self.inner.accumulate(&chunk.inner);
+            }
+            fn to_json(&self) -> String {
+                self.inner.to_value().to_string()
+            }
+            /// The SSE event name a chunk or event is sent under (`None`: an unnamed message).
+            #[staticmethod]
+            fn sse_event_name(chunk: PyRef<'_, $item>) -> Option<String> {
+                chunk.sse_event_name()
+            }
+            /// The data of the message that ends the stream (`None`: the protocol sends none).
+            #[staticmethod]
+            fn sse_done_data() -> Option<&'static str> {
+                $protocol.done_data()
+            }
         }
-    }
-    /// Apply one event.
-    fn accumulate(&mut self, chunk: PyRef<'_, PyMessagesStreamEvent>) {
-        self.inner.accumulate(&chunk.inner);
-    }
-    fn to_json(&self) -> String {
-        self.inner.to_value().to_string()
-    }
-    /// The SSE event name: the event's `type`.
-    #[staticmethod]
-    fn sse_event_name(chunk: PyRef<'_, PyMessagesStreamEvent>) -> Option<String> {
-        Some(chunk.inner.event_type().to_owned())
-    }
-    /// `None`: a Messages stream sends no final message.
-    #[staticmethod]
-    fn sse_done_data() -> Option<&'static str> {
-        sse::Protocol::Messages.done_data()
-    }
+    };
 }
+
+response_accumulator_class!(
+    /// A complete `chat.completion` folded from chunks.
+    PyChatCompletionResponse, "ChatCompletionResponse", recipe_stream::ChatCompletionResponse,
+    PyChatCompletionChunk, sse::Protocol::ChatCompletions
+);
+response_accumulator_class!(
+    /// A complete Responses `response` folded from events.
+    PyResponsesResponse, "ResponsesResponse", recipe_stream::ResponsesResponse,
+    PyResponsesStreamEvent, sse::Protocol::Responses
+);
+response_accumulator_class!(
+    /// A complete Anthropic `message` folded from events.
+    PyMessagesResponse, "MessagesResponse", recipe_stream::MessagesResponse,
+    PyMessagesStreamEvent, sse::Protocol::Messages
+);
 
 /// Turns backend chunks into protocol chunks or events for one response.
 #[pyclass(name = "StreamProcessor", module = "deepseek_recipe._native")]

@@ -5,35 +5,26 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use recipe_core::{ModelVersion, ParsingOptions, SpecialToken, SpecialTokens, ThinkingInitialStage, Tokenizer};
 
-/// A kind of control token.
-#[pyclass(name = "SpecialToken", module = "deepseek_recipe._native", eq, eq_int, frozen)]
-#[derive(Clone, Copy, PartialEq)]
-pub enum PySpecialToken {
-    Bos,
-    Eos,
-    ThinkingStart,
-    ThinkingEnd,
-    System,
-    User,
-    Assistant,
-    LatestReminder,
-    Dsml,
-    Image,
-    Ref,
-    RefEnd,
-    Box,
-    BoxEnd,
-    Point,
-    PointEnd,
-    Polygon,
-    PolygonEnd,
+macro_rules! declare_py_special_token {
+    ($($kind:ident => $spelling:literal,)*) => {
+        /// A kind of control token.
+        #[pyclass(name = "SpecialToken", module = "deepseek_recipe._native", eq, eq_int, frozen)]
+        #[derive(Clone, Copy, PartialEq)]
+        pub enum PySpecialToken {
+            $($kind,)*
+        }
+
+        impl From<PySpecialToken> for SpecialToken {
+            fn from(t: PySpecialToken) -> Self {
+                match t {
+                    $(PySpecialToken::$kind => SpecialToken::$kind,)*
+                }
+            }
+        }
+    };
 }
 
-impl From<PySpecialToken> for SpecialToken {
-    fn from(t: PySpecialToken) -> Self {
-        SpecialToken::ALL[t as usize]
-    }
-}
+recipe_core::for_each_special_token!(declare_py_special_token);
 
 #[pymethods]
 impl PySpecialToken {
