@@ -460,51 +460,55 @@ impl PyResponsesEcho {
 // ---------------------------------------------------------------------------------------------
 // Requests
 
-/// A Chat Completions request body; `convert` consumes it.
-#[pyclass(name = "ChatCompletionRequest", module = "deepseek_recipe._native")]
-pub struct PyChatCompletionRequest {
-    pub inner: Option<chat::ChatCompletionRequest>,
+/// Declares the Python class of one request format: built from a `dict`, `str` or `bytes` body
+/// (a malformed body is a `ValueError`), with its `model` and a `convert` that consumes it.
+macro_rules! request_class {
+    ($(#[$doc:meta])* $py:ident, $name:literal, $request:ty) => {
+        $(#[$doc])*
+        #[pyclass(name = $name, module = "deepseek_recipe._native")]
+        pub struct $py {
+            pub inner: Option<$request>,
+        }
+
+        #[pymethods]
+        impl $py {
+            #[new]
+            fn new(body: &Bound<'_, PyAny>) -> PyResult<Self> {
+                let value = body_value(body)?;
+                let inner = <$request>::from_value(value).map_err(request_error)?;
+                Ok($py { inner: Some(inner) })
+            }
+            #[getter]
+            fn model(&self) -> PyResult<String> {
+                self.inner.as_ref().map(|r| r.model.clone()).ok_or_else(consumed)
+            }
+            /// Convert into a conversation request; the request is consumed even when this fails.
+            fn convert(&mut self, py: Python<'_>, options: PyRef<'_, PyConversionOptions>) -> PyResult<PyConversationRequest> {
+                let req = self.inner.take().ok_or_else(consumed)?;
+                let opts = &options.inner;
+                py.allow_threads(|| req.convert(opts))
+                    .map(|inner| PyConversationRequest { inner })
+                    .map_err(|e| conversion_error(py, &e))
+            }
+        }
+    };
 }
 
-#[pymethods]
-impl PyChatCompletionRequest {
-    #[new]
-    fn new(body: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let value = body_value(body)?;
-        let inner = chat::ChatCompletionRequest::from_value(value).map_err(request_error)?;
-        Ok(PyChatCompletionRequest { inner: Some(inner) })
-    }
-    #[getter]
-    fn model(&self) -> PyResult<String> {
-        self.inner.as_ref().map(|r| r.model.clone()).ok_or_else(consumed)
-    }
-    fn convert(&mut self, py: Python<'_>, options: PyRef<'_, PyConversionOptions>) -> PyResult<PyConversationRequest> {
-        let req = self.inner.take().ok_or_else(consumed)?;
-        let opts = &options.inner;
-        py.allow_threads(|| req.convert(opts))
-            .map(|inner| PyConversationRequest { inner })
-            .map_err(|e| conversion_error(py, &e))
-    }
-}
-
-/// An OpenAI Responses request body; `convert` consumes it.
-#[pyclass(name = "ResponsesRequest", module = "deepseek_recipe._native")]
-pub struct PyResponsesRequest {
-    pub inner: Option<responses::ResponsesRequest>,
-}
+request_class!(
+    /// A Chat Completions request body; `convert` consumes it.
+    PyChatCompletionRequest, "ChatCompletionRequest", chat::ChatCompletionRequest
+);
+request_class!(
+    /// An OpenAI Responses request body; `convert` consumes it.
+    PyResponsesRequest, "ResponsesRequest", responses::ResponsesRequest
+);
+request_class!(
+    /// An Anthropic Messages request body; `convert` consumes it.
+    PyMessagesRequest, "MessagesRequest", messages::MessagesRequest
+);
 
 #[pymethods]
 impl PyResponsesRequest {
-    #[new]
-    fn new(body: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let value = body_value(body)?;
-        let inner = responses::ResponsesRequest::from_value(value).map_err(request_error)?;
-        Ok(PyResponsesRequest { inner: Some(inner) })
-    }
-    #[getter]
-    fn model(&self) -> PyResult<String> {
-        self.inner.as_ref().map(|r| r.model.clone()).ok_or_else(consumed)
-    }
     /// The request settings a Responses response reports back.
     fn echo(&self) -> PyResult<PyResponsesEcho> {
         self.inner.as_ref().map(|r| PyResponsesEcho { inner: r.echo() }).ok_or_else(consumed)
@@ -517,40 +521,6 @@ impl PyResponsesRequest {
     ) -> PyResult<BTreeMap<String, (String, String)>> {
         let req = self.inner.as_ref().ok_or_else(consumed)?;
         req.namespace_tool_map(&options.inner).map_err(|e| conversion_error(py, &e))
-    }
-    fn convert(&mut self, py: Python<'_>, options: PyRef<'_, PyConversionOptions>) -> PyResult<PyConversationRequest> {
-        let req = self.inner.take().ok_or_else(consumed)?;
-        let opts = &options.inner;
-        py.allow_threads(|| req.convert(opts))
-            .map(|inner| PyConversationRequest { inner })
-            .map_err(|e| conversion_error(py, &e))
-    }
-}
-
-/// An Anthropic Messages request body; `convert` consumes it.
-#[pyclass(name = "MessagesRequest", module = "deepseek_recipe._native")]
-pub struct PyMessagesRequest {
-    pub inner: Option<messages::MessagesRequest>,
-}
-
-#[pymethods]
-impl PyMessagesRequest {
-    #[new]
-    fn new(body: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let value = body_value(body)?;
-        let inner = messages::MessagesRequest::from_value(value).map_err(request_error)?;
-        Ok(PyMessagesRequest { inner: Some(inner) })
-    }
-    #[getter]
-    fn model(&self) -> PyResult<String> {
-        self.inner.as_ref().map(|r| r.model.clone()).ok_or_else(consumed)
-    }
-    fn convert(&mut self, py: Python<'_>, options: PyRef<'_, PyConversionOptions>) -> PyResult<PyConversationRequest> {
-        let req = self.inner.take().ok_or_else(consumed)?;
-        let opts = &options.inner;
-        py.allow_threads(|| req.convert(opts))
-            .map(|inner| PyConversationRequest { inner })
-            .map_err(|e| conversion_error(py, &e))
     }
 }
 
