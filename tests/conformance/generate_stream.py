@@ -15,33 +15,16 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from stream_replay import replay  # noqa: E402
 OUT = HERE / "stream"
 D = "｜DSML｜"
 
-CALL_ID = re.compile(r"(call_\d{2}_(?:ET_)?)[A-Za-z0-9]{24}")
-WALL_CLOCK_KEYS = ("created", "created_at", "completed_at")
-
-
-def normalise(value):
-    """Replace random call IDs and wall-clock timestamps by fixed markers (recursively)."""
-    if isinstance(value, dict):
-        out = {}
-        for k, v in value.items():
-            if k in WALL_CLOCK_KEYS and isinstance(v, int):
-                out[k] = 0
-            else:
-                out[k] = normalise(v)
-        return out
-    if isinstance(value, list):
-        return [normalise(v) for v in value]
-    if isinstance(value, str):
-        return CALL_ID.sub(r"\1<random>", value)
-    return value
 
 
 # --------------------------------------------------------------------------------------------
@@ -279,60 +262,8 @@ def official_generator(dr, gen):
     return g
 
 
-def parsing_options(dr, options):
-    kw = dict(options)
-    stage = kw.pop("thinking_initial_stage", None)
-    if stage is not None:
-        kw["thinking_initial_stage"] = getattr(dr.ThinkingInitialStage, stage)
-    st = kw.pop("special_tokens", None)
-    if st is not None:
-        kw["special_tokens"] = dr.SpecialTokens(**st)
-    return dr.ParsingOptions(**kw)
-
-
-def inference_chunk(dr, c):
-    if "ready" in c:
-        r = c["ready"]
-        return dr.InferenceChunk.ready(
-            prompt_usage=dr.PromptUsage(prompt_tokens=r["prompt_tokens"], prompt_cache_hit_tokens=r["prompt_cache_hit_tokens"]),
-            system_fingerprint=r.get("system_fingerprint"))
-    if "text" in c:
-        return dr.InferenceChunk.text(c["text"], c.get("token_count", 0))
-    if "tokens" in c:
-        lps = c.get("logprobs")
-        if lps is not None:
-            lps = [(lp, [tuple(t) for t in top]) for lp, top in lps]
-        return dr.InferenceChunk.tokens(c["tokens"], lps)
-    return dr.InferenceChunk.finish(getattr(dr.InferenceFinishReason, c["finish"]))
-
-
 def run_case(dr, tok, case):
-    gen = case["generator"]
-    sp = dr.StreamProcessor(official_generator(dr, gen), parsing_options(dr, case["options"]),
-                            tok if case["tokenizer"] else None)
-    resp_cls = {"chat": dr.ChatCompletionResponse, "responses": dr.ResponsesResponse,
-                "messages": dr.MessagesResponse}[gen["format"]]
-    ready = next((c["ready"] for c in case["input"] if "ready" in c), None)
-    resp = resp_cls(gen["id"], gen["model"], 0, ready["prompt_tokens"] if ready else 0,
-                    ready["prompt_cache_hit_tokens"] if ready else 0)
-    pushes, error = [], None
-    all_items = []
-    try:
-        for c in case["input"]:
-            items = sp.push(inference_chunk(dr, c))
-            pushes.append([normalise(json.loads(i.to_json())) for i in items])
-            all_items += items
-        items = sp.finish()
-        pushes.append([normalise(json.loads(i.to_json())) for i in items])
-        all_items += items
-    except RuntimeError as e:
-        error = str(e)
-    names = [resp_cls.sse_event_name(i) for i in all_items]
-    for i in all_items:
-        resp.accumulate(i)
-    return {"pushes": pushes, "error": error, "finished": sp.finished,
-            "sse_event_names": names, "sse_done_data": resp_cls.sse_done_data(),
-            "response": normalise(json.loads(resp.to_json()))}
+    return replay(dr, case, official_generator(dr, case["generator"]), tok)
 
 
 def main():

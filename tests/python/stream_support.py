@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 import os
-import re
+import sys
 from pathlib import Path
 
 import deepseek_recipe as dr
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "conformance" / "stream"
-CALL_ID = re.compile(r"(call_\d{2}_(?:ET_)?)[A-Za-z0-9]{24}")
-WALL_CLOCK_KEYS = ("created", "created_at", "completed_at")
+sys.path.insert(0, str(REPO / "tests" / "conformance"))
+
+from stream_replay import replay  # noqa: E402
 
 
 def tokenizer_path() -> str:
@@ -41,26 +42,8 @@ def tokenizer() -> dr.Tokenizer:
     return _TOK
 
 
-def normalise(value):
-    if isinstance(value, dict):
-        return {k: (0 if k in WALL_CLOCK_KEYS and isinstance(v, int) else normalise(v)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [normalise(v) for v in value]
-    if isinstance(value, str):
-        return CALL_ID.sub(r"\1<random>", value)
-    return value
-
-
 def stage(name):
     return None if name is None else getattr(dr.ThinkingInitialStage, name)
-
-
-def parsing_options(options: dict) -> dr.ParsingOptions:
-    kw = dict(options)
-    kw["thinking_initial_stage"] = stage(kw.get("thinking_initial_stage"))
-    if "special_tokens" in kw:
-        kw["special_tokens"] = dr.SpecialTokens(**kw["special_tokens"])
-    return dr.ParsingOptions(**kw)
 
 
 def generator(gen: dict):
@@ -82,51 +65,8 @@ def generator(gen: dict):
     return g
 
 
-def inference_chunk(c: dict) -> dr.InferenceChunk:
-    if "ready" in c:
-        r = c["ready"]
-        return dr.InferenceChunk.ready(
-            prompt_usage=dr.PromptUsage(prompt_tokens=r["prompt_tokens"],
-                                        prompt_cache_hit_tokens=r["prompt_cache_hit_tokens"]),
-            system_fingerprint=r.get("system_fingerprint"))
-    if "text" in c:
-        return dr.InferenceChunk.text(c["text"], c.get("token_count", 0))
-    if "tokens" in c:
-        lps = c.get("logprobs")
-        if lps is not None:
-            lps = [(lp, [tuple(t) for t in top]) for lp, top in lps]
-        return dr.InferenceChunk.tokens(c["tokens"], lps)
-    return dr.InferenceChunk.finish(getattr(dr.InferenceFinishReason, c["finish"]))
-
-
-RESPONSE_CLASSES = {"chat": dr.ChatCompletionResponse, "responses": dr.ResponsesResponse,
-                    "messages": dr.MessagesResponse}
-
-
 def run_case(case: dict) -> dict:
-    gen = case["generator"]
-    sp = dr.StreamProcessor(generator(gen), parsing_options(case["options"]),
-                            tokenizer() if case["tokenizer"] else None)
-    cls = RESPONSE_CLASSES[gen["format"]]
-    ready = next((c["ready"] for c in case["input"] if "ready" in c), None)
-    resp = cls(gen["id"], gen["model"], 0, ready["prompt_tokens"] if ready else 0,
-               ready["prompt_cache_hit_tokens"] if ready else 0)
-    pushes, error, items = [], None, []
-    try:
-        for c in case["input"]:
-            out = sp.push(inference_chunk(c))
-            pushes.append([normalise(json.loads(i.to_json())) for i in out])
-            items += out
-        out = sp.finish()
-        pushes.append([normalise(json.loads(i.to_json())) for i in out])
-        items += out
-    except RuntimeError as e:
-        error = str(e)
-    names = [cls.sse_event_name(i) for i in items]
-    for i in items:
-        resp.accumulate(i)
-    return {"pushes": pushes, "error": error, "finished": sp.finished, "sse_event_names": names,
-            "sse_done_data": cls.sse_done_data(), "response": normalise(json.loads(resp.to_json()))}
+    return replay(dr, case, generator(case["generator"]), tokenizer())
 
 
 def describe_difference(case: dict, got: dict) -> str:
