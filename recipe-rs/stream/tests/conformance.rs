@@ -181,8 +181,13 @@ pub fn run_case(case: &Value, tok: &Tokenizer) -> (Vec<Vec<Value>>, Option<Strin
     let mut error = None;
     let mut items = Vec::new();
     let inputs = case["input"].as_array().cloned().unwrap_or_default();
-    for c in &inputs {
-        match sp.push(chunk(c)) {
+    // Every push, then `finish`, until one fails; the failure stops the stream.
+    for step in inputs.iter().map(Some).chain(std::iter::once(None)) {
+        let result = match step {
+            Some(c) => sp.push(chunk(c)),
+            None => sp.finish(),
+        };
+        match result {
             Ok(out) => {
                 pushes.push(out.iter().map(|i| {
                     let mut v = i.to_value();
@@ -195,19 +200,6 @@ pub fn run_case(case: &Value, tok: &Tokenizer) -> (Vec<Vec<Value>>, Option<Strin
                 error = Some(e.to_string());
                 break;
             }
-        }
-    }
-    if error.is_none() {
-        match sp.finish() {
-            Ok(out) => {
-                pushes.push(out.iter().map(|i| {
-                    let mut v = i.to_value();
-                    normalise(&mut v);
-                    v
-                }).collect());
-                items.extend(out);
-            }
-            Err(e) => error = Some(e.to_string()),
         }
     }
     for i in &items {
