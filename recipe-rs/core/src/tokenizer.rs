@@ -16,12 +16,23 @@ use tokenizers::{
     Model, Normalizer, OffsetReferential, OffsetType, PreTokenizedString, PreTokenizer,
 };
 
+mod fast;
+use fast::FastPath;
+
 /// Texts at least this long are tokenized on several threads.
 const PARALLEL_MIN_BYTES: usize = 32 * 1024;
 /// Pre-tokenized pieces per parallel work item.
 const PARALLEL_CHUNK_PIECES: usize = 2048;
 /// Approximate text bytes per parallel work item when counting tokens.
 const PARALLEL_PART_BYTES: usize = 4 * 1024;
+
+/// The split expressions of the DeepSeek V4 tokenizer, for which [`cut_at_line_starts`] is
+/// shown to cut only at piece boundaries.
+const LINE_CUT_PATTERNS: [&str; 3] = [
+    r"\p{N}{1,3}",
+    "[一-龥\u{3040}-ゟ゠-ヿ]+",
+    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
+];
 
 /// Cut `text` into parts of about `target` bytes, only right after a `\n` that is followed by
 /// an ASCII letter.
@@ -73,6 +84,11 @@ struct Inner {
     /// Bytes of every token, indexed by ID (empty slot: an ID the vocabulary skips). Built
     /// once at load so decoding a token is one index, with no allocation.
     bytes_by_id: Vec<Option<Box<[u8]>>>,
+    /// Shortcut for plain-text encoding when the pipeline has the supported shape.
+    fast: Option<FastPath>,
+    /// Whether the fast path may cut long texts with [`cut_at_line_starts`] (only for the split
+    /// expressions that argument was made for).
+    fast_line_cuts: bool,
 }
 
 /// A loaded tokenizer. Cheap to clone (shared, immutable).
@@ -145,7 +161,11 @@ impl Tokenizer {
             .collect();
         let added_by_content = added_by_id.iter().map(|(id, c)| (c.clone(), *id)).collect();
         let bytes_by_id = byte_table(&hf, &added_by_id);
-        Ok(Tokenizer { inner: Arc::new(Inner { hf, added_by_content, added_by_id, bytes_by_id }) })
+        let fast = FastPath::detect(&hf);
+        let fast_line_cuts = fast.as_ref().is_some_and(|f| f.patterns().iter().map(String::as_str).eq(LINE_CUT_PATTERNS));
+        Ok(Tokenizer {
+            inner: Arc::new(Inner { hf, added_by_content, added_by_id, bytes_by_id, fast, fast_line_cuts }),
+        })
     }
 
     /// Encode plain text without the added vocabulary: no control token can come out of it.
@@ -160,6 +180,56 @@ impl Tokenizer {
         if text.is_empty() {
             return Ok(());
         }
+        let Some(fast) = &self.inner.fast else {
+            return self.encode_ordinary_general_into(text, out);
+        };
+        let model = self.inner.hf.get_model();
+        if text.len() < PARALLEL_MIN_BYTES || !self.inner.fast_line_cuts {
+            return fast.encode_into(model, text, out).map_err(TokenizerError::Encode);
+        }
+        // Long texts: cut where every split of these expressions has a boundary anyway, and
+        // encode the parts on several threads; concatenated in order, the IDs are the same.
+        let mut parts: Vec<&str> = Vec::new();
+        cut_at_line_starts(text, PARALLEL_PART_BYTES, &mut parts);
+        use rayon::prelude::*;
+        let encoded: Vec<Result<Vec<u32>, String>> = parts
+            .par_iter()
+            .map(|part| {
+                let mut ids = Vec::with_capacity(part.len() / 3);
+                fast.encode_into(model, part, &mut ids)?;
+                Ok(ids)
+            })
+            .collect();
+        for ids in encoded {
+            out.extend(ids.map_err(TokenizerError::Encode)?);
+        }
+        Ok(())
+    }
+
+    /// Whether plain-text encoding uses the shortcut of [`fast`](self) for this tokenizer.
+    pub fn uses_fast_path(&self) -> bool {
+        self.inner.fast.is_some()
+    }
+
+    /// Whether the shortcut also cuts long texts into parts encoded in parallel (only for the
+    /// split expressions of the DeepSeek V4 tokenizer).
+    #[doc(hidden)]
+    pub fn fast_path_cuts_lines(&self) -> bool {
+        self.inner.fast_line_cuts
+    }
+
+    /// [`Tokenizer::encode_ordinary`] through the general pipeline (normalizer, pre-tokenizer
+    /// and model of the `tokenizers` crate), never the shortcut. The reference the shortcut is
+    /// tested against.
+    pub fn encode_ordinary_general(&self, text: &str) -> Result<Vec<u32>, TokenizerError> {
+        let mut ids = Vec::new();
+        if !text.is_empty() {
+            self.encode_ordinary_general_into(text, &mut ids)?;
+        }
+        Ok(ids)
+    }
+
+    fn encode_ordinary_general_into(&self, text: &str, out: &mut Vec<u32>) -> Result<(), TokenizerError> {
         let hf = &self.inner.hf;
         let err = |e: tokenizers::Error| TokenizerError::Encode(e.to_string());
         let mut pretok = PreTokenizedString::from(text);
