@@ -148,29 +148,87 @@ fn every_byte_value_maps_like_the_pipeline() {
     }
 }
 
-/// A tokenizer of another shape (here: with a normalizer) keeps the general pipeline; one with
-/// other split expressions takes the shortcut but does not cut long texts.
+/// A small byte-level BPE tokenizer with the V4 pre-tokenizer (or a changed one): every byte
+/// value plus a few merges, so shape checks do not load the full vocabulary again.
+fn small_tokenizer(edit: impl FnOnce(&mut serde_json::Value)) -> Tokenizer {
+    let byte_chars: Vec<char> = {
+        let mut printable: Vec<u32> = (0x21..=0x7E).chain(0xA1..=0xAC).chain(0xAE..=0xFF).collect();
+        let mut codes = printable.clone();
+        let mut extra = 0;
+        for b in 0..256u32 {
+            if !printable.contains(&b) {
+                printable.push(b);
+                codes.push(256 + extra);
+                extra += 1;
+            }
+        }
+        let mut table = vec!['\0'; 256];
+        for (b, c) in printable.into_iter().zip(codes) {
+            table[b as usize] = char::from_u32(c).unwrap();
+        }
+        table
+    };
+    let mut vocab = serde_json::Map::new();
+    for c in &byte_chars {
+        vocab.insert(c.to_string(), serde_json::json!(vocab.len()));
+    }
+    let merges = ["Ġ t", "h e", "Ġt he", "1 2", "12 3", "Ġ a", "i n"];
+    for m in merges {
+        vocab.insert(m.replace(' ', ""), serde_json::json!(vocab.len()));
+    }
+    static V4_STEPS: OnceLock<(serde_json::Value, serde_json::Value)> = OnceLock::new();
+    let (normalizer, pre_tokenizer) = V4_STEPS.get_or_init(|| {
+        let full: serde_json::Value = serde_json::from_str(&tokenizer_json()).unwrap();
+        (full["normalizer"].clone(), full["pre_tokenizer"].clone())
+    });
+    let mut v = serde_json::json!({
+        "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
+        "normalizer": normalizer, "pre_tokenizer": pre_tokenizer,
+        "post_processor": null, "decoder": null,
+        "model": {"type": "BPE", "dropout": null, "unk_token": null, "continuing_subword_prefix": null,
+                  "end_of_word_suffix": null, "fuse_unk": false, "byte_fallback": false, "vocab": vocab, "merges": merges},
+    });
+    edit(&mut v);
+    Tokenizer::from_json(&v.to_string()).unwrap()
+}
+
+/// Tokenizers of other shapes keep the general pipeline; other split expressions take the
+/// shortcut but never cut long texts; the V4 shape with another vocabulary takes both.
 #[test]
 fn other_shapes_fall_back() {
-    let json = tokenizer_json();
-    let mut v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    v["normalizer"] = serde_json::json!({"type": "NFC"});
-    let tok = Tokenizer::from_json(&v.to_string()).unwrap();
-    assert!(!tok.uses_fast_path());
-    let t = "Hello 世界 123 e\u{301}";
-    assert_eq!(tok.encode_ordinary(t).unwrap(), tok.encode_ordinary_general(t).unwrap());
+    let long = "Numbers 12345 and 人工智能 here, the end.\nNext line 6789 \u{301}\n".repeat(700);
+    let check = |tok: &Tokenizer| {
+        for t in ["Hello 世界 123 e\u{301}", " the 1234567 in\r\n\n  x", long.as_str()] {
+            assert_eq!(tok.encode_ordinary(t).unwrap(), tok.encode_ordinary_general(t).unwrap(), "{:?}", &t[..t.len().min(40)]);
+        }
+    };
+    let tok = small_tokenizer(|_| {});
+    assert!(tok.uses_fast_path() && tok.fast_path_cuts_lines());
+    check(&tok);
 
-    let mut v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    v["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = serde_json::json!("\\p{N}{1,2}");
-    let tok = Tokenizer::from_json(&v.to_string()).unwrap();
-    assert!(tok.uses_fast_path());
-    assert!(!tok.fast_path_cuts_lines());
-    let long = "Numbers 12345 and 人工智能 here.\nNext line 6789\n".repeat(1200);
-    assert_eq!(tok.encode_ordinary(&long).unwrap(), tok.encode_ordinary_general(&long).unwrap());
-    assert_ne!(tok.encode_ordinary("12345").unwrap(), toks().0.encode_ordinary("12345").unwrap());
+    type Edit = fn(&mut serde_json::Value);
+    let edits: [(Edit, bool); 8] = [
+        (|v| v["normalizer"] = serde_json::json!({"type": "NFC"}), true),
+        (|v| v["pre_tokenizer"]["pretokenizers"][3]["add_prefix_space"] = serde_json::json!(true), true),
+        (|v| v["pre_tokenizer"]["pretokenizers"][3]["use_regex"] = serde_json::json!(true), true),
+        (|v| v["pre_tokenizer"]["pretokenizers"][0]["behavior"] = serde_json::json!("Removed"), true),
+        (|v| v["pre_tokenizer"]["pretokenizers"][1]["invert"] = serde_json::json!(true), true),
+        (|v| v["pre_tokenizer"]["pretokenizers"][0]["pattern"] = serde_json::json!({"String": "1"}), true),
+        (|v| v["pre_tokenizer"] = v["pre_tokenizer"]["pretokenizers"][3].clone(), true),
+        // Dropout makes the model random: no shortcut (and nothing to compare).
+        (|v| v["model"]["dropout"] = serde_json::json!(0.5), false),
+    ];
+    for (edit, deterministic) in edits {
+        let tok = small_tokenizer(edit);
+        assert!(!tok.uses_fast_path());
+        if deterministic {
+            check(&tok);
+        }
+    }
 
-    let mut v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    v["pre_tokenizer"]["pretokenizers"][3]["add_prefix_space"] = serde_json::json!(true);
-    let tok = Tokenizer::from_json(&v.to_string()).unwrap();
-    assert!(!tok.uses_fast_path());
+    let tok = small_tokenizer(|v| v["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = serde_json::json!("\\p{N}{1,2}"));
+    assert!(tok.uses_fast_path() && !tok.fast_path_cuts_lines());
+    check(&tok);
+    assert_eq!(tok.encode_ordinary("12345").unwrap().len(), 4, "digits now split in twos: 12|3|4|5");
+    assert_eq!(small_tokenizer(|_| {}).encode_ordinary("12345").unwrap().len(), 3, "V4 splits in threes: 123|4|5");
 }
