@@ -2,6 +2,9 @@
 //!
 //! * [`Tokenizer::encode_ordinary`]: plain text through normalizer, pre-tokenizer and BPE only.
 //!   The added vocabulary is never consulted, so text that spells a control token stays text.
+//!   For tokenizers shaped like DeepSeek's (regular-expression splits, byte-level mapping, BPE)
+//!   this goes through a shortcut in `tokenizer/fast.rs` that gives the same IDs without the
+//!   general pipeline's offset bookkeeping and remembers the IDs of frequent pieces.
 //! * [`Tokenizer::encode_with_special`]: the stock pipeline, added vocabulary included
 //!   (what `Tokenizer.encode` does in Python).
 //!
