@@ -293,7 +293,13 @@ impl Tokenizer {
         let hf = &self.inner.hf;
         let err = |e: tokenizers::Error| TokenizerError::Encode(e.to_string());
         let mut pretok = hf.get_added_vocabulary().extract_and_normalize(hf.get_normalizer(), text);
-        if text.len() < PARALLEL_MIN_BYTES {
+        if let Some(fast) = &self.inner.fast {
+            // The normalizer of this shape changes nothing, so the pieces between added tokens
+            // are plain text, and the shortcut gives the pre-tokenizer's and model's tokens.
+            return self.count_plain_fast(fast, &pretok, text.len());
+        }
+        // Cutting at line starts is only shown safe for the V4 split expressions.
+        if text.len() < PARALLEL_MIN_BYTES || !self.inner.fast_line_cuts {
             if let Some(pre) = hf.get_pre_tokenizer() {
                 pre.pre_tokenize(&mut pretok).map_err(err)?;
             }
@@ -323,6 +329,34 @@ impl Tokenizer {
             .map(|part| self.count_normalized_plain(part))
             .try_reduce(|| 0, |a, b| Ok(a + b))?;
         Ok(matched + plain)
+    }
+
+    /// [`Tokenizer::count_with_special`] after the added-vocabulary split, with the shortcut:
+    /// added tokens count as they are, every other piece is encoded (long texts cut at line
+    /// starts and counted on several threads where that is safe).
+    fn count_plain_fast(&self, fast: &FastPath, pretok: &PreTokenizedString, len: usize) -> Result<usize, TokenizerError> {
+        let model = self.inner.hf.get_model();
+        let count = |piece: &str| -> Result<usize, TokenizerError> {
+            let mut ids = Vec::new();
+            fast.encode_into(model, piece, &mut ids).map_err(TokenizerError::Encode)?;
+            Ok(ids.len())
+        };
+        let parallel = len >= PARALLEL_MIN_BYTES && self.inner.fast_line_cuts;
+        let mut n = 0usize;
+        let mut parts: Vec<&str> = Vec::new();
+        for (piece, _, tokens) in pretok.get_splits(OffsetReferential::Original, OffsetType::None) {
+            match tokens {
+                Some(t) => n += t.len(),
+                None if parallel => cut_at_line_starts(piece, PARALLEL_PART_BYTES, &mut parts),
+                None => n += count(piece)?,
+            }
+        }
+        if parts.is_empty() {
+            return Ok(n);
+        }
+        use rayon::prelude::*;
+        let plain: usize = parts.par_iter().map(|part| count(part)).try_reduce(|| 0, |a, b| Ok(a + b))?;
+        Ok(n + plain)
     }
 
     /// Tokens of already-normalized text with no added token in it: pre-tokenizer and model.
