@@ -80,7 +80,7 @@ fn long_text() -> impl Strategy<Value = String> {
                 s.push_str(&unit);
                 i += 1;
                 // Vary the repeats a little so cuts do not always fall at the same offset.
-                if i % (skip + 2) == 0 {
+                if i.is_multiple_of(skip + 2) {
                     s.push_str("\nword 12 ");
                 }
             }
