@@ -39,7 +39,6 @@
 //! arbitrary text against the general pipeline.
 
 use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 use std::sync::RwLock;
 
 use tokenizers::models::ModelWrapper;
@@ -53,26 +52,9 @@ const CACHE_MAX_PIECE_BYTES: usize = 128;
 /// The cache is emptied when it holds this many pieces, so its memory stays bounded.
 const CACHE_MAX_ENTRIES: usize = 1 << 16;
 
-/// FNV-1a: short pieces hash quickly, and the cache is never keyed by untrusted adversarial
-/// collisions that matter (the worst case is a slower lookup).
-#[derive(Default, Clone, Copy)]
-struct Fnv(u64);
-
-impl std::hash::Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
-        for &b in bytes {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        self.0 = h;
-    }
-}
-
-type PieceCache = HashMap<Box<str>, Box<[u32]>, BuildHasherDefault<Fnv>>;
+/// Piece → IDs. aHash is fast on short keys and randomly seeded, so text crafted to collide
+/// cannot make lookups slow.
+type PieceCache = HashMap<Box<str>, Box<[u32]>, ahash::RandomState>;
 
 /// The detected shape: the split expressions in order, the byte table, and a piece cache.
 pub(super) struct FastPath {
