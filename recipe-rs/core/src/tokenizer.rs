@@ -2,6 +2,9 @@
 //!
 //! * [`Tokenizer::encode_ordinary`]: plain text through normalizer, pre-tokenizer and BPE only.
 //!   The added vocabulary is never consulted, so text that spells a control token stays text.
+//!   For tokenizers shaped like DeepSeek's (regular-expression splits, byte-level mapping, BPE)
+//!   this goes through a shortcut in `tokenizer/fast.rs` that gives the same IDs without the
+//!   general pipeline's offset bookkeeping and remembers the IDs of frequent pieces.
 //! * [`Tokenizer::encode_with_special`]: the stock pipeline, added vocabulary included
 //!   (what `Tokenizer.encode` does in Python).
 //!
@@ -16,12 +19,23 @@ use tokenizers::{
     Model, Normalizer, OffsetReferential, OffsetType, PreTokenizedString, PreTokenizer,
 };
 
+mod fast;
+use fast::FastPath;
+
 /// Texts at least this long are tokenized on several threads.
 const PARALLEL_MIN_BYTES: usize = 32 * 1024;
 /// Pre-tokenized pieces per parallel work item.
 const PARALLEL_CHUNK_PIECES: usize = 2048;
 /// Approximate text bytes per parallel work item when counting tokens.
 const PARALLEL_PART_BYTES: usize = 4 * 1024;
+
+/// The split expressions of the DeepSeek V4 tokenizer, for which [`cut_at_line_starts`] is
+/// shown to cut only at piece boundaries.
+const LINE_CUT_PATTERNS: [&str; 3] = [
+    r"\p{N}{1,3}",
+    "[一-龥\u{3040}-ゟ゠-ヿ]+",
+    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
+];
 
 /// Cut `text` into parts of about `target` bytes, only right after a `\n` that is followed by
 /// an ASCII letter.
@@ -73,6 +87,11 @@ struct Inner {
     /// Bytes of every token, indexed by ID (empty slot: an ID the vocabulary skips). Built
     /// once at load so decoding a token is one index, with no allocation.
     bytes_by_id: Vec<Option<Box<[u8]>>>,
+    /// Shortcut for plain-text encoding when the pipeline has the supported shape.
+    fast: Option<FastPath>,
+    /// Whether the fast path may cut long texts with [`cut_at_line_starts`] (only for the split
+    /// expressions that argument was made for).
+    fast_line_cuts: bool,
 }
 
 /// A loaded tokenizer. Cheap to clone (shared, immutable).
@@ -145,7 +164,11 @@ impl Tokenizer {
             .collect();
         let added_by_content = added_by_id.iter().map(|(id, c)| (c.clone(), *id)).collect();
         let bytes_by_id = byte_table(&hf, &added_by_id);
-        Ok(Tokenizer { inner: Arc::new(Inner { hf, added_by_content, added_by_id, bytes_by_id }) })
+        let fast = FastPath::detect(&hf);
+        let fast_line_cuts = fast.as_ref().is_some_and(|f| f.patterns().iter().map(String::as_str).eq(LINE_CUT_PATTERNS));
+        Ok(Tokenizer {
+            inner: Arc::new(Inner { hf, added_by_content, added_by_id, bytes_by_id, fast, fast_line_cuts }),
+        })
     }
 
     /// Encode plain text without the added vocabulary: no control token can come out of it.
@@ -160,6 +183,56 @@ impl Tokenizer {
         if text.is_empty() {
             return Ok(());
         }
+        let Some(fast) = &self.inner.fast else {
+            return self.encode_ordinary_general_into(text, out);
+        };
+        let model = self.inner.hf.get_model();
+        if text.len() < PARALLEL_MIN_BYTES || !self.inner.fast_line_cuts {
+            return fast.encode_into(model, text, out).map_err(TokenizerError::Encode);
+        }
+        // Long texts: cut where every split of these expressions has a boundary anyway, and
+        // encode the parts on several threads; concatenated in order, the IDs are the same.
+        let mut parts: Vec<&str> = Vec::new();
+        cut_at_line_starts(text, PARALLEL_PART_BYTES, &mut parts);
+        use rayon::prelude::*;
+        let encoded: Vec<Result<Vec<u32>, String>> = parts
+            .par_iter()
+            .map(|part| {
+                let mut ids = Vec::with_capacity(part.len() / 3);
+                fast.encode_into(model, part, &mut ids)?;
+                Ok(ids)
+            })
+            .collect();
+        for ids in encoded {
+            out.extend(ids.map_err(TokenizerError::Encode)?);
+        }
+        Ok(())
+    }
+
+    /// Whether plain-text encoding uses the shortcut of [`fast`](self) for this tokenizer.
+    pub fn uses_fast_path(&self) -> bool {
+        self.inner.fast.is_some()
+    }
+
+    /// Whether the shortcut also cuts long texts into parts encoded in parallel (only for the
+    /// split expressions of the DeepSeek V4 tokenizer).
+    #[doc(hidden)]
+    pub fn fast_path_cuts_lines(&self) -> bool {
+        self.inner.fast_line_cuts
+    }
+
+    /// [`Tokenizer::encode_ordinary`] through the general pipeline (normalizer, pre-tokenizer
+    /// and model of the `tokenizers` crate), never the shortcut. The reference the shortcut is
+    /// tested against.
+    pub fn encode_ordinary_general(&self, text: &str) -> Result<Vec<u32>, TokenizerError> {
+        let mut ids = Vec::new();
+        if !text.is_empty() {
+            self.encode_ordinary_general_into(text, &mut ids)?;
+        }
+        Ok(ids)
+    }
+
+    fn encode_ordinary_general_into(&self, text: &str, out: &mut Vec<u32>) -> Result<(), TokenizerError> {
         let hf = &self.inner.hf;
         let err = |e: tokenizers::Error| TokenizerError::Encode(e.to_string());
         let mut pretok = PreTokenizedString::from(text);
@@ -220,7 +293,13 @@ impl Tokenizer {
         let hf = &self.inner.hf;
         let err = |e: tokenizers::Error| TokenizerError::Encode(e.to_string());
         let mut pretok = hf.get_added_vocabulary().extract_and_normalize(hf.get_normalizer(), text);
-        if text.len() < PARALLEL_MIN_BYTES {
+        if let Some(fast) = &self.inner.fast {
+            // The normalizer of this shape changes nothing, so the pieces between added tokens
+            // are plain text, and the shortcut gives the pre-tokenizer's and model's tokens.
+            return self.count_plain_fast(fast, &pretok, text.len());
+        }
+        // Cutting at line starts is only shown safe for the V4 split expressions.
+        if text.len() < PARALLEL_MIN_BYTES || !self.inner.fast_line_cuts {
             if let Some(pre) = hf.get_pre_tokenizer() {
                 pre.pre_tokenize(&mut pretok).map_err(err)?;
             }
@@ -250,6 +329,34 @@ impl Tokenizer {
             .map(|part| self.count_normalized_plain(part))
             .try_reduce(|| 0, |a, b| Ok(a + b))?;
         Ok(matched + plain)
+    }
+
+    /// [`Tokenizer::count_with_special`] after the added-vocabulary split, with the shortcut:
+    /// added tokens count as they are, every other piece is encoded (long texts cut at line
+    /// starts and counted on several threads where that is safe).
+    fn count_plain_fast(&self, fast: &FastPath, pretok: &PreTokenizedString, len: usize) -> Result<usize, TokenizerError> {
+        let model = self.inner.hf.get_model();
+        let count = |piece: &str| -> Result<usize, TokenizerError> {
+            let mut ids = Vec::new();
+            fast.encode_into(model, piece, &mut ids).map_err(TokenizerError::Encode)?;
+            Ok(ids.len())
+        };
+        let parallel = len >= PARALLEL_MIN_BYTES && self.inner.fast_line_cuts;
+        let mut n = 0usize;
+        let mut parts: Vec<&str> = Vec::new();
+        for (piece, _, tokens) in pretok.get_splits(OffsetReferential::Original, OffsetType::None) {
+            match tokens {
+                Some(t) => n += t.len(),
+                None if parallel => cut_at_line_starts(piece, PARALLEL_PART_BYTES, &mut parts),
+                None => n += count(piece)?,
+            }
+        }
+        if parts.is_empty() {
+            return Ok(n);
+        }
+        use rayon::prelude::*;
+        let plain: usize = parts.par_iter().map(|part| count(part)).try_reduce(|| 0, |a, b| Ok(a + b))?;
+        Ok(n + plain)
     }
 
     /// Tokens of already-normalized text with no added token in it: pre-tokenizer and model.

@@ -194,7 +194,10 @@ pub fn encode_spans(tok: &Tokenizer, spans: &[Span]) -> Result<Vec<u32>, EncodeE
         text_bytes += pending.len();
         pieces.push(Piece::Text(pending));
     }
-    if text_bytes < PARALLEL_MIN_TEXT_BYTES {
+    // With the tokenizer's fast path, runs are cheap enough that spreading many short runs over
+    // threads costs more than it saves (and suffers on a busy machine); a long run is still
+    // cut and encoded in parallel inside the tokenizer.
+    if text_bytes < PARALLEL_MIN_TEXT_BYTES || tok.uses_fast_path() {
         let mut ids = Vec::new();
         for p in &pieces {
             match p {
