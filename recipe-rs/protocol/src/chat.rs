@@ -473,16 +473,6 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
         ChatToolChoice::Function(n) => RequestToolChoice::Named(n),
     });
     let any_declared = !declared.is_empty();
-    let all_declared: Vec<DeclaredTool> = declared
-        .iter()
-        .map(|t| DeclaredTool {
-            name: t.name.clone(),
-            description: None,
-            parameters: t.parameters.clone(),
-            strict: t.strict,
-            defer_loading: false,
-        })
-        .collect();
     common::drop_tools_for_none(&mut declared, &choice)?;
     common::check_tools(&mut declared)?;
     if is_prefix && is_json_object {
@@ -519,7 +509,6 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
         return reject("stream_options should be set along with stream = true");
     }
 
-    common::meta_check_all_top(&all_declared)?;
     let tools = common::finish_tools(declared)?;
     if tools.strict && has_response_format {
         return reject("response_format should not be used with tools");

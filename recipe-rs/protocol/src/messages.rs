@@ -373,8 +373,9 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
         let tool = DeclaredTool {
             name,
             description: obj.get("description").and_then(Value::as_str).map(str::to_owned),
-            parameters: obj.get("input_schema").cloned(),
-            strict: obj.get("strict").and_then(Value::as_bool),
+            // A missing schema is validated as `null` (and fails); `strict` is not read.
+            parameters: Some(obj.get("input_schema").cloned().unwrap_or(Value::Null)),
+            strict: None,
             defer_loading: false,
         };
         declared.push(tool);
@@ -537,7 +538,6 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
         MessagesToolChoice::Tool { name } => RequestToolChoice::Named(name),
         MessagesToolChoice::None => RequestToolChoice::None,
     });
-    common::meta_check_all(&declared)?;
     common::drop_tools_for_none(&mut declared, &choice)?;
     common::check_tools(&mut declared)?;
     let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;

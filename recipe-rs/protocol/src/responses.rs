@@ -660,7 +660,6 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
         },
         Some(_) => None,
     };
-    common::meta_check_all(&declared)?;
     common::drop_tools_for_none(&mut declared, &choice)?;
     common::check_tools(&mut declared)?;
     let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;
