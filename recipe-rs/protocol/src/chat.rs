@@ -58,7 +58,6 @@ pub struct ChatCompletionRequest {
 #[derive(Debug, Deserialize)]
 #[serde(rename = "ChatCompletionStreamOptions")]
 pub struct ChatCompletionStreamOptions {
-    #[serde(default)]
     pub include_usage: Option<bool>,
 }
 
@@ -75,6 +74,9 @@ pub enum ThinkingType {
 pub struct ChatCompletionThinking {
     #[serde(rename = "type")]
     pub kind: ThinkingType,
+    /// Read (and type-checked) but not used.
+    #[allow(dead_code)]
+    budget_tokens: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -183,7 +185,6 @@ impl From<Detail> for ImageDetail {
 #[serde(rename = "ChatCompletionImageUrl")]
 pub struct ChatCompletionImageUrl {
     pub url: String,
-    #[serde(default)]
     pub detail: Option<Detail>,
 }
 
@@ -221,11 +222,8 @@ pub struct ChatCompletionTool {
 #[serde(rename = "ChatCompletionFunctionDefinition")]
 pub struct ChatCompletionFunctionDefinition {
     pub name: String,
-    #[serde(default)]
     pub description: Option<String>,
-    #[serde(default)]
     pub parameters: Option<Value>,
-    #[serde(default)]
     pub strict: Option<bool>,
 }
 
@@ -255,7 +253,7 @@ fn de_tool_choice<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ChatToolChoi
             _ => Err(D::Error::custom("expected one of `none`, `auto`, `required` or a tool")),
         },
         Value::Object(mut o) => {
-            if o.get("type").is_none_or(Value::is_null) {
+            if !o.contains_key("type") {
                 return Err(D::Error::custom("expected one of `none`, `auto`, `required` or a tool"));
             }
             let ty = o.remove("type").unwrap_or(Value::Null);
@@ -282,10 +280,8 @@ pub enum ChatCompletionResponseFormat {
 #[derive(Debug, Deserialize)]
 #[serde(rename = "ChatCompletionResponseFormatJsonSchema")]
 pub struct ChatCompletionResponseFormatJsonSchema {
-    #[serde(default)]
     pub name: Option<String>,
     pub schema: Value,
-    #[serde(default)]
     pub strict: Option<bool>,
 }
 
@@ -495,18 +491,18 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
             vec![s]
         }
         Some(Stop::Many(list)) => {
-            if list.len() > 16 {
-                return reject(format!("Stop string array too long: {}", list.len()));
-            }
-            if let Some(i) = list.iter().position(String::is_empty) {
-                return reject(empty_string_error(&format!("stop[{i}]")));
-            }
+            common::check_stop_list(&list)?;
             list
         }
     };
     let stream = req.stream.unwrap_or(false);
     if req.stream_options.is_some() && !stream {
         return reject("stream_options should be set along with stream = true");
+    }
+    if let Some(ChatCompletionResponseFormat::JsonSchema { json_schema }) = &req.response_format {
+        if json_schema.strict != Some(true) {
+            common::check_response_schema(&json_schema.schema)?;
+        }
     }
 
     let tools = common::finish_tools(declared)?;

@@ -234,6 +234,27 @@ pub fn schema_error(schema: &Value) -> Option<String> {
     }
 }
 
+/// A list of stop strings: at most 16, none empty.
+pub fn check_stop_list(list: &[String]) -> ConvResult<()> {
+    if list.len() > 16 {
+        return reject(format!("Stop string array too long: {}", list.len()));
+    }
+    if let Some(i) = list.iter().position(String::is_empty) {
+        return reject(format!(
+            "Invalid 'stop[{i}]': empty string. Expected a string with minimum length 1, but got an empty string instead."
+        ));
+    }
+    Ok(())
+}
+
+/// A non-strict response-format schema must compile as a JSON Schema.
+pub fn check_response_schema(schema: &Value) -> ConvResult<()> {
+    match schema_error(schema) {
+        Some(m) => reject(format!("Invalid json schema: {m}")),
+        None => Ok(()),
+    }
+}
+
 pub fn check_parameters(name: &str, parameters: &Option<Value>) -> ConvResult<()> {
     let Some(p) = parameters else { return Ok(()) };
     meta_check(name, parameters)?;

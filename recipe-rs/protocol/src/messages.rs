@@ -45,7 +45,6 @@ pub struct MessagesRequest {
 #[derive(Debug, Deserialize)]
 #[serde(rename = "MessagesMetadata")]
 pub struct MessagesMetadata {
-    #[serde(default)]
     pub user_id: Option<String>,
 }
 
@@ -54,12 +53,14 @@ pub struct MessagesMetadata {
 pub struct MessagesThinking {
     #[serde(rename = "type")]
     pub kind: crate::chat::ThinkingType,
+    /// Read (and type-checked) but not used.
+    #[allow(dead_code)]
+    budget_tokens: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(rename = "MessagesOutputConfig")]
 pub struct MessagesOutputConfig {
-    #[serde(default)]
     pub effort: Option<RequestEffort>,
 }
 
@@ -163,11 +164,23 @@ impl MessagesRequest {
     }
 }
 
-/// Field types of a declared tool (name required), as the typed request would reject them.
+/// Field types of a declared tool, as the typed request would reject them. A tool with a
+/// `type` is a server tool (or a `custom` one): its `type` and `name` must be strings. A tool
+/// without one needs a string `name`.
 fn check_tool_shape(tool: &Value) -> Result<(), String> {
+    use crate::strict::unexpected;
     let Value::Object(obj) = tool else {
         return Err("missing field `name`".to_owned());
     };
+    if let Some(ty) = obj.get("type") {
+        if !ty.is_string() {
+            return Err(format!("invalid type: {}, expected a string", unexpected(ty)));
+        }
+        return match obj.get("name") {
+            None | Some(Value::String(_)) => Ok(()),
+            Some(v) => Err(format!("invalid type: {}, expected a string", unexpected(v))),
+        };
+    }
     match obj.get("name") {
         None => return Err("missing field `name`".to_owned()),
         Some(Value::String(_)) => {}
@@ -361,7 +374,8 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
         let Some(obj) = tool.as_object() else { continue };
         let ty = obj.get("type").and_then(Value::as_str);
         if let Some(t) = ty {
-            if t != "custom" {
+            // A `custom` tool needs a name; without one it counts as a server tool.
+            if t != "custom" || !obj.contains_key("name") {
                 if options.messages_web_search == WebSearchBehavior::Reject || !t.starts_with("web_search") {
                     return reject(format!("tools[{i}]: server tools are not supported"));
                 }
@@ -542,6 +556,8 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
     common::check_tools(&mut declared)?;
     let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;
     let tools = common::finish_tools(declared)?;
+    let stop = req.stop_sequences.unwrap_or_default();
+    common::check_stop_list(&stop)?;
 
     common::check_temperature(req.temperature)?;
     common::check_top_p(req.top_p)?;
@@ -569,7 +585,7 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
             logprobs: false,
             top_logprobs: None,
             seed: None,
-            stop: req.stop_sequences.unwrap_or_default(),
+            stop,
             stream: req.stream.unwrap_or(false),
         },
         options,

@@ -202,7 +202,7 @@ struct FunctionCallItem {
 
 #[derive(Debug, Deserialize)]
 struct FunctionCallOutputItem {
-    call_id: String,
+    call_id: Option<String>,
     output: Value,
 }
 
@@ -245,7 +245,12 @@ fn parse_item(item: Value) -> Result<Item, String> {
         }
         Some("function_call_output") => {
             let f: FunctionCallOutputItem = serde_json::from_value(item).map_err(|e| e.to_string())?;
-            Ok(Item::FunctionCallOutput(f.call_id, output_of(f.output)?))
+            let output = output_of(f.output)?;
+            match f.call_id {
+                Some(id) => Ok(Item::FunctionCallOutput(id, output)),
+                // An output that names no call answers nothing and is left out.
+                None => Ok(Item::Skip),
+            }
         }
         Some("reasoning") => {
             let r: ReasoningItem = serde_json::from_value(item).map_err(|e| e.to_string())?;
@@ -373,8 +378,23 @@ fn echo_tools(tools: &[Value]) -> Vec<Value> {
 /// Shape errors of a declared tool, as a typed (internally tagged) tool list reports them.
 fn check_tool_shape(tool: &Value) -> Result<(), String> {
     use crate::strict::unexpected;
-    let Value::Object(obj) = tool else {
-        return Err(format!("invalid type: {}, expected internally tagged enum ResponsesTool", unexpected(tool)));
+    let obj = match tool {
+        Value::Object(obj) => obj,
+        // A list is read as the tag followed by the fields in order.
+        Value::Array(items) => {
+            return match items.first() {
+                None => Err("missing field `type`".to_owned()),
+                Some(Value::String(t)) => match t.as_str() {
+                    "function" => Err(format!(
+                        "invalid length {}, expected struct ResponsesFunctionTool with 4 elements",
+                        items.len() - 1
+                    )),
+                    _ => Ok(()),
+                },
+                Some(v) => Err(format!("invalid type: {}, expected variant identifier", unexpected(v))),
+            };
+        }
+        _ => return Err(format!("invalid type: {}, expected internally tagged enum ResponsesTool", unexpected(tool))),
     };
     let ty = match obj.get("type") {
         None => return Err("missing field `type`".to_owned()),
@@ -390,10 +410,17 @@ fn check_tool_shape(tool: &Value) -> Result<(), String> {
             None => Err(format!("missing field `{key}`")),
         }
     };
+    let bool_field = |key: &str| -> Result<(), String> {
+        match obj.get(key) {
+            None | Some(Value::Null) | Some(Value::Bool(_)) => Ok(()),
+            Some(v) => Err(format!("invalid type: {}, expected a boolean", unexpected(v))),
+        }
+    };
     match ty {
         "function" => {
             string_field("name", true)?;
             string_field("description", false)?;
+            bool_field("strict")?;
         }
         "namespace" => {
             string_field("name", true)?;
@@ -402,7 +429,18 @@ fn check_tool_shape(tool: &Value) -> Result<(), String> {
                 None => return Err("missing field `tools`".to_owned()),
                 Some(Value::Array(items)) => {
                     for t in items {
-                        if !(t.is_object() || t.is_array()) {
+                        if let Value::Array(seq) = t {
+                            return match seq.first() {
+                                None => Err("missing field `type`".to_owned()),
+                                Some(Value::String(k)) if k == "function" || k == "custom" => Err(format!(
+                                    "invalid length {}, expected struct ResponsesFunctionTool with 4 elements",
+                                    seq.len() - 1
+                                )),
+                                Some(Value::String(k)) => Err(format!("unknown variant `{k}`, expected `function` or `custom`")),
+                                Some(v) => Err(format!("invalid type: {}, expected variant identifier", unexpected(v))),
+                            };
+                        }
+                        if !t.is_object() {
                             return Err(format!(
                                 "invalid type: {}, expected internally tagged enum ResponsesNamespaceTool",
                                 unexpected(t)
@@ -410,6 +448,19 @@ fn check_tool_shape(tool: &Value) -> Result<(), String> {
                         }
                         match t.get("type") {
                             Some(Value::String(k)) if k == "function" || k == "custom" => {}
+                            // Variant indexes: 0 is `function`, 1 is `custom`.
+                            Some(Value::Number(n)) if n.as_u64().is_some() => {
+                                let k = n.as_u64().unwrap_or(0);
+                                if k > 1 {
+                                    return Err(format!("invalid value: integer `{k}`, expected variant index 0 <= i < 2"));
+                                }
+                                let mut inner = t.clone();
+                                if let Some(o) = inner.as_object_mut() {
+                                    o.insert("type".into(), Value::String(if k == 0 { "function" } else { "custom" }.into()));
+                                }
+                                check_tool_shape(&inner)?;
+                                continue;
+                            }
                             Some(Value::String(k)) => {
                                 return Err(format!("unknown variant `{k}`, expected `function` or `custom`"))
                             }
@@ -436,7 +487,12 @@ fn check_tool_choice_shape(choice: &Value) -> Result<(), String> {
         Value::Null => Ok(()),
         Value::String(s) if ["none", "auto", "required"].contains(&s.as_str()) => Ok(()),
         Value::Object(o) => match o.get("type") {
-            Some(Value::String(t)) if ["function", "web_search", "web_search_2025_08_26", "custom"].contains(&t.as_str()) => Ok(()),
+            Some(Value::String(t)) if t == "function" || t == "custom" => match o.get("name") {
+                None => Err("missing field `name`".to_owned()),
+                Some(Value::String(_)) => Ok(()),
+                Some(v) => Err(format!("invalid type: {}, expected a string", crate::strict::unexpected(v))),
+            },
+            Some(Value::String(t)) if ["web_search", "web_search_2025_08_26"].contains(&t.as_str()) => Ok(()),
             Some(Value::String(t)) => Err(format!(
                 "unknown variant `{t}`, expected one of `function`, `web_search`, `web_search_2025_08_26`, `custom`"
             )),
@@ -505,7 +561,22 @@ fn declared_tools(
                 let inner = obj.get("tools").and_then(Value::as_array).cloned().unwrap_or_default();
                 for (j, t) in inner.iter().enumerate() {
                     let Some(t) = t.as_object() else { continue };
-                    if t.get("type").and_then(Value::as_str) != Some("function") {
+                    let kind = match t.get("type") {
+                        Some(Value::String(k)) => k.as_str(),
+                        Some(Value::Number(n)) if n.as_u64() == Some(0) => "function",
+                        Some(Value::Number(n)) if n.as_u64() == Some(1) => "custom",
+                        _ => "",
+                    };
+                    if kind == "custom" {
+                        if names_only {
+                            continue;
+                        }
+                        let name = str_field(t, "name").unwrap_or_default();
+                        return reject(format!(
+                            "Currently custom tools are not allowed inside a namespace. Found custom tool '{name}' in tools[{i}].tools[{j}]."
+                        ));
+                    }
+                    if kind != "function" {
                         continue;
                     }
                     let local = str_field(t, "name").unwrap_or_default();
@@ -663,6 +734,11 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
     common::drop_tools_for_none(&mut declared, &choice)?;
     common::check_tools(&mut declared)?;
     let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;
+    if let Some(ResponsesTextFormat::JsonSchema { schema, strict, .. }) = req.text.as_ref().and_then(|t| t.format.as_ref()) {
+        if *strict != Some(true) {
+            common::check_response_schema(schema)?;
+        }
+    }
 
     let has_format = matches!(
         req.text.as_ref().and_then(|t| t.format.as_ref()),
@@ -754,6 +830,16 @@ fn convert_items(
     for (i, item) in items.into_iter().enumerate() {
         let path = format!("input[{i}]");
         let item = parse_item(item).map_err(crate::error::ConversionError::invalid)?;
+        let call_id = match &item {
+            Item::FunctionCall(c) => Some(c.call_id.as_str()),
+            Item::FunctionCallOutput(id, _) => Some(id.as_str()),
+            _ => None,
+        };
+        if call_id == Some("") {
+            return reject(format!(
+                "Invalid 'input[{i}].call_id': empty string. Expected a string with minimum length 1, but got an empty string instead."
+            ));
+        }
         match item {
             Item::Skip => {}
             Item::Reasoning(text) => {

@@ -132,12 +132,31 @@ fn normalize(schema: &Value, root: bool) -> ConvResult<Value> {
     let mut out = Map::new();
     if let Some(ty) = obj.get("type") {
         if let Value::Array(list) = ty {
+            // A list of types names scalar types only; its errors name the field.
+            const SCALARS: [&str; 5] = ["string", "number", "integer", "boolean", "null"];
             for t in list {
-                check_type_name(t)?;
+                match t {
+                    Value::String(s) if SCALARS.contains(&s.as_str()) => {}
+                    Value::String(s) => {
+                        return schema_err(format!(
+                            "field `type`: unknown variant `{s}`, expected one of {}",
+                            variant_list(&SCALARS)
+                        ))
+                    }
+                    other => {
+                        return schema_err(format!("field `type`: invalid type: {}, expected string or map", unexpected(other)))
+                    }
+                }
             }
             out.insert("type".into(), ty.clone());
-            if let Some(d) = get_string(obj, "description")? {
-                out.insert("description".into(), d);
+            match obj.get("description") {
+                None | Some(Value::Null) => {}
+                Some(d @ Value::String(_)) => {
+                    out.insert("description".into(), d.clone());
+                }
+                Some(v) => {
+                    return schema_err(format!("field `description`: invalid type: {}, expected a string", unexpected(v)))
+                }
             }
             return Ok(Value::Object(out));
         }
@@ -167,7 +186,10 @@ fn normalize(schema: &Value, root: bool) -> ConvResult<Value> {
                 }
                 match obj.get("enum") {
                     None | Some(Value::Null) => {}
-                    Some(v @ Value::Array(_)) => {
+                    Some(v @ Value::Array(items)) => {
+                        if let Some(bad) = items.iter().find(|i| !i.is_string()) {
+                            return invalid_type(bad, "a string");
+                        }
                         out.insert("enum".into(), v.clone());
                     }
                     Some(v) => return invalid_type(v, "a sequence"),
