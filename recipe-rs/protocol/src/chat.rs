@@ -185,6 +185,7 @@ impl From<Detail> for ImageDetail {
 #[serde(rename = "ChatCompletionImageUrl")]
 pub struct ChatCompletionImageUrl {
     pub url: String,
+    #[serde(default)]
     pub detail: Option<Detail>,
 }
 

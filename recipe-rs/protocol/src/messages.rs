@@ -435,11 +435,15 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
                     _ => None,
                 })
                 .collect();
-            messages.push(Message::User(UserMessage {
-                content: format!("<system-reminder>\n{}\n</system-reminder>", text.join("\n\n")),
-                image_sources: Vec::new(),
-                image_token: image_token.clone(),
-            }));
+            // An empty system turn leaves nothing to remind of.
+            let text = text.join("\n\n");
+            if !text.is_empty() {
+                messages.push(Message::User(UserMessage {
+                    content: format!("<system-reminder>\n{text}\n</system-reminder>"),
+                    image_sources: Vec::new(),
+                    image_token: image_token.clone(),
+                }));
+            }
             if !owed.is_empty() {
                 return reject(format!(
                     "messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",

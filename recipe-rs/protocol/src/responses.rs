@@ -254,6 +254,10 @@ fn parse_item(item: Value) -> Result<Item, String> {
         }
         Some("reasoning") => {
             let r: ReasoningItem = serde_json::from_value(item).map_err(|e| e.to_string())?;
+            // A reasoning item without content (a summary only) carries nothing over.
+            if r.content.is_none() {
+                return Ok(Item::Skip);
+            }
             let text = r.content.unwrap_or_default().into_iter().map(|t| t.text).collect::<Vec<_>>().join("\n\n");
             Ok(Item::Reasoning(text))
         }
@@ -496,6 +500,7 @@ fn check_tool_choice_shape(choice: &Value) -> Result<(), String> {
             Some(Value::String(t)) => Err(format!(
                 "unknown variant `{t}`, expected one of `function`, `web_search`, `web_search_2025_08_26`, `custom`"
             )),
+            Some(v) if !v.is_null() => Err(format!("invalid type: {}, expected variant identifier", crate::strict::unexpected(v))),
             _ => Err(GENERIC.to_owned()),
         },
         _ => Err(GENERIC.to_owned()),
@@ -626,7 +631,10 @@ fn content_parts(content: Content, path: &str, version: ModelVersion, assistant:
     };
     if version == ModelVersion::DeepseekV41Flash {
         for (j, block) in blocks.iter().enumerate() {
-            if let ResponsesContentBlock::InputImage { image_url: None, file_id: Some(_), .. } = block {
+            if let ResponsesContentBlock::InputImage { image_url, file_id: Some(_), .. } = block {
+                if image_url.as_deref().is_some_and(|u| !u.is_empty()) {
+                    continue;
+                }
                 return reject(format!(
                     "{path}.content[{j}]: file_id is not supported. Pass the image as a base64 data url instead."
                 ));
@@ -642,7 +650,8 @@ fn content_parts(content: Content, path: &str, version: ModelVersion, assistant:
                     return reject(format!("{path}: Image in assistant message is unsupported"));
                 }
                 let detail = detail.map(ImageDetail::from).unwrap_or_default();
-                match (image_url, file_id) {
+                // An empty URL counts as no URL.
+                match (image_url.filter(|u| !u.is_empty()), file_id) {
                     (Some(url), _) => {
                         let data = match common::image_data_from_url(&url) {
                             Some(d) => d,
@@ -694,7 +703,7 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
     }
     match req.input {
         None => {
-            if req.instructions.is_none() {
+            if req.instructions.as_deref().is_none_or(str::is_empty) {
                 return reject("Either input or instructions must be provided");
             }
         }
@@ -734,11 +743,18 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
     common::drop_tools_for_none(&mut declared, &choice)?;
     common::check_tools(&mut declared)?;
     let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;
-    if let Some(ResponsesTextFormat::JsonSchema { schema, strict, .. }) = req.text.as_ref().and_then(|t| t.format.as_ref()) {
-        if *strict != Some(true) {
-            common::check_response_schema(schema)?;
+    // The response schema is checked (strict: normalised) before the tool list is finished.
+    let strict_response_schema = match req.text.as_ref().and_then(|t| t.format.as_ref()) {
+        Some(ResponsesTextFormat::JsonSchema { schema, strict, .. }) => {
+            if *strict == Some(true) {
+                Some(crate::strict::normalize_response_schema(schema.clone())?.to_string())
+            } else {
+                common::check_response_schema(schema)?;
+                None
+            }
         }
-    }
+        _ => None,
+    };
 
     let has_format = matches!(
         req.text.as_ref().and_then(|t| t.format.as_ref()),
@@ -755,12 +771,8 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
     let (response_format, json_constraint) = match req.text.and_then(|t| t.format) {
         None | Some(ResponsesTextFormat::Text) => (ResponseFormat::Text, None),
         Some(ResponsesTextFormat::JsonObject) => (ResponseFormat::JsonObject, None),
-        Some(ResponsesTextFormat::JsonSchema { schema, strict, .. }) => {
-            let constraint = if strict == Some(true) {
-                crate::strict::normalize_response_schema(schema.clone())?.to_string()
-            } else {
-                schema.to_string()
-            };
+        Some(ResponsesTextFormat::JsonSchema { schema, .. }) => {
+            let constraint = strict_response_schema.unwrap_or_else(|| schema.to_string());
             (ResponseFormat::JsonSchema(schema), Some(constraint))
         }
     };

@@ -107,6 +107,10 @@ fn check_type_name(v: &Value) -> ConvResult<&str> {
 pub fn non_object_top_level(schema: Option<&Value>) -> bool {
     match schema.and_then(|s| s.get("type")) {
         Some(Value::String(t)) => t != "object" && TYPES.contains(&t.as_str()),
+        // A well-formed list of types names scalar types only.
+        Some(Value::Array(list)) => list
+            .iter()
+            .all(|t| matches!(t, Value::String(s) if ["string", "number", "integer", "boolean", "null"].contains(&s.as_str()))),
         _ => false,
     }
 }
@@ -115,12 +119,8 @@ pub fn non_object_top_level(schema: Option<&Value>) -> bool {
 pub fn normalize_strict_schema(schema: Value) -> ConvResult<Value> {
     // A recognised type other than `object` at the top is rejected as such; anything else gets
     // the shape errors of the schema parser.
-    if let Value::Object(o) = &schema {
-        if let Some(Value::String(t)) = o.get("type") {
-            if t != "object" && TYPES.contains(&t.as_str()) {
-                return reject("The top level of the function parameters schema must be an object.");
-            }
-        }
+    if non_object_top_level(Some(&schema)) {
+        return reject("The top level of the function parameters schema must be an object.");
     }
     normalize(&schema, true)
 }
