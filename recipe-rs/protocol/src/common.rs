@@ -228,7 +228,7 @@ pub fn meta_check(name: &str, parameters: &Option<Value>) -> ConvResult<()> {
 ///
 /// References are resolved offline only: a remote `$ref` is an error.
 pub fn schema_error(schema: &Value) -> Option<String> {
-    match jsonschema::options().build(schema) {
+    match jsonschema::options().offline().build(schema) {
         Ok(_) => None,
         Err(e) => Some(e.to_string()),
     }

@@ -220,7 +220,8 @@ struct ReasoningItem {
 enum Item {
     Message(Role, Content),
     FunctionCall(FunctionCallItem),
-    FunctionCallOutput(String, Content),
+    /// An output may name no call (`call_id` missing or null).
+    FunctionCallOutput(Option<String>, Content),
     Reasoning(String),
     Skip,
 }
@@ -246,11 +247,7 @@ fn parse_item(item: Value) -> Result<Item, String> {
         Some("function_call_output") => {
             let f: FunctionCallOutputItem = serde_json::from_value(item).map_err(|e| e.to_string())?;
             let output = output_of(f.output)?;
-            match f.call_id {
-                Some(id) => Ok(Item::FunctionCallOutput(id, output)),
-                // An output that names no call answers nothing and is left out.
-                None => Ok(Item::Skip),
-            }
+            Ok(Item::FunctionCallOutput(f.call_id, output))
         }
         Some("reasoning") => {
             let r: ReasoningItem = serde_json::from_value(item).map_err(|e| e.to_string())?;
@@ -573,9 +570,6 @@ fn declared_tools(
                         _ => "",
                     };
                     if kind == "custom" {
-                        if names_only {
-                            continue;
-                        }
                         let name = str_field(t, "name").unwrap_or_default();
                         return reject(format!(
                             "Currently custom tools are not allowed inside a namespace. Found custom tool '{name}' in tools[{i}].tools[{j}]."
@@ -844,7 +838,7 @@ fn convert_items(
         let item = parse_item(item).map_err(crate::error::ConversionError::invalid)?;
         let call_id = match &item {
             Item::FunctionCall(c) => Some(c.call_id.as_str()),
-            Item::FunctionCallOutput(id, _) => Some(id.as_str()),
+            Item::FunctionCallOutput(id, _) => id.as_deref(),
             _ => None,
         };
         if call_id == Some("") {
@@ -876,7 +870,21 @@ fn convert_items(
                     })),
                 }
             }
-            Item::FunctionCallOutput(call_id, content) => {
+            Item::FunctionCallOutput(None, content) => {
+                // Outside a run of calls it stands alone as a tool message; inside one it
+                // answers nothing (the run's calls must still be answered).
+                if open_calls.is_empty() {
+                    let parts = content_parts(content, &path, version, false)?;
+                    let (text, image_sources) = common::join_parts(parts, version, image_token, &path);
+                    messages.push(Message::Tool(ToolMessage {
+                        content: text,
+                        tool_call_id: None,
+                        image_sources,
+                        image_token: image_token.to_owned(),
+                    }));
+                }
+            }
+            Item::FunctionCallOutput(Some(call_id), content) => {
                 if !open_calls.contains(&call_id) {
                     return reject(format!("No tool call found for tool output with call_id {call_id}."));
                 }
