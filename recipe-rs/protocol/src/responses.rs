@@ -871,18 +871,17 @@ fn convert_items(
                 }
             }
             Item::FunctionCallOutput(None, content) => {
-                // Outside a run of calls it stands alone as a tool message; inside one it
-                // answers nothing (the run's calls must still be answered).
-                if open_calls.is_empty() {
-                    let parts = content_parts(content, &path, version, false)?;
-                    let (text, image_sources) = common::join_parts(parts, version, image_token, &path);
-                    messages.push(Message::Tool(ToolMessage {
-                        content: text,
-                        tool_call_id: None,
-                        image_sources,
-                        image_token: image_token.to_owned(),
-                    }));
-                }
+                // It ends the run of calls before it (which must be answered by then) and
+                // stands alone as a tool message.
+                flush_outputs(&mut open_calls, &mut outputs, messages)?;
+                let parts = content_parts(content, &path, version, false)?;
+                let (text, image_sources) = common::join_parts(parts, version, image_token, &path);
+                messages.push(Message::Tool(ToolMessage {
+                    content: text,
+                    tool_call_id: None,
+                    image_sources,
+                    image_token: image_token.to_owned(),
+                }));
             }
             Item::FunctionCallOutput(Some(call_id), content) => {
                 if !open_calls.contains(&call_id) {
