@@ -173,11 +173,11 @@ fn check_tool_shape(tool: &Value) -> Result<(), String> {
         return Err("missing field `name`".to_owned());
     };
     if let Some(ty) = obj.get("type") {
-        if !ty.is_string() {
+        if !(ty.is_string() || ty.is_null()) {
             return Err(format!("invalid type: {}, expected a string", unexpected(ty)));
         }
         return match obj.get("name") {
-            None | Some(Value::String(_)) => Ok(()),
+            None | Some(Value::Null) | Some(Value::String(_)) => Ok(()),
             Some(v) => Err(format!("invalid type: {}, expected a string", unexpected(v))),
         };
     }
@@ -372,10 +372,11 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
     let mut declared = Vec::new();
     for (i, tool) in req.tools.unwrap_or_default().iter().enumerate() {
         let Some(obj) = tool.as_object() else { continue };
-        let ty = obj.get("type").and_then(Value::as_str);
+        // A `type` key (even `null`) makes a server tool, unless it is a named `custom` tool.
+        let ty = obj.get("type").map(|t| t.as_str().unwrap_or(""));
         if let Some(t) = ty {
             // A `custom` tool needs a name; without one it counts as a server tool.
-            if t != "custom" || !obj.contains_key("name") {
+            if t != "custom" || !obj.get("name").is_some_and(Value::is_string) {
                 if options.messages_web_search == WebSearchBehavior::Reject || !t.starts_with("web_search") {
                     return reject(format!("tools[{i}]: server tools are not supported"));
                 }

@@ -497,7 +497,7 @@ fn check_tool_choice_shape(choice: &Value) -> Result<(), String> {
             Some(Value::String(t)) => Err(format!(
                 "unknown variant `{t}`, expected one of `function`, `web_search`, `web_search_2025_08_26`, `custom`"
             )),
-            Some(v) if !v.is_null() => Err(format!("invalid type: {}, expected variant identifier", crate::strict::unexpected(v))),
+            Some(v) => Err(format!("invalid type: {}, expected variant identifier", crate::strict::unexpected(v))),
             _ => Err(GENERIC.to_owned()),
         },
         _ => Err(GENERIC.to_owned()),
