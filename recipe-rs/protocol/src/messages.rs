@@ -173,7 +173,7 @@ fn check_tool_shape(tool: &Value) -> Result<(), String> {
         return Err("missing field `name`".to_owned());
     };
     if let Some(ty) = obj.get("type") {
-        if !(ty.is_string() || ty.is_null()) {
+        if !ty.is_string() {
             return Err(format!("invalid type: {}, expected a string", unexpected(ty)));
         }
         return match obj.get("name") {
@@ -372,8 +372,8 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
     let mut declared = Vec::new();
     for (i, tool) in req.tools.unwrap_or_default().iter().enumerate() {
         let Some(obj) = tool.as_object() else { continue };
-        // A `type` key (even `null`) makes a server tool, unless it is a named `custom` tool.
-        let ty = obj.get("type").map(|t| t.as_str().unwrap_or(""));
+        // A `type` makes a server tool, unless it is a `custom` tool with a name.
+        let ty = obj.get("type").and_then(Value::as_str);
         if let Some(t) = ty {
             // A `custom` tool needs a name; without one it counts as a server tool.
             if t != "custom" || !obj.get("name").is_some_and(Value::is_string) {

@@ -929,12 +929,24 @@ fn convert_items(
                         tools: None,
                         image_token: image_token.to_owned(),
                     })),
-                    Role::Assistant => messages.push(Message::Assistant(AssistantMessage {
-                        content: text,
-                        reasoning_content: pending_reasoning.take(),
-                        tool_calls: None,
-                        prefix: false,
-                    })),
+                    Role::Assistant => match messages.last_mut() {
+                        // Consecutive assistant messages (no reasoning item between them) are
+                        // one turn: their non-empty texts are joined.
+                        Some(Message::Assistant(prev)) if pending_reasoning.is_none() && prev.tool_calls.is_none() => {
+                            if !text.is_empty() {
+                                if !prev.content.is_empty() {
+                                    prev.content.push_str("\n\n");
+                                }
+                                prev.content.push_str(&text);
+                            }
+                        }
+                        _ => messages.push(Message::Assistant(AssistantMessage {
+                            content: text,
+                            reasoning_content: pending_reasoning.take(),
+                            tool_calls: None,
+                            prefix: false,
+                        })),
+                    },
                 }
             }
         }
