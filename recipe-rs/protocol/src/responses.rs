@@ -641,6 +641,9 @@ fn content_parts(content: Content, path: &str, version: ModelVersion, assistant:
             ResponsesContentBlock::InputText { text } | ResponsesContentBlock::OutputText { text } => parts.push(Part::Text(text)),
             ResponsesContentBlock::InputImage { image_url, file_id, detail } => {
                 if assistant && version == ModelVersion::DeepseekV41Flash {
+                    if image_url.as_deref().is_none_or(str::is_empty) && file_id.is_none() {
+                        return reject(format!("{path}.content[{j}]: input_image must have image_url or file_id"));
+                    }
                     return reject(format!("{path}: Image in assistant message is unsupported"));
                 }
                 let detail = detail.map(ImageDetail::from).unwrap_or_default();
