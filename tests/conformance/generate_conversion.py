@@ -412,6 +412,16 @@ def broken_body_cases():
     resp({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": ""}]}]}, model=FLASH)
     resp({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": ""}]}]})
     cases.append({"format": "responses", "body": {"model": PRO, "instructions": ""}, "options": None})
+    for text in [{"format": None}, {}, {"verbosity": "low"}, {"verbosity": "x"}, [None, 5], []]:
+        resp({"text": text})
+    for reasoning in [{"effort": "high", "generate_summary": 5}, {"effort": "high", "summary": "x"}, ["high", "x"],
+                      ["high", "auto", 5], []]:
+        resp({"reasoning": reasoning})
+    resp({"input": [q, {"role": "assistant", "content": "a"}, {"type": "x"}, {"role": "assistant", "content": "b"}]})
+    resp({"input": [q, {"role": "assistant", "content": ""}, {"role": "assistant", "content": "b"}]})
+    resp({"input": [q, {"role": "assistant", "content": "a"}, {"type": "reasoning", "content": [{"type": "reasoning_text", "text": "r"}]},
+                    {"role": "assistant", "content": "b"}]})
+    resp({"input": [q, {"role": "assistant", "content": [{"type": "input_image"}]}]}, model=FLASH)
 
     mbad = {"type": "object", "properties": {"a": {"type": "string", "minLength": -1}}}
     msgs({"tools": [{"name": "f", "strict": True, "input_schema": mbad}]})

@@ -56,15 +56,43 @@ pub struct ResponsesRequest {
 #[derive(Debug, Deserialize)]
 #[serde(rename = "ResponsesReasoningConfig")]
 pub struct ResponsesReasoningConfig {
-    #[serde(default)]
     pub effort: Option<RequestEffort>,
+    /// Read (and type-checked) but not used.
+    #[allow(dead_code)]
+    summary: Option<ReasoningSummary>,
+    #[allow(dead_code)]
+    generate_summary: Option<ReasoningSummary>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum ReasoningSummary {
+    Auto,
+    Concise,
+    Detailed,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum TextVerbosity {
+    Low,
+    Medium,
+    High,
+}
+
+/// A present `format` must be a format object (`null` is a shape error).
+fn de_text_format<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ResponsesTextFormat>, D::Error> {
+    ResponsesTextFormat::deserialize(d).map(Some)
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(rename = "ResponsesTextConfig")]
 pub struct ResponsesTextConfig {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "de_text_format")]
     pub format: Option<ResponsesTextFormat>,
+    /// Read (and type-checked) but not used.
+    #[allow(dead_code)]
+    verbosity: Option<TextVerbosity>,
 }
 
 #[derive(Debug, Deserialize)]
