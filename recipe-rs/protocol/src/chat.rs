@@ -500,11 +500,18 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
     if req.stream_options.is_some() && !stream {
         return reject("stream_options should be set along with stream = true");
     }
-    if let Some(ChatCompletionResponseFormat::JsonSchema { json_schema }) = &req.response_format {
-        if json_schema.strict != Some(true) {
-            common::check_response_schema(&json_schema.schema)?;
+    // The response schema is checked (strict: normalised) before the tool list is finished.
+    let strict_response_schema = match &req.response_format {
+        Some(ChatCompletionResponseFormat::JsonSchema { json_schema }) => {
+            if json_schema.strict == Some(true) {
+                Some(crate::strict::normalize_response_schema(json_schema.schema.clone())?.to_string())
+            } else {
+                common::check_response_schema(&json_schema.schema)?;
+                None
+            }
         }
-    }
+        _ => None,
+    };
 
     let tools = common::finish_tools(declared)?;
     if tools.strict && has_response_format {
@@ -515,11 +522,7 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
         None | Some(ChatCompletionResponseFormat::Text) => (ResponseFormat::Text, None),
         Some(ChatCompletionResponseFormat::JsonObject) => (ResponseFormat::JsonObject, None),
         Some(ChatCompletionResponseFormat::JsonSchema { json_schema }) => {
-            let constraint = if json_schema.strict == Some(true) {
-                crate::strict::normalize_response_schema(json_schema.schema.clone())?.to_string()
-            } else {
-                json_schema.schema.to_string()
-            };
+            let constraint = strict_response_schema.unwrap_or_else(|| json_schema.schema.to_string());
             (ResponseFormat::JsonSchema(json_schema.schema), Some(constraint))
         }
         Some(ChatCompletionResponseFormat::Regex { regex }) => (ResponseFormat::Regex(regex), None),

@@ -881,7 +881,13 @@ fn convert_items(
             Item::Skip => {}
             Item::Reasoning(text) => {
                 flush_outputs(&mut open_calls, &mut outputs, messages)?;
-                pending_reasoning = Some(text);
+                // Empty reasoning carries nothing; consecutive reasoning items are joined.
+                if !text.is_empty() {
+                    pending_reasoning = Some(match pending_reasoning.take() {
+                        Some(prev) => format!("{prev}\n{text}"),
+                        None => text,
+                    });
+                }
             }
             Item::FunctionCall(call) => {
                 if !outputs.is_empty() {
