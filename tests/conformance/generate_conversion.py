@@ -422,6 +422,10 @@ def broken_body_cases():
     resp({"input": [q, {"role": "assistant", "content": "a"}, {"type": "reasoning", "content": [{"type": "reasoning_text", "text": "r"}]},
                     {"role": "assistant", "content": "b"}]})
     resp({"input": [q, {"role": "assistant", "content": [{"type": "input_image"}]}]}, model=FLASH)
+    r = {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": "mull"}]}
+    resp({"input": [q, r, {"type": "x"}, r, {"role": "assistant", "content": "a"}]})
+    resp({"input": [q, {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": ""}]}, q]})
+    chat({"tools": [fn("f", None, True)], "response_format": {"type": "json_schema", "json_schema": {"name": "n", "strict": True, "schema": obj()}}})
 
     mbad = {"type": "object", "properties": {"a": {"type": "string", "minLength": -1}}}
     msgs({"tools": [{"name": "f", "strict": True, "input_schema": mbad}]})
@@ -442,6 +446,8 @@ def broken_body_cases():
     msgs({"metadata": []})
     msgs({"messages": [q, {"role": "system", "content": ""}, {"role": "assistant", "content": "a"}]})
     msgs({"messages": [q, {"role": "system", "content": ""}, {"role": "assistant", "content": "a"}]}, model=FLASH)
+    msgs({"messages": [q, {"role": "system", "content": []}], "max_tokens": 0})
+    msgs({"messages": [q, {"role": "system", "content": []}], "max_tokens": 0}, model=FLASH)
     return cases
 
 

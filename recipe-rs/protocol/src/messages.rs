@@ -413,9 +413,8 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
     for (i, m) in req.messages.into_iter().enumerate() {
         let (role, content) = m.split();
         let m = Msg { role, content };
-        // (On V4 an empty system turn is dropped instead.)
-        let v4_system = matches!(m.role, Role::System) && version == ModelVersion::DeepseekV4Pro;
-        if m.content.is_empty() && !v4_system {
+        // (An empty system turn is dropped instead.)
+        if m.content.is_empty() && !matches!(m.role, Role::System) {
             return reject(format!("messages.{i}: all messages must have non-empty content"));
         }
         let answered_here: Vec<String> = m
