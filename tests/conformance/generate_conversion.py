@@ -304,14 +304,164 @@ def messages_cases():
     return cases
 
 
+def broken_body_cases():
+    """Randomly broken bodies showed these rules; each is pinned by a few direct cases.
+
+    Tool and response schemas are compiled as JSON Schemas (non-strict tools and schemas only,
+    after `tool_choice: none` has dropped the tools), strict schemas have their own shape rules,
+    and nested objects read from lists report the official struct sizes.
+    """
+    cases = []
+    user = [{"role": "user", "content": "Reply in json"}]
+
+    def chat(patch, model=PRO):
+        cases.append({"format": "chat", "body": {"model": model, "messages": user, **patch}, "options": None})
+
+    def resp(patch, model=PRO):
+        cases.append({"format": "responses", "body": {"model": model, "input": "json", **patch}, "options": None})
+
+    def msgs(patch, model=PRO):
+        cases.append({"format": "messages", "body": {"model": model, "max_tokens": 10, "messages": user, **patch}, "options": None})
+
+    def fn(name, params=None, strict=None):
+        f = {"name": name}
+        if params is not None:
+            f["parameters"] = params
+        if strict is not None:
+            f["strict"] = strict
+        return {"type": "function", "function": f}
+
+    def obj(**props):
+        return {"type": "object", "properties": props}
+
+    # Non-strict schemas: the compiler's first error, per kept tool, before later checks.
+    bad_schemas = [obj(a={"type": "string", "minLength": -1}), obj(a={"type": "number", "description": {"type": "x"}}),
+                   obj(a={"enum": 5}), obj(a={"items": [{"type": "string"}]}), obj(a={"type": "string", "pattern": "("}),
+                   obj(a={"$ref": "#/definitions/missing"}), obj(a={"$ref": "http://example.com/x.json"}),
+                   {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "properties": {"a": {"items": [{"type": "string"}]}}},
+                   obj(a="x"), obj(a={"type": ["string", "string"]}), obj(a={"multipleOf": 0})]
+    for b in bad_schemas:
+        chat({"tools": [fn("f", b)]})
+    bad = bad_schemas[0]
+    chat({"tools": [fn("f", bad)], "tool_choice": "none"})
+    chat({"tools": [fn("f", "x")], "tool_choice": "none"})
+    chat({"tools": [fn("f", bad, True)]})
+    chat({"tools": [fn("f", bad)], "temperature": 5})
+    chat({"tools": [fn("f", bad), fn("f")]})
+    chat({"tools": [fn("f"), fn("f", bad)]})
+    chat({"tools": [fn("f", {"type": "string"}), fn("g", bad)]})
+    chat({"tools": [fn("g", bad), fn("f", obj(a={"type": "x"}), True)]})
+    chat({"tools": [fn("f", bad), fn("g")], "thinking": {"type": "disabled"}, "tool_choice": {"type": "function", "function": {"name": "g"}}})
+    chat({"messages": [{"role": "tool", "tool_call_id": "x", "content": "r"}], "tools": [fn("f", bad)]})
+    # Strict schemas: enum members are strings, type lists name scalar types only.
+    for prop in [{"type": "string", "enum": ["a", 5]}, {"type": "string", "enum": [None]}, {"type": ["string", "object"]},
+                 {"type": [5]}, {"type": ["string"], "description": 5}, {"type": []}]:
+        chat({"tools": [fn("s", obj(a=prop), True)], "stream_options": {}})
+    for top in [{"type": []}, {"type": ["object"]}, {"type": 5}]:
+        chat({"tools": [fn("s", top, True)], "stream_options": {}})
+    # Response schemas: compiled unless strict, after stop/stream_options, before the tool mix.
+    js = {"type": "json_schema", "json_schema": {"name": "n", "schema": obj(a=5)}}
+    chat({"response_format": js})
+    chat({"response_format": js, "temperature": 5})
+    chat({"response_format": js, "stream_options": {}})
+    chat({"response_format": js, "tools": [fn("f", None, True)]})
+    chat({"response_format": {"type": "json_schema", "json_schema": {"name": "n", "strict": True, "schema": obj(a={"type": "string", "minLength": -1})}}})
+    chat({"response_format": {"type": "json_schema", "json_schema": {"name": "n", "strict": True, "schema": {"type": []}}}})
+    # Shapes read in the constructor.
+    for tc in [{"type": None}, {"type": 5}, {"type": {}}, {"type": "x"}, {}]:
+        chat({"tool_choice": tc})
+    for th in [[], ["enabled"], ["enabled", 5], {"type": "enabled", "budget_tokens": "x"}]:
+        chat({"thinking": th})
+    chat({"tools": [{"type": "function", "function": ["f"]}]})
+    chat({"tools": [{"type": "function", "function": ["f", None, None, None]}]})
+    chat({"stream_options": []})
+    chat({"response_format": {"type": "json_schema", "json_schema": ["n"]}})
+    chat({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": ["http://a/b.png"]}]}]}, model=FLASH)
+    chat({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": []}]}]}, model=FLASH)
+
+    rbad = {"type": "object", "properties": {"a": {"type": "string", "minLength": -1}}}
+    rjs = {"format": {"type": "json_schema", "name": "n", "schema": obj(a=5)}}
+    resp({"tools": [{"type": "function", "name": "f", "parameters": rbad}]})
+    resp({"tools": [{"type": "function", "name": "f", "parameters": rbad, "strict": True}]})
+    resp({"tools": [{"type": "function", "name": "f", "parameters": rbad}], "tool_choice": "none"})
+    resp({"tools": [{"type": "function", "name": "f", "parameters": rbad}, {"type": "custom", "name": "other"}]})
+    resp({"tools": [{"type": "function", "name": "f", "strict": True, "parameters": obj(a={"type": "x"})},
+                    {"type": "function", "name": "g", "parameters": rbad}]})
+    resp({"text": rjs})
+    resp({"text": rjs, "temperature": 5})
+    resp({"text": rjs, "tools": [{"type": "function", "name": "f", "strict": True}, {"type": "function", "name": "g"}]})
+    resp({"text": {"format": {"type": "json_schema", "name": "n", "strict": True, "schema": obj()}},
+          "tools": [{"type": "function", "name": "f", "strict": True}, {"type": "function", "name": "g"}]})
+    for tool in [["x"], [], ["function"], [5], {"type": "function", "name": "f", "strict": {}},
+                 {"type": "function", "name": "f", "strict": 0}]:
+        resp({"tools": [tool]})
+    for inner in [{"type": 0, "name": "g"}, {"type": 1, "name": "apply_patch"}, {"type": 2, "name": "g"}, {"type": -1, "name": "g"},
+                  {"type": None, "name": "g"}, ["x"], ["function"], {"type": "custom", "name": "zz"}]:
+        resp({"tools": [{"type": "namespace", "name": "ns", "description": "", "tools": [inner]}]})
+    for tc in [{"type": "function", "name": 0}, {"type": "function"}, {"type": True}, {"type": "web_search", "name": 0}]:
+        resp({"tools": [{"type": "function", "name": "f"}], "tool_choice": tc})
+    call = {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}
+    q = {"role": "user", "content": "q"}
+    for out in [{"type": "function_call_output", "output": "x"}, {"type": "function_call_output", "call_id": None, "output": "x"},
+                {"type": "function_call_output", "call_id": "", "output": "x"}]:
+        resp({"input": [q, call, out]})
+        resp({"input": [q, out]})
+    resp({"input": [q, dict(call, call_id="")]})
+    resp({"input": [q, {"type": "reasoning", "summary": []}, q]})
+    resp({"input": [q, {"type": "reasoning", "summary": []}]})
+    resp({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": ""}]}]}, model=FLASH)
+    resp({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": ""}]}]})
+    cases.append({"format": "responses", "body": {"model": PRO, "instructions": ""}, "options": None})
+    for text in [{"format": None}, {}, {"verbosity": "low"}, {"verbosity": "x"}, [None, 5], []]:
+        resp({"text": text})
+    for reasoning in [{"effort": "high", "generate_summary": 5}, {"effort": "high", "summary": "x"}, ["high", "x"],
+                      ["high", "auto", 5], []]:
+        resp({"reasoning": reasoning})
+    resp({"input": [q, {"role": "assistant", "content": "a"}, {"type": "x"}, {"role": "assistant", "content": "b"}]})
+    resp({"input": [q, {"role": "assistant", "content": ""}, {"role": "assistant", "content": "b"}]})
+    resp({"input": [q, {"role": "assistant", "content": "a"}, {"type": "reasoning", "content": [{"type": "reasoning_text", "text": "r"}]},
+                    {"role": "assistant", "content": "b"}]})
+    resp({"input": [q, {"role": "assistant", "content": [{"type": "input_image"}]}]}, model=FLASH)
+    r = {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": "mull"}]}
+    resp({"input": [q, r, {"type": "x"}, r, {"role": "assistant", "content": "a"}]})
+    resp({"input": [q, {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": ""}]}, q]})
+    chat({"tools": [fn("f", None, True)], "response_format": {"type": "json_schema", "json_schema": {"name": "n", "strict": True, "schema": obj()}}})
+
+    mbad = {"type": "object", "properties": {"a": {"type": "string", "minLength": -1}}}
+    msgs({"tools": [{"name": "f", "strict": True, "input_schema": mbad}]})
+    msgs({"tools": [{"name": "f", "strict": True, "input_schema": obj(a={"type": "string"})}]})
+    msgs({"tools": [{"name": "f", "input_schema": mbad}], "tool_choice": {"type": "none"}})
+    msgs({"tools": [{"name": "f"}]})
+    msgs({"tools": [{"name": "f"}], "tool_choice": {"type": "none"}})
+    for tool in [{"type": "x"}, {"type": 0}, {"name": 1.5}, {"type": "custom", "name": 1.5}, {"type": "custom"},
+                 {"type": "x", "name": 5}, {"type": "web_search_20250305", "name": ["x"]}, {"name": "f", "description": 5}]:
+        msgs({"tools": [tool]})
+    for stop in [[""], ["a", ""], [str(i) for i in range(17)], []]:
+        msgs({"stop_sequences": stop})
+        msgs({"stop_sequences": stop, "temperature": 5})
+    msgs({"stop_sequences": [""], "tools": [{"name": "f"}]})
+    for th in [{"type": "enabled", "budget_tokens": []}, {"type": "enabled", "budget_tokens": "x"}, [], ["enabled"]]:
+        msgs({"thinking": th})
+    msgs({"output_config": []})
+    msgs({"metadata": []})
+    msgs({"messages": [q, {"role": "system", "content": ""}, {"role": "assistant", "content": "a"}]})
+    msgs({"messages": [q, {"role": "system", "content": ""}, {"role": "assistant", "content": "a"}]}, model=FLASH)
+    msgs({"messages": [q, {"role": "system", "content": []}], "max_tokens": 0})
+    msgs({"messages": [q, {"role": "system", "content": []}], "max_tokens": 0}, model=FLASH)
+    return cases
+
+
 RANDOM_SEED, RANDOM_COUNT = 1, 600
+# Randomly broken bodies (one node of a random body replaced or deleted).
+MUTATED_SEED, MUTATED_COUNT = 7, 450
 
 
 def main() -> int:
     sys.path.insert(0, str(HERE))
-    from conversion_random import random_cases  # noqa: E402
+    from conversion_random import mutated_cases, random_cases  # noqa: E402
 
-    cases = chat_cases() + chat_n_cases() + responses_cases() + messages_cases() + random_cases(RANDOM_SEED, RANDOM_COUNT)
+    cases = (chat_cases() + chat_n_cases() + responses_cases() + messages_cases() + broken_body_cases()
+             + random_cases(RANDOM_SEED, RANDOM_COUNT) + mutated_cases(MUTATED_SEED, MUTATED_COUNT))
     from official_venv import run_in_official  # noqa: E402
 
     OUT.parent.mkdir(parents=True, exist_ok=True)

@@ -58,7 +58,6 @@ pub struct ChatCompletionRequest {
 #[derive(Debug, Deserialize)]
 #[serde(rename = "ChatCompletionStreamOptions")]
 pub struct ChatCompletionStreamOptions {
-    #[serde(default)]
     pub include_usage: Option<bool>,
 }
 
@@ -75,6 +74,9 @@ pub enum ThinkingType {
 pub struct ChatCompletionThinking {
     #[serde(rename = "type")]
     pub kind: ThinkingType,
+    /// Read (and type-checked) but not used.
+    #[allow(dead_code)]
+    budget_tokens: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -221,11 +223,8 @@ pub struct ChatCompletionTool {
 #[serde(rename = "ChatCompletionFunctionDefinition")]
 pub struct ChatCompletionFunctionDefinition {
     pub name: String,
-    #[serde(default)]
     pub description: Option<String>,
-    #[serde(default)]
     pub parameters: Option<Value>,
-    #[serde(default)]
     pub strict: Option<bool>,
 }
 
@@ -255,7 +254,7 @@ fn de_tool_choice<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ChatToolChoi
             _ => Err(D::Error::custom("expected one of `none`, `auto`, `required` or a tool")),
         },
         Value::Object(mut o) => {
-            if o.get("type").is_none_or(Value::is_null) {
+            if !o.contains_key("type") {
                 return Err(D::Error::custom("expected one of `none`, `auto`, `required` or a tool"));
             }
             let ty = o.remove("type").unwrap_or(Value::Null);
@@ -282,10 +281,8 @@ pub enum ChatCompletionResponseFormat {
 #[derive(Debug, Deserialize)]
 #[serde(rename = "ChatCompletionResponseFormatJsonSchema")]
 pub struct ChatCompletionResponseFormatJsonSchema {
-    #[serde(default)]
     pub name: Option<String>,
     pub schema: Value,
-    #[serde(default)]
     pub strict: Option<bool>,
 }
 
@@ -473,16 +470,6 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
         ChatToolChoice::Function(n) => RequestToolChoice::Named(n),
     });
     let any_declared = !declared.is_empty();
-    let all_declared: Vec<DeclaredTool> = declared
-        .iter()
-        .map(|t| DeclaredTool {
-            name: t.name.clone(),
-            description: None,
-            parameters: t.parameters.clone(),
-            strict: t.strict,
-            defer_loading: false,
-        })
-        .collect();
     common::drop_tools_for_none(&mut declared, &choice)?;
     common::check_tools(&mut declared)?;
     if is_prefix && is_json_object {
@@ -505,12 +492,7 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
             vec![s]
         }
         Some(Stop::Many(list)) => {
-            if list.len() > 16 {
-                return reject(format!("Stop string array too long: {}", list.len()));
-            }
-            if let Some(i) = list.iter().position(String::is_empty) {
-                return reject(empty_string_error(&format!("stop[{i}]")));
-            }
+            common::check_stop_list(&list)?;
             list
         }
     };
@@ -518,8 +500,19 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
     if req.stream_options.is_some() && !stream {
         return reject("stream_options should be set along with stream = true");
     }
+    // The response schema is checked (strict: normalised) before the tool list is finished.
+    let strict_response_schema = match &req.response_format {
+        Some(ChatCompletionResponseFormat::JsonSchema { json_schema }) => {
+            if json_schema.strict == Some(true) {
+                Some(crate::strict::normalize_response_schema(json_schema.schema.clone())?.to_string())
+            } else {
+                common::check_response_schema(&json_schema.schema)?;
+                None
+            }
+        }
+        _ => None,
+    };
 
-    common::meta_check_all_top(&all_declared)?;
     let tools = common::finish_tools(declared)?;
     if tools.strict && has_response_format {
         return reject("response_format should not be used with tools");
@@ -529,11 +522,7 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
         None | Some(ChatCompletionResponseFormat::Text) => (ResponseFormat::Text, None),
         Some(ChatCompletionResponseFormat::JsonObject) => (ResponseFormat::JsonObject, None),
         Some(ChatCompletionResponseFormat::JsonSchema { json_schema }) => {
-            let constraint = if json_schema.strict == Some(true) {
-                crate::strict::normalize_response_schema(json_schema.schema.clone())?.to_string()
-            } else {
-                json_schema.schema.to_string()
-            };
+            let constraint = strict_response_schema.unwrap_or_else(|| json_schema.schema.to_string());
             (ResponseFormat::JsonSchema(json_schema.schema), Some(constraint))
         }
         Some(ChatCompletionResponseFormat::Regex { regex }) => (ResponseFormat::Regex(regex), None),

@@ -214,86 +214,45 @@ pub fn check_tool_name(name: &str, field: &str) -> ConvResult<()> {
     Ok(())
 }
 
-/// Validate a function's parameter schema: a JSON Schema whose type is `object`.
-/// The JSON Schema meta-validation of a parameter schema (a subset of the keywords).
+/// A non-strict tool's parameters must compile as a JSON Schema.
 pub fn meta_check(name: &str, parameters: &Option<Value>) -> ConvResult<()> {
     let Some(p) = parameters else { return Ok(()) };
-    let msg = meta_error(p, 0);
-    meta_result(name, msg)
-}
-
-/// Only the top level of the schema (no nested property schemas).
-pub fn meta_check_top(name: &str, parameters: &Option<Value>) -> ConvResult<()> {
-    let Some(p) = parameters else { return Ok(()) };
-    let msg = meta_error(p, 64);
-    meta_result(name, msg)
-}
-
-fn meta_result(name: &str, msg: Option<String>) -> ConvResult<()> {
-    match msg {
+    match schema_error(p) {
         Some(m) => reject(format!("Invalid schema for function '{name}': {m}")),
         None => Ok(()),
     }
 }
 
-const SIMPLE_TYPES: [&str; 7] = ["array", "boolean", "integer", "null", "number", "object", "string"];
+/// Why `schema` is not a usable JSON Schema: the first error the `jsonschema` crate reports
+/// when it compiles the schema (meta-schema violations, unresolvable references), or `None`.
+///
+/// References are resolved offline only: a remote `$ref` is an error.
+pub fn schema_error(schema: &Value) -> Option<String> {
+    match jsonschema::options().offline().build(schema) {
+        Ok(_) => None,
+        Err(e) => Some(e.to_string()),
+    }
+}
 
-fn meta_error(schema: &Value, depth: usize) -> Option<String> {
-    let obj = match schema {
-        Value::Bool(_) => return None,
-        Value::Object(o) => o,
-        other => return Some(format!("{other} is not of types \"boolean\", \"object\"")),
-    };
-    if depth > 64 {
-        return None;
+/// A list of stop strings: at most 16, none empty.
+pub fn check_stop_list(list: &[String]) -> ConvResult<()> {
+    if list.len() > 16 {
+        return reject(format!("Stop string array too long: {}", list.len()));
     }
-    if let Some(t) = obj.get("type") {
-        let ok = match t {
-            Value::String(s) => SIMPLE_TYPES.contains(&s.as_str()),
-            Value::Array(items) => {
-                !items.is_empty()
-                    && items.iter().all(|i| matches!(i, Value::String(s) if SIMPLE_TYPES.contains(&s.as_str())))
-            }
-            _ => false,
-        };
-        if !ok {
-            return Some(format!("{t} is not valid under any of the schemas listed in the 'anyOf' keyword"));
-        }
+    if let Some(i) = list.iter().position(String::is_empty) {
+        return reject(format!(
+            "Invalid 'stop[{i}]': empty string. Expected a string with minimum length 1, but got an empty string instead."
+        ));
     }
-    if let Some(props) = obj.get("properties") {
-        match props {
-            Value::Object(map) => {
-                if depth < 64 {
-                    for v in map.values() {
-                        if let Some(m) = meta_error(v, depth + 1) {
-                            return Some(m);
-                        }
-                    }
-                }
-            }
-            other => return Some(format!("{other} is not of type \"object\"")),
-        }
+    Ok(())
+}
+
+/// A non-strict response-format schema must compile as a JSON Schema.
+pub fn check_response_schema(schema: &Value) -> ConvResult<()> {
+    match schema_error(schema) {
+        Some(m) => reject(format!("Invalid json schema: {m}")),
+        None => Ok(()),
     }
-    if let Some(items) = obj.get("items") {
-        if depth < 64 {
-            if let Some(m) = meta_error(items, depth + 1) {
-                return Some(m);
-            }
-        }
-    }
-    if let Some(req) = obj.get("required") {
-        match req {
-            Value::Array(list) => {
-                for r in list {
-                    if !r.is_string() {
-                        return Some(format!("{r} is not of type \"string\""));
-                    }
-                }
-            }
-            other => return Some(format!("{other} is not of type \"array\"")),
-        }
-    }
-    None
 }
 
 pub fn check_parameters(name: &str, parameters: &Option<Value>) -> ConvResult<()> {
@@ -313,22 +272,6 @@ pub struct Tools {
     pub tools: Vec<ToolDefinition>,
     /// Whether every tool is strict (and there is at least one).
     pub strict: bool,
-}
-
-/// JSON Schema meta-validation of every tool's parameters.
-pub fn meta_check_all(declared: &[DeclaredTool]) -> ConvResult<()> {
-    for t in declared {
-        meta_check(&t.name, &t.parameters)?;
-    }
-    Ok(())
-}
-
-/// Top-level meta-validation of every tool's parameters.
-pub fn meta_check_all_top(declared: &[DeclaredTool]) -> ConvResult<()> {
-    for t in declared {
-        meta_check_top(&t.name, &t.parameters)?;
-    }
-    Ok(())
 }
 
 /// A strict tool's schema is validated and normalised as soon as the tool is read.

@@ -45,7 +45,6 @@ pub struct MessagesRequest {
 #[derive(Debug, Deserialize)]
 #[serde(rename = "MessagesMetadata")]
 pub struct MessagesMetadata {
-    #[serde(default)]
     pub user_id: Option<String>,
 }
 
@@ -54,12 +53,14 @@ pub struct MessagesMetadata {
 pub struct MessagesThinking {
     #[serde(rename = "type")]
     pub kind: crate::chat::ThinkingType,
+    /// Read (and type-checked) but not used.
+    #[allow(dead_code)]
+    budget_tokens: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(rename = "MessagesOutputConfig")]
 pub struct MessagesOutputConfig {
-    #[serde(default)]
     pub effort: Option<RequestEffort>,
 }
 
@@ -163,11 +164,23 @@ impl MessagesRequest {
     }
 }
 
-/// Field types of a declared tool (name required), as the typed request would reject them.
+/// Field types of a declared tool, as the typed request would reject them. A tool with a
+/// `type` is a server tool (or a `custom` one): its `type` and `name` must be strings. A tool
+/// without one needs a string `name`.
 fn check_tool_shape(tool: &Value) -> Result<(), String> {
+    use crate::strict::unexpected;
     let Value::Object(obj) = tool else {
         return Err("missing field `name`".to_owned());
     };
+    if let Some(ty) = obj.get("type") {
+        if !ty.is_string() {
+            return Err(format!("invalid type: {}, expected a string", unexpected(ty)));
+        }
+        return match obj.get("name") {
+            None | Some(Value::Null) | Some(Value::String(_)) => Ok(()),
+            Some(v) => Err(format!("invalid type: {}, expected a string", unexpected(v))),
+        };
+    }
     match obj.get("name") {
         None => return Err("missing field `name`".to_owned()),
         Some(Value::String(_)) => {}
@@ -359,9 +372,11 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
     let mut declared = Vec::new();
     for (i, tool) in req.tools.unwrap_or_default().iter().enumerate() {
         let Some(obj) = tool.as_object() else { continue };
+        // A `type` makes a server tool, unless it is a `custom` tool with a name.
         let ty = obj.get("type").and_then(Value::as_str);
         if let Some(t) = ty {
-            if t != "custom" {
+            // A `custom` tool needs a name; without one it counts as a server tool.
+            if t != "custom" || !obj.get("name").is_some_and(Value::is_string) {
                 if options.messages_web_search == WebSearchBehavior::Reject || !t.starts_with("web_search") {
                     return reject(format!("tools[{i}]: server tools are not supported"));
                 }
@@ -373,8 +388,9 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
         let tool = DeclaredTool {
             name,
             description: obj.get("description").and_then(Value::as_str).map(str::to_owned),
-            parameters: obj.get("input_schema").cloned(),
-            strict: obj.get("strict").and_then(Value::as_bool),
+            // A missing schema is validated as `null` (and fails); `strict` is not read.
+            parameters: Some(obj.get("input_schema").cloned().unwrap_or(Value::Null)),
+            strict: None,
             defer_loading: false,
         };
         declared.push(tool);
@@ -397,7 +413,8 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
     for (i, m) in req.messages.into_iter().enumerate() {
         let (role, content) = m.split();
         let m = Msg { role, content };
-        if m.content.is_empty() {
+        // (An empty system turn is dropped instead.)
+        if m.content.is_empty() && !matches!(m.role, Role::System) {
             return reject(format!("messages.{i}: all messages must have non-empty content"));
         }
         let answered_here: Vec<String> = m
@@ -420,11 +437,15 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
                     _ => None,
                 })
                 .collect();
-            messages.push(Message::User(UserMessage {
-                content: format!("<system-reminder>\n{}\n</system-reminder>", text.join("\n\n")),
-                image_sources: Vec::new(),
-                image_token: image_token.clone(),
-            }));
+            // An empty system turn leaves nothing to remind of.
+            let text = text.join("\n\n");
+            if !text.is_empty() {
+                messages.push(Message::User(UserMessage {
+                    content: format!("<system-reminder>\n{text}\n</system-reminder>"),
+                    image_sources: Vec::new(),
+                    image_token: image_token.clone(),
+                }));
+            }
             if !owed.is_empty() {
                 return reject(format!(
                     "messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
@@ -537,11 +558,12 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
         MessagesToolChoice::Tool { name } => RequestToolChoice::Named(name),
         MessagesToolChoice::None => RequestToolChoice::None,
     });
-    common::meta_check_all(&declared)?;
     common::drop_tools_for_none(&mut declared, &choice)?;
     common::check_tools(&mut declared)?;
     let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;
     let tools = common::finish_tools(declared)?;
+    let stop = req.stop_sequences.unwrap_or_default();
+    common::check_stop_list(&stop)?;
 
     common::check_temperature(req.temperature)?;
     common::check_top_p(req.top_p)?;
@@ -569,7 +591,7 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
             logprobs: false,
             top_logprobs: None,
             seed: None,
-            stop: req.stop_sequences.unwrap_or_default(),
+            stop,
             stream: req.stream.unwrap_or(false),
         },
         options,

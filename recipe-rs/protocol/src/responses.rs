@@ -56,15 +56,43 @@ pub struct ResponsesRequest {
 #[derive(Debug, Deserialize)]
 #[serde(rename = "ResponsesReasoningConfig")]
 pub struct ResponsesReasoningConfig {
-    #[serde(default)]
     pub effort: Option<RequestEffort>,
+    /// Read (and type-checked) but not used.
+    #[allow(dead_code)]
+    summary: Option<ReasoningSummary>,
+    #[allow(dead_code)]
+    generate_summary: Option<ReasoningSummary>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum ReasoningSummary {
+    Auto,
+    Concise,
+    Detailed,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum TextVerbosity {
+    Low,
+    Medium,
+    High,
+}
+
+/// A present `format` must be a format object (`null` is a shape error).
+fn de_text_format<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ResponsesTextFormat>, D::Error> {
+    ResponsesTextFormat::deserialize(d).map(Some)
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(rename = "ResponsesTextConfig")]
 pub struct ResponsesTextConfig {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "de_text_format")]
     pub format: Option<ResponsesTextFormat>,
+    /// Read (and type-checked) but not used.
+    #[allow(dead_code)]
+    verbosity: Option<TextVerbosity>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -202,7 +230,7 @@ struct FunctionCallItem {
 
 #[derive(Debug, Deserialize)]
 struct FunctionCallOutputItem {
-    call_id: String,
+    call_id: Option<String>,
     output: Value,
 }
 
@@ -220,7 +248,8 @@ struct ReasoningItem {
 enum Item {
     Message(Role, Content),
     FunctionCall(FunctionCallItem),
-    FunctionCallOutput(String, Content),
+    /// An output may name no call (`call_id` missing or null).
+    FunctionCallOutput(Option<String>, Content),
     Reasoning(String),
     Skip,
 }
@@ -245,10 +274,15 @@ fn parse_item(item: Value) -> Result<Item, String> {
         }
         Some("function_call_output") => {
             let f: FunctionCallOutputItem = serde_json::from_value(item).map_err(|e| e.to_string())?;
-            Ok(Item::FunctionCallOutput(f.call_id, output_of(f.output)?))
+            let output = output_of(f.output)?;
+            Ok(Item::FunctionCallOutput(f.call_id, output))
         }
         Some("reasoning") => {
             let r: ReasoningItem = serde_json::from_value(item).map_err(|e| e.to_string())?;
+            // A reasoning item without content (a summary only) carries nothing over.
+            if r.content.is_none() {
+                return Ok(Item::Skip);
+            }
             let text = r.content.unwrap_or_default().into_iter().map(|t| t.text).collect::<Vec<_>>().join("\n\n");
             Ok(Item::Reasoning(text))
         }
@@ -373,8 +407,23 @@ fn echo_tools(tools: &[Value]) -> Vec<Value> {
 /// Shape errors of a declared tool, as a typed (internally tagged) tool list reports them.
 fn check_tool_shape(tool: &Value) -> Result<(), String> {
     use crate::strict::unexpected;
-    let Value::Object(obj) = tool else {
-        return Err(format!("invalid type: {}, expected internally tagged enum ResponsesTool", unexpected(tool)));
+    let obj = match tool {
+        Value::Object(obj) => obj,
+        // A list is read as the tag followed by the fields in order.
+        Value::Array(items) => {
+            return match items.first() {
+                None => Err("missing field `type`".to_owned()),
+                Some(Value::String(t)) => match t.as_str() {
+                    "function" => Err(format!(
+                        "invalid length {}, expected struct ResponsesFunctionTool with 4 elements",
+                        items.len() - 1
+                    )),
+                    _ => Ok(()),
+                },
+                Some(v) => Err(format!("invalid type: {}, expected variant identifier", unexpected(v))),
+            };
+        }
+        _ => return Err(format!("invalid type: {}, expected internally tagged enum ResponsesTool", unexpected(tool))),
     };
     let ty = match obj.get("type") {
         None => return Err("missing field `type`".to_owned()),
@@ -390,10 +439,17 @@ fn check_tool_shape(tool: &Value) -> Result<(), String> {
             None => Err(format!("missing field `{key}`")),
         }
     };
+    let bool_field = |key: &str| -> Result<(), String> {
+        match obj.get(key) {
+            None | Some(Value::Null) | Some(Value::Bool(_)) => Ok(()),
+            Some(v) => Err(format!("invalid type: {}, expected a boolean", unexpected(v))),
+        }
+    };
     match ty {
         "function" => {
             string_field("name", true)?;
             string_field("description", false)?;
+            bool_field("strict")?;
         }
         "namespace" => {
             string_field("name", true)?;
@@ -402,7 +458,18 @@ fn check_tool_shape(tool: &Value) -> Result<(), String> {
                 None => return Err("missing field `tools`".to_owned()),
                 Some(Value::Array(items)) => {
                     for t in items {
-                        if !(t.is_object() || t.is_array()) {
+                        if let Value::Array(seq) = t {
+                            return match seq.first() {
+                                None => Err("missing field `type`".to_owned()),
+                                Some(Value::String(k)) if k == "function" || k == "custom" => Err(format!(
+                                    "invalid length {}, expected struct ResponsesFunctionTool with 4 elements",
+                                    seq.len() - 1
+                                )),
+                                Some(Value::String(k)) => Err(format!("unknown variant `{k}`, expected `function` or `custom`")),
+                                Some(v) => Err(format!("invalid type: {}, expected variant identifier", unexpected(v))),
+                            };
+                        }
+                        if !t.is_object() {
                             return Err(format!(
                                 "invalid type: {}, expected internally tagged enum ResponsesNamespaceTool",
                                 unexpected(t)
@@ -410,6 +477,19 @@ fn check_tool_shape(tool: &Value) -> Result<(), String> {
                         }
                         match t.get("type") {
                             Some(Value::String(k)) if k == "function" || k == "custom" => {}
+                            // Variant indexes: 0 is `function`, 1 is `custom`.
+                            Some(Value::Number(n)) if n.as_u64().is_some() => {
+                                let k = n.as_u64().unwrap_or(0);
+                                if k > 1 {
+                                    return Err(format!("invalid value: integer `{k}`, expected variant index 0 <= i < 2"));
+                                }
+                                let mut inner = t.clone();
+                                if let Some(o) = inner.as_object_mut() {
+                                    o.insert("type".into(), Value::String(if k == 0 { "function" } else { "custom" }.into()));
+                                }
+                                check_tool_shape(&inner)?;
+                                continue;
+                            }
                             Some(Value::String(k)) => {
                                 return Err(format!("unknown variant `{k}`, expected `function` or `custom`"))
                             }
@@ -436,10 +516,16 @@ fn check_tool_choice_shape(choice: &Value) -> Result<(), String> {
         Value::Null => Ok(()),
         Value::String(s) if ["none", "auto", "required"].contains(&s.as_str()) => Ok(()),
         Value::Object(o) => match o.get("type") {
-            Some(Value::String(t)) if ["function", "web_search", "web_search_2025_08_26", "custom"].contains(&t.as_str()) => Ok(()),
+            Some(Value::String(t)) if t == "function" || t == "custom" => match o.get("name") {
+                None => Err("missing field `name`".to_owned()),
+                Some(Value::String(_)) => Ok(()),
+                Some(v) => Err(format!("invalid type: {}, expected a string", crate::strict::unexpected(v))),
+            },
+            Some(Value::String(t)) if ["web_search", "web_search_2025_08_26"].contains(&t.as_str()) => Ok(()),
             Some(Value::String(t)) => Err(format!(
                 "unknown variant `{t}`, expected one of `function`, `web_search`, `web_search_2025_08_26`, `custom`"
             )),
+            Some(v) => Err(format!("invalid type: {}, expected variant identifier", crate::strict::unexpected(v))),
             _ => Err(GENERIC.to_owned()),
         },
         _ => Err(GENERIC.to_owned()),
@@ -505,7 +591,19 @@ fn declared_tools(
                 let inner = obj.get("tools").and_then(Value::as_array).cloned().unwrap_or_default();
                 for (j, t) in inner.iter().enumerate() {
                     let Some(t) = t.as_object() else { continue };
-                    if t.get("type").and_then(Value::as_str) != Some("function") {
+                    let kind = match t.get("type") {
+                        Some(Value::String(k)) => k.as_str(),
+                        Some(Value::Number(n)) if n.as_u64() == Some(0) => "function",
+                        Some(Value::Number(n)) if n.as_u64() == Some(1) => "custom",
+                        _ => "",
+                    };
+                    if kind == "custom" {
+                        let name = str_field(t, "name").unwrap_or_default();
+                        return reject(format!(
+                            "Currently custom tools are not allowed inside a namespace. Found custom tool '{name}' in tools[{i}].tools[{j}]."
+                        ));
+                    }
+                    if kind != "function" {
                         continue;
                     }
                     let local = str_field(t, "name").unwrap_or_default();
@@ -555,7 +653,10 @@ fn content_parts(content: Content, path: &str, version: ModelVersion, assistant:
     };
     if version == ModelVersion::DeepseekV41Flash {
         for (j, block) in blocks.iter().enumerate() {
-            if let ResponsesContentBlock::InputImage { image_url: None, file_id: Some(_), .. } = block {
+            if let ResponsesContentBlock::InputImage { image_url, file_id: Some(_), .. } = block {
+                if image_url.as_deref().is_some_and(|u| !u.is_empty()) {
+                    continue;
+                }
                 return reject(format!(
                     "{path}.content[{j}]: file_id is not supported. Pass the image as a base64 data url instead."
                 ));
@@ -568,10 +669,14 @@ fn content_parts(content: Content, path: &str, version: ModelVersion, assistant:
             ResponsesContentBlock::InputText { text } | ResponsesContentBlock::OutputText { text } => parts.push(Part::Text(text)),
             ResponsesContentBlock::InputImage { image_url, file_id, detail } => {
                 if assistant && version == ModelVersion::DeepseekV41Flash {
+                    if image_url.as_deref().is_none_or(str::is_empty) && file_id.is_none() {
+                        return reject(format!("{path}.content[{j}]: input_image must have image_url or file_id"));
+                    }
                     return reject(format!("{path}: Image in assistant message is unsupported"));
                 }
                 let detail = detail.map(ImageDetail::from).unwrap_or_default();
-                match (image_url, file_id) {
+                // An empty URL counts as no URL.
+                match (image_url.filter(|u| !u.is_empty()), file_id) {
                     (Some(url), _) => {
                         let data = match common::image_data_from_url(&url) {
                             Some(d) => d,
@@ -623,7 +728,7 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
     }
     match req.input {
         None => {
-            if req.instructions.is_none() {
+            if req.instructions.as_deref().is_none_or(str::is_empty) {
                 return reject("Either input or instructions must be provided");
             }
         }
@@ -660,10 +765,21 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
         },
         Some(_) => None,
     };
-    common::meta_check_all(&declared)?;
     common::drop_tools_for_none(&mut declared, &choice)?;
     common::check_tools(&mut declared)?;
     let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;
+    // The response schema is checked (strict: normalised) before the tool list is finished.
+    let strict_response_schema = match req.text.as_ref().and_then(|t| t.format.as_ref()) {
+        Some(ResponsesTextFormat::JsonSchema { schema, strict, .. }) => {
+            if *strict == Some(true) {
+                Some(crate::strict::normalize_response_schema(schema.clone())?.to_string())
+            } else {
+                common::check_response_schema(schema)?;
+                None
+            }
+        }
+        _ => None,
+    };
 
     let has_format = matches!(
         req.text.as_ref().and_then(|t| t.format.as_ref()),
@@ -680,12 +796,8 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
     let (response_format, json_constraint) = match req.text.and_then(|t| t.format) {
         None | Some(ResponsesTextFormat::Text) => (ResponseFormat::Text, None),
         Some(ResponsesTextFormat::JsonObject) => (ResponseFormat::JsonObject, None),
-        Some(ResponsesTextFormat::JsonSchema { schema, strict, .. }) => {
-            let constraint = if strict == Some(true) {
-                crate::strict::normalize_response_schema(schema.clone())?.to_string()
-            } else {
-                schema.to_string()
-            };
+        Some(ResponsesTextFormat::JsonSchema { schema, .. }) => {
+            let constraint = strict_response_schema.unwrap_or_else(|| schema.to_string());
             (ResponseFormat::JsonSchema(schema), Some(constraint))
         }
     };
@@ -755,11 +867,27 @@ fn convert_items(
     for (i, item) in items.into_iter().enumerate() {
         let path = format!("input[{i}]");
         let item = parse_item(item).map_err(crate::error::ConversionError::invalid)?;
+        let call_id = match &item {
+            Item::FunctionCall(c) => Some(c.call_id.as_str()),
+            Item::FunctionCallOutput(id, _) => id.as_deref(),
+            _ => None,
+        };
+        if call_id == Some("") {
+            return reject(format!(
+                "Invalid 'input[{i}].call_id': empty string. Expected a string with minimum length 1, but got an empty string instead."
+            ));
+        }
         match item {
             Item::Skip => {}
             Item::Reasoning(text) => {
                 flush_outputs(&mut open_calls, &mut outputs, messages)?;
-                pending_reasoning = Some(text);
+                // Empty reasoning carries nothing; consecutive reasoning items are joined.
+                if !text.is_empty() {
+                    pending_reasoning = Some(match pending_reasoning.take() {
+                        Some(prev) => format!("{prev}\n{text}"),
+                        None => text,
+                    });
+                }
             }
             Item::FunctionCall(call) => {
                 if !outputs.is_empty() {
@@ -779,7 +907,20 @@ fn convert_items(
                     })),
                 }
             }
-            Item::FunctionCallOutput(call_id, content) => {
+            Item::FunctionCallOutput(None, content) => {
+                // It ends the run of calls before it (which must be answered by then) and
+                // stands alone as a tool message.
+                flush_outputs(&mut open_calls, &mut outputs, messages)?;
+                let parts = content_parts(content, &path, version, false)?;
+                let (text, image_sources) = common::join_parts(parts, version, image_token, &path);
+                messages.push(Message::Tool(ToolMessage {
+                    content: text,
+                    tool_call_id: None,
+                    image_sources,
+                    image_token: image_token.to_owned(),
+                }));
+            }
+            Item::FunctionCallOutput(Some(call_id), content) => {
                 if !open_calls.contains(&call_id) {
                     return reject(format!("No tool call found for tool output with call_id {call_id}."));
                 }
@@ -825,12 +966,24 @@ fn convert_items(
                         tools: None,
                         image_token: image_token.to_owned(),
                     })),
-                    Role::Assistant => messages.push(Message::Assistant(AssistantMessage {
-                        content: text,
-                        reasoning_content: pending_reasoning.take(),
-                        tool_calls: None,
-                        prefix: false,
-                    })),
+                    Role::Assistant => match messages.last_mut() {
+                        // Consecutive assistant messages (no reasoning item between them) are
+                        // one turn: their non-empty texts are joined.
+                        Some(Message::Assistant(prev)) if pending_reasoning.is_none() && prev.tool_calls.is_none() => {
+                            if !text.is_empty() {
+                                if !prev.content.is_empty() {
+                                    prev.content.push_str("\n\n");
+                                }
+                                prev.content.push_str(&text);
+                            }
+                        }
+                        _ => messages.push(Message::Assistant(AssistantMessage {
+                            content: text,
+                            reasoning_content: pending_reasoning.take(),
+                            tool_calls: None,
+                            prefix: false,
+                        })),
+                    },
                 }
             }
         }

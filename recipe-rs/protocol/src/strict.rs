@@ -107,6 +107,10 @@ fn check_type_name(v: &Value) -> ConvResult<&str> {
 pub fn non_object_top_level(schema: Option<&Value>) -> bool {
     match schema.and_then(|s| s.get("type")) {
         Some(Value::String(t)) => t != "object" && TYPES.contains(&t.as_str()),
+        // A well-formed list of types names scalar types only.
+        Some(Value::Array(list)) => list
+            .iter()
+            .all(|t| matches!(t, Value::String(s) if ["string", "number", "integer", "boolean", "null"].contains(&s.as_str()))),
         _ => false,
     }
 }
@@ -115,12 +119,8 @@ pub fn non_object_top_level(schema: Option<&Value>) -> bool {
 pub fn normalize_strict_schema(schema: Value) -> ConvResult<Value> {
     // A recognised type other than `object` at the top is rejected as such; anything else gets
     // the shape errors of the schema parser.
-    if let Value::Object(o) = &schema {
-        if let Some(Value::String(t)) = o.get("type") {
-            if t != "object" && TYPES.contains(&t.as_str()) {
-                return reject("The top level of the function parameters schema must be an object.");
-            }
-        }
+    if non_object_top_level(Some(&schema)) {
+        return reject("The top level of the function parameters schema must be an object.");
     }
     normalize(&schema, true)
 }
@@ -132,12 +132,31 @@ fn normalize(schema: &Value, root: bool) -> ConvResult<Value> {
     let mut out = Map::new();
     if let Some(ty) = obj.get("type") {
         if let Value::Array(list) = ty {
+            // A list of types names scalar types only; its errors name the field.
+            const SCALARS: [&str; 5] = ["string", "number", "integer", "boolean", "null"];
             for t in list {
-                check_type_name(t)?;
+                match t {
+                    Value::String(s) if SCALARS.contains(&s.as_str()) => {}
+                    Value::String(s) => {
+                        return schema_err(format!(
+                            "field `type`: unknown variant `{s}`, expected one of {}",
+                            variant_list(&SCALARS)
+                        ))
+                    }
+                    other => {
+                        return schema_err(format!("field `type`: invalid type: {}, expected string or map", unexpected(other)))
+                    }
+                }
             }
             out.insert("type".into(), ty.clone());
-            if let Some(d) = get_string(obj, "description")? {
-                out.insert("description".into(), d);
+            match obj.get("description") {
+                None | Some(Value::Null) => {}
+                Some(d @ Value::String(_)) => {
+                    out.insert("description".into(), d.clone());
+                }
+                Some(v) => {
+                    return schema_err(format!("field `description`: invalid type: {}, expected a string", unexpected(v)))
+                }
             }
             return Ok(Value::Object(out));
         }
@@ -167,7 +186,10 @@ fn normalize(schema: &Value, root: bool) -> ConvResult<Value> {
                 }
                 match obj.get("enum") {
                     None | Some(Value::Null) => {}
-                    Some(v @ Value::Array(_)) => {
+                    Some(v @ Value::Array(items)) => {
+                        if let Some(bad) = items.iter().find(|i| !i.is_string()) {
+                            return invalid_type(bad, "a string");
+                        }
                         out.insert("enum".into(), v.clone());
                     }
                     Some(v) => return invalid_type(v, "a sequence"),
