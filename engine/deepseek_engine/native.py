@@ -312,6 +312,250 @@ void head_argmax(const float *h, int64_t M, int64_t K, const float *wb, int64_t 
         }
     }
 }
+
+/* Greedy head, pre-filtered in 8-bit integers.
+   wq: the head weight rounded to integers at one scale s_w, in blocks of 8 vocabulary rows:
+   [nblocks, K4 / 4, 8, 4] (4 consecutive k of row 8*b + lane), K4 = K rounded up to a multiple of 4 (zeros);
+   |wq| <= 127, and <= 63 when K4 == 32 (that layout sums four byte products in 16 bits).
+   rowsum: sum over k of each quantised row [nblocks * 8]. w: the float32 weight [V, K].
+   Each row of h is rounded to hq in [-QH, QH] at scale s_h; the integer products D[v] = hq . wq[v] are exact, and
+   |h . w[v] - s_h * s_w * D[v]| <= err (from the rounding errors of both sides, bounded in double precision), so
+   the float32 arg-max lies among the rows with D[v] >= max D - delta, delta covering twice err plus the float32
+   rounding of the exact dots. Those candidates (and the V - 8 * nblocks rows after the last block) get the same
+   fmaf dot as head_argmax; the largest wins, ties to the lowest ID. out[m] = -1 when a row needs the plain
+   kernel (all-zero row, or too many candidates for the buffer). cand, cval: [M, cap] scratch. */
+#define QH 31
+#define QOFF 32
+#define QROWS 64
+static void q8_take(int64_t b, const int32_t *lanes, int64_t cap, int32_t *rc, int32_t *rv, int64_t *n,
+                    int64_t *runmax, int64_t delta, int32_t *thr, int *dead) {
+    for (int l = 0; l < 8; l++) {
+        if (lanes[l] <= *thr) continue;
+        if (*n == cap) {
+            /* drop what the current maximum already excludes */
+            int64_t keep = 0;
+            for (int64_t i = 0; i < *n; i++)
+                if (rv[i] > *thr) { rc[keep] = rc[i]; rv[keep] = rv[i]; keep++; }
+            *n = keep;
+            if (keep > cap / 2) { *dead = 2; *thr = INT32_MAX; return; }
+        }
+        rc[*n] = (int32_t)(b * 8 + l);
+        rv[*n] = lanes[l];
+        (*n)++;
+        if (lanes[l] > *runmax) {
+            *runmax = lanes[l];
+            int64_t t = *runmax - delta - 1;
+            *thr = t < INT32_MIN ? INT32_MIN : (int32_t)t;
+        }
+    }
+}
+
+void head_argmax_q8(const float *h, int64_t M, int64_t K, int64_t K4, const int8_t *wq, const int32_t *rowsum,
+                    int64_t nblocks, double s_w, double ew, double aw, double wmax, const float *w, int64_t V,
+                    int32_t *cand, int32_t *cval, int64_t cap, int64_t *out, float *out_val) {
+    static __thread uint8_t hu[QROWS][256] __attribute__((aligned(32)));
+    int64_t delta[QROWS], runmax[QROWS], n[QROWS];
+    int32_t thr[QROWS];
+    int dead[QROWS];
+    const int64_t kg = K4 / 4;
+    for (int64_t m0 = 0; m0 < M; m0 += QROWS) {
+        const int64_t mc = (M - m0) < QROWS ? (M - m0) : QROWS;
+        for (int r = 0; r < mc; r++) {
+            memset(hu[r], QOFF, (size_t)K4);
+            dead[r] = 1; n[r] = 0; runmax[r] = INT32_MIN; thr[r] = INT32_MAX; delta[r] = 0;
+            const float *hr = h + (m0 + r) * K;
+            double hmax = 0.0, habs = 0.0;
+            for (int64_t k = 0; k < K; k++) { double a = fabs((double)hr[k]); habs += a; if (a > hmax) hmax = a; }
+            if (!(hmax > 0.0) || !(hmax < 1e30)) continue;
+            const double s_h = hmax / QH;
+            double eh = 0.0, qabs = 0.0;
+            for (int64_t k = 0; k < K; k++) {
+                double q = nearbyint((double)hr[k] / s_h);
+                if (q > QH) q = QH;
+                if (q < -QH) q = -QH;
+                double e = fabs((double)hr[k] - q * s_h);
+                if (e > eh) eh = e;
+                qabs += fabs(q);
+                hu[r][k] = (uint8_t)((int)q + QOFF);
+            }
+            /* rounding of both sides, plus the float32 error of two exact dots, with slack */
+            double err = s_h * qabs * ew + eh * aw;
+            err = err * (1.0 + 1e-9) + 4.0 * (double)(K + 2) * 5.97e-8 * habs * wmax + 1e-30;
+            double d = floor(2.0 * err / (s_h * s_w)) + 2.0;
+            if (!(d < 1e9)) continue;
+            delta[r] = (int64_t)d;
+            dead[r] = 0;
+            thr[r] = INT32_MIN;
+        }
+        int32_t *rc = cand + m0 * cap, *rv = cval + m0 * cap;
+        for (int64_t b = 0; b < nblocks; b++) {
+            const int8_t *wb = wq + b * K4 * 8;
+#if defined(__AVX2__)
+            const __m256i ones = _mm256_set1_epi16(1);
+            const __m256i off = _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)(rowsum + b * 8)),
+                                                   _mm256_set1_epi32(QOFF));
+            if (K4 == 32) {
+                /* all eight k-groups in registers; four byte-pair sums fit in 16 bits (|wq| <= 63) */
+                __m256i wg[8];
+                for (int g = 0; g < 8; g++) wg[g] = _mm256_loadu_si256((const __m256i *)(wb + g * 32));
+                for (int64_t r = 0; r < mc; r++) {
+                    const int32_t *x = (const int32_t *)hu[r];
+                    __m256i s0 = _mm256_add_epi16(
+                        _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_set1_epi32(x[0]), wg[0]),
+                                         _mm256_maddubs_epi16(_mm256_set1_epi32(x[1]), wg[1])),
+                        _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_set1_epi32(x[2]), wg[2]),
+                                         _mm256_maddubs_epi16(_mm256_set1_epi32(x[3]), wg[3])));
+                    __m256i s1 = _mm256_add_epi16(
+                        _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_set1_epi32(x[4]), wg[4]),
+                                         _mm256_maddubs_epi16(_mm256_set1_epi32(x[5]), wg[5])),
+                        _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_set1_epi32(x[6]), wg[6]),
+                                         _mm256_maddubs_epi16(_mm256_set1_epi32(x[7]), wg[7])));
+                    const __m256i dv = _mm256_sub_epi32(
+                        _mm256_add_epi32(_mm256_madd_epi16(s0, ones), _mm256_madd_epi16(s1, ones)), off);
+                    if (!_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(dv, _mm256_set1_epi32(thr[r])))))
+                        continue;
+                    int32_t lanes[8];
+                    _mm256_storeu_si256((__m256i *)lanes, dv);
+                    q8_take(b, lanes, cap, rc + r * cap, rv + r * cap, &n[r], &runmax[r], delta[r], &thr[r], &dead[r]);
+                }
+                continue;
+            }
+            for (int64_t r = 0; r < mc; r++) {
+                __m256i acc = _mm256_setzero_si256();
+                for (int64_t g = 0; g < kg; g++) {
+                    int32_t x0;
+                    memcpy(&x0, hu[r] + 4 * g, 4);
+                    const __m256i w0 = _mm256_loadu_si256((const __m256i *)(wb + g * 32));
+                    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi32(x0), w0),
+                                                                  ones));
+                }
+                const __m256i dv = _mm256_sub_epi32(acc, off);
+                if (!_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(dv, _mm256_set1_epi32(thr[r])))))
+                    continue;
+                int32_t lanes[8];
+                _mm256_storeu_si256((__m256i *)lanes, dv);
+                q8_take(b, lanes, cap, rc + r * cap, rv + r * cap, &n[r], &runmax[r], delta[r], &thr[r], &dead[r]);
+            }
+#else
+            for (int64_t r = 0; r < mc; r++) {
+                int32_t lanes[8];
+                int any = 0;
+                for (int l = 0; l < 8; l++) {
+                    int32_t s = 0;
+                    for (int64_t k = 0; k < K4; k++)
+                        s += ((int32_t)hu[r][k] - QOFF) * (int32_t)wb[(k / 4) * 32 + l * 4 + (k % 4)];
+                    lanes[l] = s;
+                    any |= s > thr[r];
+                }
+                if (any)
+                    q8_take(b, lanes, cap, rc + r * cap, rv + r * cap, &n[r], &runmax[r], delta[r], &thr[r],
+                            &dead[r]);
+            }
+#endif
+        }
+        for (int r = 0; r < mc; r++) {
+            if (dead[r]) { out[m0 + r] = -1; out_val[m0 + r] = 0.0f; continue; }
+            const float *hr = h + (m0 + r) * K;
+            const int32_t *cr = rc + r * cap, *vr = rv + r * cap;
+            float bv = -INFINITY;
+            int64_t bi = -1;
+            for (int64_t i = 0; i < n[r]; i++) {
+                if (vr[i] <= thr[r]) continue;
+                const int64_t v = cr[i];
+                const float *wr = w + v * K;
+                float s = 0.0f;
+                for (int64_t k = 0; k < K; k++) s = fmaf(wr[k], hr[k], s);
+                if (bi < 0 || s > bv) { bv = s; bi = v; }
+            }
+            for (int64_t v = nblocks * 8; v < V; v++) {
+                const float *wr = w + v * K;
+                float s = 0.0f;
+                for (int64_t k = 0; k < K; k++) s = fmaf(wr[k], hr[k], s);
+                if (bi < 0 || s > bv) { bv = s; bi = v; }
+            }
+            out[m0 + r] = bi;
+            out_val[m0 + r] = bv;
+        }
+    }
+}
+
+/* Mixture of experts after the stacked up-projection, for few experts.
+   y: [T, E + 2 * (E + 1) * I]: router logits, then gate inputs of experts 0..E-1 and the shared expert E, then
+   their up inputs. down: [E + 1, I, H] (transposed down weights). Routing: score = sqrt(softplus) (score_func 0),
+   softmax (1) or sigmoid (2) of the logits; experts from tid2eid[ids[t]] (hash routing, tid2eid [*, topk]) or
+   the topk largest score + bias (ties to the lower expert); weights = chosen scores / (their sum + 1e-20) * scale.
+   out[t] = sum over the chosen experts in increasing expert order of weight * expert(x), plus the shared expert;
+   expert(x) = down^T (silu(min(gate, limit)) * clamp(up, -limit, limit)). Needs 1 <= topk <= E <= 64, I <= 4096, H <= 4096. */
+static float softplus1(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+
+void moe_experts(const float *y, int64_t T, int64_t E, int64_t I, int64_t H, int64_t topk, int score_func,
+                 const int64_t *tid2eid, const int64_t *ids, const float *bias, float scale, float limit,
+                 const float *down, float *out) {
+    const int64_t width = E + 2 * (E + 1) * I;
+    float score[64], pick[64], wt[64];
+    int64_t chosen[64];
+    float act[4096], tmp[4096];
+    for (int64_t t = 0; t < T; t++) {
+        const float *yt = y + t * width;
+        if (score_func == 1) {
+            float mx = -INFINITY, s = 0.0f;
+            for (int64_t e = 0; e < E; e++) if (yt[e] > mx) mx = yt[e];
+            for (int64_t e = 0; e < E; e++) { score[e] = expf(yt[e] - mx); s += score[e]; }
+            for (int64_t e = 0; e < E; e++) score[e] = score[e] / s;
+        } else {
+            for (int64_t e = 0; e < E; e++)
+                score[e] = score_func == 0 ? sqrtf(softplus1(yt[e])) : 1.0f / (1.0f + expf(-yt[e]));
+        }
+        if (tid2eid) {
+            for (int64_t j = 0; j < topk; j++) chosen[j] = tid2eid[ids[t] * topk + j];
+        } else {
+            for (int64_t e = 0; e < E; e++) pick[e] = score[e] + (bias ? bias[e] : 0.0f);
+            for (int64_t j = 0; j < topk; j++) {
+                int64_t best = -1;
+                for (int64_t e = 0; e < E; e++) {
+                    int taken = 0;
+                    for (int64_t i = 0; i < j; i++) taken |= chosen[i] == e;
+                    if (!taken && (best < 0 || pick[e] > pick[best])) best = e;
+                }
+                chosen[j] = best;
+            }
+        }
+        float sum = 0.0f;
+        for (int64_t j = 0; j < topk; j++) { wt[j] = score[chosen[j]]; sum += wt[j]; }
+        sum = sum + 1e-20f;
+        for (int64_t j = 0; j < topk; j++) wt[j] = (wt[j] / sum) * scale;
+        /* increasing expert order (stable) */
+        for (int64_t j = 1; j < topk; j++)
+            for (int64_t i = j; i > 0 && chosen[i - 1] > chosen[i]; i--) {
+                int64_t c = chosen[i]; chosen[i] = chosen[i - 1]; chosen[i - 1] = c;
+                float f = wt[i]; wt[i] = wt[i - 1]; wt[i - 1] = f;
+            }
+        float *o = out + t * H;
+        for (int64_t j = 0; j <= topk; j++) {
+            const int64_t e = j < topk ? chosen[j] : E;
+            const float *g = yt + E + e * I, *u = yt + E + (E + 1) * I + e * I;
+            for (int64_t i = 0; i < I; i++) {
+                float a = g[i] < limit ? g[i] : limit;
+                float b = u[i] < -limit ? -limit : (u[i] > limit ? limit : u[i]);
+                act[i] = (a / (1.0f + expf(-a))) * b;
+            }
+            const float *dw = down + e * I * H;
+            for (int64_t h = 0; h < H; h++) tmp[h] = 0.0f;
+            for (int64_t i = 0; i < I; i++) {
+                const float a = act[i];
+                const float *dr = dw + i * H;
+                for (int64_t h = 0; h < H; h++) tmp[h] = tmp[h] + a * dr[h];
+            }
+            if (j == 0) {
+                for (int64_t h = 0; h < H; h++) o[h] = tmp[h] * wt[0];
+            } else if (j < topk) {
+                for (int64_t h = 0; h < H; h++) o[h] = o[h] + tmp[h] * wt[j];
+            } else {
+                for (int64_t h = 0; h < H; h++) o[h] = o[h] + tmp[h];
+            }
+        }
+    }
+}
 """
 
 _lock = threading.Lock()
@@ -377,6 +621,11 @@ def _build() -> ctypes.CDLL | None:
     lib.hc_merge.restype = None
     lib.head_argmax.argtypes = [p, i64, i64, p, i64, p, i64, p, p]
     lib.head_argmax.restype = None
+    f64 = ctypes.c_double
+    lib.head_argmax_q8.argtypes = [p, i64, i64, i64, p, p, i64, f64, f64, f64, f64, p, i64, p, p, i64, p, p]
+    lib.head_argmax_q8.restype = None
+    lib.moe_experts.argtypes = [p, i64, i64, i64, i64, i64, i32, p, p, p, f32, f32, p, p]
+    lib.moe_experts.restype = None
     return lib
 
 
@@ -488,19 +737,60 @@ def rope_apply(x: torch.Tensor, c: torch.Tensor, s: torch.Tensor) -> torch.Tenso
     return out
 
 
+_SCORE_FUNCS = {"sqrtsoftplus": 0, "softmax": 1, "sigmoid": 2}
+
+
+def moe_experts(y: torch.Tensor, n_experts: int, inter: int, top_k: int, score_func: str,
+                tid2eid: torch.Tensor | None, input_ids: torch.Tensor | None, bias: torch.Tensor | None,
+                scale: float, limit: float, down: torch.Tensor) -> torch.Tensor | None:
+    """Routing, SwiGLU and down projections of the chosen and the shared experts after the stacked
+    up-projection ``y`` ``[T, E + 2 (E + 1) I]`` (``DeepseekV4MoE._all_experts``); ``None``: use PyTorch."""
+    lib = library()
+    func = _SCORE_FUNCS.get(score_func)
+    if (lib is None or func is None or not _usable(y, down) or (bias is not None and not _usable(bias))
+            or not 1 <= top_k <= n_experts <= 64 or inter > 4096 or y.dim() != 2 or down.dim() != 3):
+        return None
+    t = y.shape[0]
+    h = down.shape[-1]
+    if h > 4096 or y.shape[1] != n_experts + 2 * (n_experts + 1) * inter:
+        return None
+    if tid2eid is not None:
+        if input_ids is None or tid2eid.dtype != torch.long or input_ids.dtype != torch.long:
+            return None
+        tid2eid, input_ids = tid2eid.contiguous(), input_ids.contiguous()
+    y, down = y.contiguous(), down.contiguous()
+    if bias is not None:
+        bias = bias.contiguous()
+    out = torch.empty(t, h)
+    lib.moe_experts(y.data_ptr(), t, n_experts, inter, h, top_k, func,
+                    None if tid2eid is None else tid2eid.data_ptr(),
+                    None if tid2eid is None else input_ids.data_ptr(),
+                    None if bias is None else bias.data_ptr(), scale, limit, down.data_ptr(), out.data_ptr())
+    return out
+
+
 class GreedyHead:
     """Arg-max of ``x @ weight.T`` per row without materialising the logits.
 
-    Holds a blocked copy of ``weight`` (float32 only); ``None`` from ``__call__``
+    Holds a blocked float32 copy of ``weight`` and an 8-bit rounded copy. The
+    integer pass (``head_argmax_q8``) bounds every logit from the rounding errors
+    of both operands and keeps only the rows that can still be the maximum; those
+    get the exact float32 dot of ``head_argmax``, so the chosen IDs are the ones the
+    float32 kernel picks. Rows it cannot decide (an all-zero row, too many
+    near-equal logits) go through the float32 kernel. ``None`` from ``__call__``
     means the caller should compute the logits and ``torch.argmax`` them.
     """
 
     #: Largest head (in bytes) for which the blocked copy is made.
     MAX_BYTES = 1 << 30
+    #: Candidate buffer per row of the integer pass.
+    CANDIDATES = 512
 
-    def __init__(self, weight: torch.Tensor) -> None:
+    def __init__(self, weight: torch.Tensor, quantized: bool = True) -> None:
         self.weight = weight
+        self.quantized = quantized
         self._blocked: tuple[torch.Tensor, torch.Tensor] | None = None
+        self._q8: tuple | None = None
         self._version = None
         self._finite = False
 
@@ -510,12 +800,37 @@ class GreedyHead:
             v, k = w.shape
             n = v // 8
             with torch.no_grad():
-                blocked = w[: n * 8].detach().reshape(n, 8, k).transpose(1, 2).contiguous()
-                tail = w[n * 8 :].detach().contiguous()
+                plain = w.detach()
+                blocked = plain[: n * 8].reshape(n, 8, k).transpose(1, 2).contiguous()
+                tail = plain[n * 8 :].contiguous()
+                self._finite = bool(torch.isfinite(plain).all())
+                self._q8 = self._quantize(plain.contiguous()) if self._finite and 0 < k <= 256 else None
             self._blocked = (blocked, tail)
-            self._finite = bool(torch.isfinite(w).all())
             self._version = (w.data_ptr(), w._version)
         return self._blocked
+
+    @staticmethod
+    def _quantize(w: torch.Tensor) -> tuple | None:
+        """int8 blocks, row sums and the error bounds ``head_argmax_q8`` needs (float64 arithmetic)."""
+        v, k = w.shape
+        n = v // 8
+        w64 = w.double()
+        wmax = float(w64.abs().max()) if w.numel() else 0.0
+        if n == 0 or not wmax > 0.0:
+            return None
+        k4 = -(-k // 4) * 4
+        if k4 < 32:  # the kernel's register path takes exactly 32 (zero-padded) columns, 7-bit values
+            k4 = 32
+        qmax = 63 if k4 == 32 else 127
+        s_w = wmax / qmax
+        q = torch.round(w64 / s_w).clamp_(-qmax, qmax)
+        ew = float((w64 - q * s_w).abs().max()) * (1 + 1e-9)
+        aw = float(w64.abs().sum(dim=1).max()) * (1 + 1e-9)
+        q8 = torch.zeros(n * 8, k4, dtype=torch.int8)
+        q8[:, :k] = q[: n * 8].to(torch.int8)
+        rowsum = q8.to(torch.int32).sum(dim=1).to(torch.int32).contiguous()  # (sum widens to int64)
+        blocks = q8.view(n, 8, k4 // 4, 4).permute(0, 2, 1, 3).contiguous()
+        return blocks, rowsum, k4, s_w, ew, aw, wmax, w
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor | None:
         w = self.weight
@@ -527,6 +842,29 @@ class GreedyHead:
         # The running maximum skips NaN, where torch.argmax would pick it: leave such rows to torch.
         if not (self._finite and bool(torch.isfinite(x).all())):
             return None
+        m = x.shape[0]
+        x = x.contiguous()
+        if self.quantized and self._q8 is not None:
+            blocks, rowsum, k4, s_w, ew, aw, wmax, plain = self._q8
+            cap = self.CANDIDATES
+            out = torch.empty(m, dtype=torch.long)
+            val = torch.empty(m)
+            cand = torch.empty(-(-m // 8) * 8, cap, dtype=torch.int32)
+            cval = torch.empty_like(cand)
+            lib.head_argmax_q8(x.data_ptr(), m, x.shape[1], k4, blocks.data_ptr(), rowsum.data_ptr(),
+                               blocks.shape[0], s_w, ew, aw, wmax, plain.data_ptr(), plain.shape[0],
+                               cand.data_ptr(), cval.data_ptr(), cap, out.data_ptr(), val.data_ptr())
+            undecided = torch.nonzero(out < 0).flatten()
+            if undecided.numel():
+                rest = self._plain(lib, x[undecided], blocked, tail)
+                if rest is None:
+                    return None
+                out[undecided] = rest
+            return out
+        return self._plain(lib, x, blocked, tail)
+
+    @staticmethod
+    def _plain(lib, x: torch.Tensor, blocked: torch.Tensor, tail: torch.Tensor) -> torch.Tensor | None:
         m = x.shape[0]
         m8 = -(-m // 8) * 8
         h = torch.zeros(m8, x.shape[1])

@@ -65,6 +65,50 @@ def test_greedy_head_ties_and_fallbacks() -> None:
     assert head(torch.ones(1, 4)).tolist() == [39]
 
 
+@pytest.mark.parametrize("dim", [8, 20, 32, 40])
+@pytest.mark.parametrize("rows", [1, 9, 70])
+def test_greedy_head_integer_filter_matches_float_kernel(rows: int, dim: int) -> None:
+    g = torch.Generator().manual_seed(rows * 100 + dim)
+    weight = torch.randn(2003, dim, generator=g) / dim**0.5  # not a multiple of the block width
+    head, plain = native.GreedyHead(weight), native.GreedyHead(weight, quantized=False)
+    for scale in (1e-3, 1.0, 30.0):
+        x = torch.randn(rows, dim, generator=g) * scale
+        picks = head(x)
+        assert head._q8 is not None and picks is not None
+        assert torch.equal(picks, plain(x))
+        assert torch.equal(picks, torch.argmax(x @ weight.T, dim=-1))
+
+
+def test_greedy_head_integer_filter_near_ties() -> None:
+    g = torch.Generator().manual_seed(7)
+    weight = torch.randn(4000, 32, generator=g) * 0.1
+    x = torch.randn(5, 32, generator=g)
+    top = x[0] / x[0].norm() * 3
+    weight[[700, 90, 3999]] = top  # identical logits: the lowest ID wins
+    weight[1500] = top * (1 - 2e-7)  # a hair below the maximum
+    weight[2500] = top * (1 + 1e-7)  # a hair above (may round to the same float32 logits)
+    weight[4] = torch.nextafter(top, torch.full_like(top, -10.0))
+    head, plain = native.GreedyHead(weight), native.GreedyHead(weight, quantized=False)
+    assert torch.equal(head(x), plain(x))
+    x[1] = 0  # all logits zero: the row goes to the float kernel, ID 0
+    x[2, :] = 0
+    x[2, 5] = 1e-30
+    picks = head(x)
+    assert torch.equal(picks, plain(x))
+    assert picks[1] == 0
+
+
+def test_greedy_head_integer_filter_overflow_falls_back(monkeypatch) -> None:
+    weight = torch.zeros(3000, 32)
+    weight[:, 0] = 1.0
+    weight[2000:, 0] = 0.5
+    weight[2999, 1] = 1.0  # the last lane of the last block
+    head = native.GreedyHead(weight)
+    monkeypatch.setattr(native.GreedyHead, "CANDIDATES", 16)
+    x = torch.tensor([[1.0] + [0.0] * 31, [0.0, 1.0] + [0.0] * 30, [1.0, 0.6] + [0.0] * 30])
+    assert head(x).tolist() == torch.argmax(x @ weight.T, dim=-1).tolist() == [0, 2999, 2999]
+
+
 def test_rotary_matches_torch_exactly(monkeypatch) -> None:
     from deepseek_engine.layers.rotary_embedding import apply_rotary
 
@@ -107,3 +151,29 @@ def test_sink_attention_matches_torch() -> None:
     logits = torch.cat([logits, sink.view(1, 1, h, 1).expand(b, tq, h, 1)], dim=-1)
     probs = logits.softmax(dim=-1)[..., :-1]
     torch.testing.assert_close(out, torch.einsum("bthk,bkd->bthd", probs, keys), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("score_func", ["sqrtsoftplus", "softmax", "sigmoid"])
+@pytest.mark.parametrize("tokens", [1, 33])
+def test_moe_experts_match_torch(monkeypatch, score_func: str, tokens: int) -> None:
+    from model_fixtures import PLAIN, model
+
+    m = model(PLAIN)
+    g = torch.Generator().manual_seed(tokens)
+    vocab, hidden = m.config.vocab_size, m.config.hidden_size
+    x = torch.randn(tokens, hidden, generator=g) * 2
+    ids = torch.randint(0, vocab, (tokens,), generator=g)
+    kinds = set()
+    for layer in m.layers:
+        moe = layer.ffn
+        kinds.add(moe.gate.hash_routed)
+        monkeypatch.setattr(moe.gate, "score_func", score_func)
+        fast = moe._all_experts(x, ids)
+        with monkeypatch.context() as patch:
+            _torch_only(patch)
+            slow = moe._all_experts(x, ids)
+        experts, weights = moe.gate(x, ids)
+        routed = moe.experts(x, experts, weights) + moe.shared_experts(x)
+        torch.testing.assert_close(fast, slow, rtol=0, atol=1e-5)
+        torch.testing.assert_close(fast, routed, rtol=0, atol=1e-5)
+    assert kinds == {True, False}  # hash-routed and learned layers both covered

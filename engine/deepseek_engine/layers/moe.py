@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from deepseek_engine.config import DeepseekV4ModelConfig
+from deepseek_engine.native import moe_experts
 
 
 def clamped_swiglu(gate: torch.Tensor, up: torch.Tensor, limit: float) -> torch.Tensor:
@@ -118,7 +119,7 @@ class DeepseekV4MoE(nn.Module):
             router, w1, w3, w2, s1, s3, s2 = (p.detach() for p in params)
             with torch.no_grad():
                 up = torch.cat([router, w1.flatten(0, 1), s1, w3.flatten(0, 1), s3], dim=0)
-                down = torch.cat([w2, s2[None]], dim=0).transpose(1, 2)  # [E + 1, I, H]
+                down = torch.cat([w2, s2[None]], dim=0).transpose(1, 2).contiguous()  # [E + 1, I, H]
             cached = (key, up, down)
             self.__dict__["_stack"] = cached
         return cached[1], cached[2]
@@ -132,6 +133,12 @@ class DeepseekV4MoE(nn.Module):
         up_w, down_w = self._stacked()
         n, inter = self.experts.w1.shape[:2]
         y = F.linear(x, up_w)
+        gate = self.gate
+        native = moe_experts(y, n, inter, gate.top_k, gate.score_func,
+                             gate.tid2eid if gate.hash_routed else None, input_ids,
+                             None if gate.hash_routed else gate.bias, gate.scale, self.experts.limit, down_w)
+        if native is not None:
+            return native.to(x.dtype)
         experts, weights = self.gate.route(y[:, :n], input_ids)
         gate_up = y[:, n:].view(x.shape[0], 2, n + 1, inter)
         act = clamped_swiglu(gate_up[:, 0], gate_up[:, 1], self.experts.limit)  # [T, E + 1, I]
