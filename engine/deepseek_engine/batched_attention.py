@@ -27,8 +27,13 @@ import torch.nn.functional as F
 from .config import CSA, HCA
 from .kv_cache import read_rows, write_rows
 from .layers.norm import unweighted_rms_norm
-from .native import sink_attention
+from .native import indexer_scores, library, sink_attention, sink_attention_paged
 from .layers.rotary_embedding import apply_rotary, apply_rotary_tables, rotary_tables
+
+
+def native_ok(x: torch.Tensor) -> bool:
+    """Whether the pool-reading native kernels apply (float32 on the CPU, library built)."""
+    return x.dtype == torch.float32 and x.is_cpu and library() is not None
 
 
 class StepLayout:
@@ -179,10 +184,11 @@ def _input_projections(attn) -> FusedLinears:
 
 
 def _compress(comp, kv_proj: torch.Tensor, gate_proj: torch.Tensor, layout: StepLayout,
-              pools) -> tuple[torch.Tensor, torch.Tensor]:
+              pools, read: bool = True) -> tuple[torch.Tensor | None, torch.Tensor]:
     """Record the new tokens' projections (``comp.wkv(x)``, ``comp.wgate(x)``) and pool the windows they close.
 
-    Returns every sequence's entries ``[B, N, d]`` and which of them exist.
+    Returns every sequence's entries ``[B, N, d]`` (``None`` unless ``read``: the native kernels read them
+    from the pool through ``rate_info(rate)["entry_slots"]``) and which of them exist.
     """
     kv_pool, gate_pool, entry_pool = pools
     write_rows(kv_pool, layout.slots, kv_proj)
@@ -207,6 +213,8 @@ def _compress(comp, kv_proj: torch.Tensor, gate_proj: torch.Tensor, layout: Step
         # Entry w sits in the row of the token closing its window.
         write_rows(entry_pool, info["entry_out_slots"], apply_rotary(pooled, cos, sin))
     valid = info["entry_valid"]
+    if not read:
+        return None, valid
     b, n_max = valid.shape
     entries = read_rows(entry_pool, info["entry_slots"].flatten()).view(b, n_max, entry_pool.shape[-1])
     return entries, valid
@@ -220,20 +228,30 @@ def _index(indexer, projections: tuple[torch.Tensor, ...], q_latent: torch.Tenso
     """
     kv_proj, gate_proj, head_weights = projections
     dev = q_latent.device
-    keys, _ = _compress(indexer.compressor, kv_proj, gate_proj, layout, pools)
-    b, n = keys.shape[:2]
+    fast = native_ok(q_latent)
+    keys, valid = _compress(indexer.compressor, kv_proj, gate_proj, layout, pools, read=not fast)
+    b, n = valid.shape
     if n == 0:
         return torch.zeros((b, layout.t_max, 0), dtype=torch.bool, device=dev)
     c, s = layout.rope_tables(indexer.rope, q_latent.dtype)
-    q = apply_rotary_tables(indexer.wq_b(q_latent).view(-1, indexer.n_heads, indexer.head_dim), c, s)
-    q = layout.pad(q).float()  # [B, Tq, H, d]
-    scores = torch.matmul(q, keys.float()[:, None].transpose(-1, -2))  # [B, Tq, H, N]
-    scores = F.relu(scores) * indexer.head_dim**-0.5
-    weights = layout.pad(head_weights.float() * indexer.n_heads**-0.5)  # [B, Tq, H]
-    scores = (scores * weights[..., None]).sum(dim=2)  # [B, Tq, N]
-    threshold = layout.rate_info(indexer.rate)["threshold"]
-    entry = torch.arange(n, device=dev)
-    scores = scores.masked_fill(entry[None, None, :] >= threshold[..., None], float("-inf"))
+    q = apply_rotary_tables(F.linear(q_latent, indexer._modules["wq_b"]._parameters["weight"])
+                            .view(-1, indexer.n_heads, indexer.head_dim), c, s)
+    info = layout.rate_info(indexer.rate)
+    threshold = info["threshold"]
+    scores = None
+    if fast:
+        scores = indexer_scores(layout.pad(q), layout.pad(head_weights), pools[2], info["entry_slots"], threshold,
+                                indexer.head_dim**-0.5, indexer.n_heads**-0.5)
+        if scores is None:
+            keys = read_rows(pools[2], info["entry_slots"].flatten()).view(b, n, pools[2].shape[-1])
+    if scores is None:
+        q = layout.pad(q).float()  # [B, Tq, H, d]
+        scores = torch.matmul(q, keys.float()[:, None].transpose(-1, -2))  # [B, Tq, H, N]
+        scores = F.relu(scores) * indexer.head_dim**-0.5
+        weights = layout.pad(head_weights.float() * indexer.n_heads**-0.5)  # [B, Tq, H]
+        scores = (scores * weights[..., None]).sum(dim=2)  # [B, Tq, N]
+        entry = torch.arange(n, device=dev)
+        scores = scores.masked_fill(entry[None, None, :] >= threshold[..., None], float("-inf"))
     picked = scores.topk(min(indexer.topk, n), dim=-1).indices
     picked = torch.where(picked < threshold[..., None], picked, torch.full_like(picked, n))
     allowed = torch.zeros((b, layout.t_max, n + 1), dtype=torch.bool, device=dev)
@@ -257,6 +275,29 @@ def attention(attn, x: torch.Tensor, layout: StepLayout, pool) -> torch.Tensor:
     q = apply_rotary_tables(q, c, s)
     write_rows(lp.kv, layout.slots, apply_rotary_tables(mods["norm"].forward(proj[1]), c, s))
     b = layout.num_seqs
+    h, tq, d = attn.n_heads, layout.t_max, attn.head_dim
+    sink = attn._parameters["attn_sink"]
+    core = None
+    if native_ok(x):
+        # Keys straight from the pools: no gathered copies, no concatenated masks.
+        entry_pool = entry_slots = entry_visible = threshold = None
+        if attn.kind in (HCA, CSA):
+            comp = mods["compressor"]
+            _compress(comp, proj[2], proj[3], layout, (lp.comp_kv, lp.comp_gate, lp.entries), read=False)
+            info = layout.rate_info(comp.rate)
+            entry_pool, entry_slots = lp.entries, info["entry_slots"]
+            if attn.kind == CSA:
+                entry_visible = _index(mods["indexer"], proj[4:7], q_latent, layout,
+                                       (lp.idx_kv, lp.idx_gate, lp.idx_entries))
+            else:
+                threshold = info["threshold"]
+        core = sink_attention_paged(layout.pad(q), lp.kv, layout.key_slots, layout.window_visible, sink, attn.scale,
+                                    entry_pool, entry_slots, entry_visible, threshold)
+    if core is not None:
+        out = layout.unpad(core)  # [T, H, D]
+        out = apply_rotary_tables(out, *layout.rope_tables(rope, x.dtype, inverse=True))
+        out = mods["wo_a"].forward(out.reshape(t, attn.o_groups, -1))
+        return F.linear(out, mods["wo_b"]._parameters["weight"])
     keys = read_rows(lp.kv, layout.key_slots.flatten()).view(b, -1, attn.head_dim)
     visible = layout.window_visible
     if attn.kind in (HCA, CSA):
@@ -270,8 +311,6 @@ def attention(attn, x: torch.Tensor, layout: StepLayout, pool) -> torch.Tensor:
             allowed = torch.arange(entries.shape[1], device=x.device)[None, None, :] < threshold[..., None]
         keys = torch.cat([keys, entries], dim=1)
         visible = torch.cat([visible, allowed], dim=2)
-    h, tq, d = attn.n_heads, layout.t_max, attn.head_dim
-    sink = attn._parameters["attn_sink"]
     core = sink_attention(layout.pad(q), keys, visible, sink, attn.scale)
     if core is not None:
         out = layout.unpad(core)  # [T, H, D]

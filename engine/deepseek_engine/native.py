@@ -556,6 +556,99 @@ void moe_experts(const float *y, int64_t T, int64_t E, int64_t I, int64_t H, int
         }
     }
 }
+
+/* Attention with a sink logit reading its keys straight from the paged pools.
+   q: [B, Tq, H, D]; keys of sequence b: the window rows kv_pool[key_slots[b, :Kw]] (visible per query where
+   win_vis[b, tq, k]), then, when ent_pool is given, the compressed entries ent_pool[ent_slots[b, :N]], visible
+   where ent_vis[b, tq, n] (ent_vis given) or n < threshold[b, tq]. Same arithmetic as sink_attention over the
+   concatenated keys. probs: scratch of Kw + N floats. out: [B, Tq, H, D]. */
+void sink_attention_paged(const float *q, int64_t B, int64_t Tq, int64_t H, int64_t D, const float *kv_pool,
+                          const int64_t *key_slots, int64_t Kw, const uint8_t *win_vis, const float *ent_pool,
+                          const int64_t *ent_slots, int64_t N, const uint8_t *ent_vis, const int64_t *threshold,
+                          const float *sink, float scale, float *probs, float *out) {
+    const int64_t K = Kw + (ent_pool ? N : 0);
+    for (int64_t b = 0; b < B; b++) {
+        for (int64_t tq = 0; tq < Tq; tq++) {
+            const uint8_t *wv = win_vis + (b * Tq + tq) * Kw;
+            const uint8_t *ev = ent_vis ? ent_vis + (b * Tq + tq) * N : 0;
+            const int64_t thr = threshold ? threshold[b * Tq + tq] : 0;
+            for (int64_t h = 0; h < H; h++) {
+                const float *qr = q + ((b * Tq + tq) * H + h) * D;
+                float *o = out + ((b * Tq + tq) * H + h) * D;
+                float mx = sink[h];
+                for (int64_t k = 0; k < K; k++) {
+                    int vis;
+                    const float *kr;
+                    if (k < Kw) { vis = wv[k]; kr = kv_pool + key_slots[b * Kw + k] * D; }
+                    else {
+                        const int64_t n = k - Kw;
+                        vis = ev ? ev[n] : n < thr;
+                        kr = ent_pool + ent_slots[b * N + n] * D;
+                    }
+                    if (!vis) { probs[k] = -INFINITY; continue; }
+                    float dot = 0.0f;
+                    if ((D & 7) == 0) {
+                        v8f acc = {0};
+                        for (int64_t d = 0; d < D; d += 8) {
+                            v8f a, c;
+                            memcpy(&a, qr + d, sizeof(a));
+                            memcpy(&c, kr + d, sizeof(c));
+                            acc = acc + a * c;
+                        }
+                        for (int l = 0; l < 8; l++) dot += acc[l];
+                    } else {
+                        for (int64_t d = 0; d < D; d++) dot += qr[d] * kr[d];
+                    }
+                    dot = dot * scale;
+                    probs[k] = dot;
+                    if (dot > mx) mx = dot;
+                }
+                float sum = expf(sink[h] - mx);
+                for (int64_t k = 0; k < K; k++) {
+                    if (probs[k] == -INFINITY) { probs[k] = 0.0f; continue; }
+                    probs[k] = expf(probs[k] - mx);
+                    sum += probs[k];
+                }
+                const float inv = 1.0f / sum;
+                for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
+                for (int64_t k = 0; k < K; k++) {
+                    if (probs[k] == 0.0f) continue;
+                    const float p = probs[k] * inv;
+                    const float *kr = k < Kw ? kv_pool + key_slots[b * Kw + k] * D
+                                             : ent_pool + ent_slots[b * N + (k - Kw)] * D;
+                    for (int64_t d = 0; d < D; d++) o[d] += p * kr[d];
+                }
+            }
+        }
+    }
+}
+
+/* Lightning-indexer scores from the paged entry pool: q [B, Tq, Hi, di], w [B, Tq, Hi] (head weights),
+   entries ent_pool[ent_slots[b, :N]]; scores [B, Tq, N] = sum over heads of (relu(q . entry) * qscale) *
+   (w * wscale), -inf for entries n >= threshold[b, tq]. */
+void indexer_scores(const float *q, const float *w, int64_t B, int64_t Tq, int64_t Hi, int64_t di,
+                    const float *ent_pool, const int64_t *ent_slots, int64_t N, const int64_t *threshold,
+                    float qscale, float wscale, float *scores) {
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t tq = 0; tq < Tq; tq++) {
+            const int64_t row = b * Tq + tq, thr = threshold[row];
+            float *sr = scores + row * N;
+            for (int64_t n = 0; n < N; n++) {
+                if (n >= thr) { sr[n] = -INFINITY; continue; }
+                const float *kr = ent_pool + ent_slots[b * N + n] * di;
+                float s = 0.0f;
+                for (int64_t h = 0; h < Hi; h++) {
+                    const float *qr = q + (row * Hi + h) * di;
+                    float dot = 0.0f;
+                    for (int64_t d = 0; d < di; d++) dot += qr[d] * kr[d];
+                    float r = dot > 0.0f ? dot : 0.0f;
+                    float term = (r * qscale) * (w[row * Hi + h] * wscale);
+                    s = h == 0 ? term : s + term;
+                }
+                sr[n] = s;
+            }
+        }
+}
 """
 
 _lock = threading.Lock()
@@ -626,6 +719,10 @@ def _build() -> ctypes.CDLL | None:
     lib.head_argmax_q8.restype = None
     lib.moe_experts.argtypes = [p, i64, i64, i64, i64, i64, i32, p, p, p, f32, f32, p, p]
     lib.moe_experts.restype = None
+    lib.sink_attention_paged.argtypes = [p, i64, i64, i64, i64, p, p, i64, p, p, p, i64, p, p, p, f32, p, p]
+    lib.sink_attention_paged.restype = None
+    lib.indexer_scores.argtypes = [p, p, i64, i64, i64, i64, p, p, i64, p, f32, f32, p]
+    lib.indexer_scores.restype = None
     return lib
 
 
@@ -735,6 +832,68 @@ def rope_apply(x: torch.Tensor, c: torch.Tensor, s: torch.Tensor) -> torch.Tenso
     out = torch.empty_like(x)
     lib.rope_apply(x.data_ptr(), t, x.numel() // max(t * d, 1), d, r, c.data_ptr(), s.data_ptr(), out.data_ptr())
     return out
+
+
+def _rows(pool: torch.Tensor) -> torch.Tensor:
+    return pool.view(-1, pool.shape[-1])
+
+
+def sink_attention_paged(q: torch.Tensor, kv_pool: torch.Tensor, key_slots: torch.Tensor, win_visible: torch.Tensor,
+                         sink: torch.Tensor, scale: float, entry_pool: torch.Tensor | None = None,
+                         entry_slots: torch.Tensor | None = None, entry_visible: torch.Tensor | None = None,
+                         threshold: torch.Tensor | None = None) -> torch.Tensor | None:
+    """``sink_attention`` over keys read from the pools: the window rows ``key_slots`` ``[B, Kw]`` of
+    ``kv_pool``, then (optionally) the entries ``entry_slots`` ``[B, N]`` of ``entry_pool``, visible where
+    ``entry_visible`` ``[B, Tq, N]`` or below ``threshold`` ``[B, Tq]``. ``None``: use PyTorch."""
+    lib = library()
+    if lib is None or not _usable(q, kv_pool, sink) or win_visible.dtype != torch.bool:
+        return None
+    b, tq, h, d = q.shape
+    kw = key_slots.shape[1]
+    n = 0
+    if entry_pool is not None:
+        if not _usable(entry_pool) or entry_pool.shape[-1] != d or (entry_visible is None) == (threshold is None):
+            return None
+        n = entry_slots.shape[1]
+        entry_slots = entry_slots.contiguous()
+        if entry_visible is not None:
+            if entry_visible.dtype != torch.bool:
+                return None
+            entry_visible = entry_visible.contiguous()
+        else:
+            threshold = threshold.contiguous()
+    if kv_pool.shape[-1] != d or not kv_pool.is_contiguous() or (entry_pool is not None
+                                                                  and not entry_pool.is_contiguous()):
+        return None
+    q, key_slots, win_visible, sink = q.contiguous(), key_slots.contiguous(), win_visible.contiguous(), sink.contiguous()
+    out = torch.empty(b, tq, h, d)
+    probs = torch.empty(max(kw + n, 1))
+    lib.sink_attention_paged(q.data_ptr(), b, tq, h, d, kv_pool.data_ptr(), key_slots.data_ptr(), kw,
+                             win_visible.data_ptr(), None if entry_pool is None else entry_pool.data_ptr(),
+                             None if entry_pool is None else entry_slots.data_ptr(), n,
+                             None if entry_visible is None else entry_visible.data_ptr(),
+                             None if threshold is None else threshold.data_ptr(), sink.data_ptr(), scale,
+                             probs.data_ptr(), out.data_ptr())
+    return out
+
+
+def indexer_scores(q: torch.Tensor, weights: torch.Tensor, entry_pool: torch.Tensor, entry_slots: torch.Tensor,
+                   threshold: torch.Tensor, qscale: float, wscale: float) -> torch.Tensor | None:
+    """Lightning-indexer scores ``[B, Tq, N]`` for ``q`` ``[B, Tq, Hi, di]`` and head ``weights``
+    ``[B, Tq, Hi]`` against the entries ``entry_slots`` ``[B, N]`` of ``entry_pool``; ``-inf`` at and above
+    ``threshold`` ``[B, Tq]``. ``None``: use PyTorch."""
+    lib = library()
+    if lib is None or not _usable(q, weights, entry_pool) or not entry_pool.is_contiguous():
+        return None
+    b, tq, hi, di = q.shape
+    if entry_pool.shape[-1] != di:
+        return None
+    n = entry_slots.shape[1]
+    q, weights, entry_slots, threshold = q.contiguous(), weights.contiguous(), entry_slots.contiguous(), threshold.contiguous()
+    scores = torch.empty(b, tq, n)
+    lib.indexer_scores(q.data_ptr(), weights.data_ptr(), b, tq, hi, di, entry_pool.data_ptr(), entry_slots.data_ptr(),
+                       n, threshold.data_ptr(), qscale, wscale, scores.data_ptr())
+    return scores
 
 
 _SCORE_FUNCS = {"sqrtsoftplus": 0, "softmax": 1, "sigmoid": 2}
