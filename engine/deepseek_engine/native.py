@@ -649,6 +649,46 @@ void indexer_scores(const float *q, const float *w, int64_t B, int64_t Tq, int64
             }
         }
 }
+
+/* One boundary between decoder sub-blocks, for T tokens: when block is given, first merge it into the streams
+   (hc_merge with post_prev / comb_prev); then the next site's weights (hc_mix after the unweighted RMS norm of
+   the flattened streams and their product with fn [mix, hc * D], partial sums in eight lanes), and the block
+   input: the collapsed streams through a weighted RMS norm (norm_w, norm_eps). streams_out may be streams_in
+   only when block is NULL. Scratch: flat [T, hc * D], mixes [T, mix], pre [T, hc], collapsed [T, D]. */
+void hc_step(const float *streams_in, const float *block, const float *post_prev, const float *comb_prev, int64_t T,
+             int hc, int64_t D, const float *fn, const float *base, const float *scale, int iters, float hc_eps,
+             float norm_eps, const float *norm_w, float *streams_out, float *post, float *comb, float *x_out,
+             float *flat, float *mixes, float *pre, float *collapsed) {
+    const int64_t width = (int64_t)hc * D, mix = (2 + hc) * hc;
+    const float *st = streams_in;
+    if (block) {
+        hc_merge(streams_in, block, post_prev, comb_prev, T, hc, D, streams_out);
+        st = streams_out;
+    }
+    rms_norm(st, T, width, width, 0, norm_eps, flat);
+    for (int64_t t = 0; t < T; t++) {
+        const float *fr = flat + t * width;
+        for (int64_t j = 0; j < mix; j++) {
+            const float *wr = fn + j * width;
+            float dot = 0.0f;
+            if ((width & 7) == 0) {
+                v8f acc = {0};
+                for (int64_t k = 0; k < width; k += 8) {
+                    v8f a, c;
+                    memcpy(&a, fr + k, sizeof(a));
+                    memcpy(&c, wr + k, sizeof(c));
+                    acc = acc + a * c;
+                }
+                for (int l = 0; l < 8; l++) dot += acc[l];
+            } else {
+                for (int64_t k = 0; k < width; k++) dot += fr[k] * wr[k];
+            }
+            mixes[t * mix + j] = dot;
+        }
+    }
+    hc_mix(mixes, T, hc, base, scale, iters, hc_eps, pre, post, comb, st, D, collapsed);
+    rms_norm(collapsed, T, D, D, norm_w, norm_eps, x_out);
+}
 """
 
 _lock = threading.Lock()
@@ -719,6 +759,8 @@ def _build() -> ctypes.CDLL | None:
     lib.head_argmax_q8.restype = None
     lib.moe_experts.argtypes = [p, i64, i64, i64, i64, i64, i32, p, p, p, f32, f32, p, p]
     lib.moe_experts.restype = None
+    lib.hc_step.argtypes = [p, p, p, p, i64, i32, i64, p, p, p, i32, f32, f32, p, p, p, p, p, p, p, p, p]
+    lib.hc_step.restype = None
     lib.sink_attention_paged.argtypes = [p, i64, i64, i64, i64, p, p, i64, p, p, p, i64, p, p, p, f32, p, p]
     lib.sink_attention_paged.restype = None
     lib.indexer_scores.argtypes = [p, p, i64, i64, i64, i64, p, p, i64, p, f32, f32, p]
@@ -834,8 +876,35 @@ def rope_apply(x: torch.Tensor, c: torch.Tensor, s: torch.Tensor) -> torch.Tenso
     return out
 
 
-def _rows(pool: torch.Tensor) -> torch.Tensor:
-    return pool.view(-1, pool.shape[-1])
+def hc_step(streams: torch.Tensor, block: torch.Tensor | None, post_prev: torch.Tensor | None,
+            comb_prev: torch.Tensor | None, fn: torch.Tensor, base: torch.Tensor, scale: torch.Tensor, hc: int,
+            iters: int, hc_eps: float, norm_eps: float, norm_weight: torch.Tensor):
+    """Merge ``block`` (when given) into ``streams``, then the next site's ``(streams, post, comb, x)``:
+    ``hyper_merge`` followed by ``hyper_weights`` and the block's input norm ``RMSNorm(norm_weight)`` in one
+    call. All float32 and contiguous; ``None``: use the separate functions."""
+    lib = library()
+    if lib is None or streams.dtype != torch.float32 or hc > 8 or iters < 1:
+        return None
+    tensors = [streams, fn, base, scale, norm_weight]
+    if block is not None:
+        tensors += [block, post_prev, comb_prev]
+    for x in tensors:
+        if x.dtype != torch.float32 or not x.is_cpu or not x.is_contiguous():
+            return None
+    t, _, d = streams.shape
+    mix = (2 + hc) * hc
+    if fn.shape != (mix, hc * d) or norm_weight.shape != (d,):
+        return None
+    out = torch.empty(t, hc, d) if block is not None else streams
+    post, comb, x = torch.empty(t, hc), torch.empty(t, hc, hc), torch.empty(t, d)
+    scratch = torch.empty(t * (hc * d + mix + hc + d))
+    a = scratch.data_ptr()
+    lib.hc_step(streams.data_ptr(), None if block is None else block.data_ptr(),
+                None if block is None else post_prev.data_ptr(), None if block is None else comb_prev.data_ptr(),
+                t, hc, d, fn.data_ptr(), base.data_ptr(), scale.data_ptr(), iters, hc_eps, norm_eps,
+                norm_weight.data_ptr(), out.data_ptr(), post.data_ptr(), comb.data_ptr(), x.data_ptr(),
+                a, a + 4 * t * hc * d, a + 4 * t * (hc * d + mix), a + 4 * t * (hc * d + mix + hc))
+    return out, post, comb, x
 
 
 def sink_attention_paged(q: torch.Tensor, kv_pool: torch.Tensor, key_slots: torch.Tensor, win_visible: torch.Tensor,

@@ -177,3 +177,32 @@ def test_moe_experts_match_torch(monkeypatch, score_func: str, tokens: int) -> N
         torch.testing.assert_close(fast, slow, rtol=0, atol=1e-5)
         torch.testing.assert_close(fast, routed, rtol=0, atol=1e-5)
     assert kinds == {True, False}  # hash-routed and learned layers both covered
+
+
+@pytest.mark.parametrize("tokens", [1, 13])
+def test_hc_step_matches_separate_calls(monkeypatch, tokens: int) -> None:
+    from deepseek_engine.layers.norm import RMSNorm
+
+    g = torch.Generator().manual_seed(200 + tokens)
+    hc, dim = 4, 24
+    streams = torch.randn(tokens, hc, dim, generator=g)
+    block = torch.randn(tokens, dim, generator=g)
+    post = torch.rand(tokens, hc, generator=g) * 2
+    comb = torch.rand(tokens, hc, hc, generator=g)
+    fn = torch.randn((2 + hc) * hc, hc * dim, generator=g) * 0.2
+    base = torch.randn((2 + hc) * hc, generator=g) * 0.5
+    scale = torch.rand(3, generator=g) + 0.5
+    norm = RMSNorm(dim, 1e-6)
+    with torch.no_grad():
+        norm.weight.copy_(1 + 0.1 * torch.randn(dim, generator=g))
+    for merge in (False, True):
+        args = (block, post, comb) if merge else (None, None, None)
+        fast = native.hc_step(streams, *args, fn, base, scale, hc, 20, 1e-6, 1e-6, norm.weight.detach())
+        assert fast is not None
+        with monkeypatch.context() as patch:
+            _torch_only(patch)
+            merged = hyper_connection.hyper_merge(streams, block, post, comb) if merge else streams
+            p, c, x = hyper_connection.hyper_weights(merged, fn, base, scale, hc, 20, 1e-6, 1e-6)
+            want = (merged, p, c, norm(x))
+        for a, b in zip(fast, want):
+            torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
