@@ -561,31 +561,41 @@ void moe_experts(const float *y, int64_t T, int64_t E, int64_t I, int64_t H, int
    q: [B, Tq, H, D]; keys of sequence b: the window rows kv_pool[key_slots[b, :Kw]] (visible per query where
    win_vis[b, tq, k]), then, when ent_pool is given, the compressed entries ent_pool[ent_slots[b, :N]], visible
    where ent_vis[b, tq, n] (ent_vis given) or n < threshold[b, tq]. Same arithmetic as sink_attention over the
-   concatenated keys. probs: scratch of Kw + N floats. out: [B, Tq, H, D]. */
+   concatenated keys. probs: scratch of H * K + 2 * K + 2 floats (K = Kw + N). out: [B, Tq, H, D]. */
 void sink_attention_paged(const float *q, int64_t B, int64_t Tq, int64_t H, int64_t D, const float *kv_pool,
                           const int64_t *key_slots, int64_t Kw, const uint8_t *win_vis, const float *ent_pool,
                           const int64_t *ent_slots, int64_t N, const uint8_t *ent_vis, const int64_t *threshold,
                           const float *sink, float scale, float *probs, float *out) {
+    /* All heads of a query against each key in turn (one shared key/value head): the same per-head
+       arithmetic as sink_attention, with every key row read once per query. probs: [H, K] scratch. */
     const int64_t K = Kw + (ent_pool ? N : 0);
+    const float **rows = (const float **)(probs + ((H * K + 1) & ~(int64_t)1));
     for (int64_t b = 0; b < B; b++) {
         for (int64_t tq = 0; tq < Tq; tq++) {
             const uint8_t *wv = win_vis + (b * Tq + tq) * Kw;
             const uint8_t *ev = ent_vis ? ent_vis + (b * Tq + tq) * N : 0;
             const int64_t thr = threshold ? threshold[b * Tq + tq] : 0;
-            for (int64_t h = 0; h < H; h++) {
-                const float *qr = q + ((b * Tq + tq) * H + h) * D;
-                float *o = out + ((b * Tq + tq) * H + h) * D;
-                float mx = sink[h];
-                for (int64_t k = 0; k < K; k++) {
-                    int vis;
-                    const float *kr;
-                    if (k < Kw) { vis = wv[k]; kr = kv_pool + key_slots[b * Kw + k] * D; }
-                    else {
-                        const int64_t n = k - Kw;
-                        vis = ev ? ev[n] : n < thr;
-                        kr = ent_pool + ent_slots[b * N + n] * D;
-                    }
-                    if (!vis) { probs[k] = -INFINITY; continue; }
+            const float *qb = q + (b * Tq + tq) * H * D;
+            float *ob = out + (b * Tq + tq) * H * D;
+            int64_t nv = 0;
+            for (int64_t k = 0; k < K; k++) {
+                int vis;
+                const float *kr;
+                if (k < Kw) { vis = wv[k]; kr = kv_pool + key_slots[b * Kw + k] * D; }
+                else {
+                    const int64_t n = k - Kw;
+                    vis = ev ? ev[n] : n < thr;
+                    kr = ent_pool + ent_slots[b * N + n] * D;
+                }
+                if (vis) rows[nv++] = kr;
+            }
+            for (int64_t h = 0; h < H; h++) probs[h * K] = 0.0f;
+            float mx[64], sum[64];
+            for (int64_t h = 0; h < H; h++) mx[h] = sink[h];
+            for (int64_t i = 0; i < nv; i++) {
+                const float *kr = rows[i];
+                for (int64_t h = 0; h < H; h++) {
+                    const float *qr = qb + h * D;
                     float dot = 0.0f;
                     if ((D & 7) == 0) {
                         v8f acc = {0};
@@ -600,22 +610,23 @@ void sink_attention_paged(const float *q, int64_t B, int64_t Tq, int64_t H, int6
                         for (int64_t d = 0; d < D; d++) dot += qr[d] * kr[d];
                     }
                     dot = dot * scale;
-                    probs[k] = dot;
-                    if (dot > mx) mx = dot;
+                    probs[h * K + i] = dot;
+                    if (dot > mx[h]) mx[h] = dot;
                 }
-                float sum = expf(sink[h] - mx);
-                for (int64_t k = 0; k < K; k++) {
-                    if (probs[k] == -INFINITY) { probs[k] = 0.0f; continue; }
-                    probs[k] = expf(probs[k] - mx);
-                    sum += probs[k];
-                }
-                const float inv = 1.0f / sum;
+            }
+            for (int64_t h = 0; h < H; h++) {
+                float s = expf(sink[h] - mx[h]);
+                float *ph = probs + h * K;
+                for (int64_t i = 0; i < nv; i++) { ph[i] = expf(ph[i] - mx[h]); s += ph[i]; }
+                sum[h] = 1.0f / s;
+                float *o = ob + h * D;
                 for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
-                for (int64_t k = 0; k < K; k++) {
-                    if (probs[k] == 0.0f) continue;
-                    const float p = probs[k] * inv;
-                    const float *kr = k < Kw ? kv_pool + key_slots[b * Kw + k] * D
-                                             : ent_pool + ent_slots[b * N + (k - Kw)] * D;
+            }
+            for (int64_t i = 0; i < nv; i++) {
+                const float *kr = rows[i];
+                for (int64_t h = 0; h < H; h++) {
+                    const float p = probs[h * K + i] * sum[h];
+                    float *o = ob + h * D;
                     for (int64_t d = 0; d < D; d++) o[d] += p * kr[d];
                 }
             }
@@ -935,8 +946,10 @@ def sink_attention_paged(q: torch.Tensor, kv_pool: torch.Tensor, key_slots: torc
                                                                   and not entry_pool.is_contiguous()):
         return None
     q, key_slots, win_visible, sink = q.contiguous(), key_slots.contiguous(), win_visible.contiguous(), sink.contiguous()
+    if h > 64:
+        return None
     out = torch.empty(b, tq, h, d)
-    probs = torch.empty(max(kw + n, 1))
+    probs = torch.empty((h + 2) * (kw + n) + 2)
     lib.sink_attention_paged(q.data_ptr(), b, tq, h, d, kv_pool.data_ptr(), key_slots.data_ptr(), kw,
                              win_visible.data_ptr(), None if entry_pool is None else entry_pool.data_ptr(),
                              None if entry_pool is None else entry_slots.data_ptr(), n,

@@ -153,6 +153,33 @@ def test_sink_attention_matches_torch() -> None:
     torch.testing.assert_close(out, torch.einsum("bthk,bkd->bthd", probs, keys), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("entries", ["none", "mask", "threshold"])
+def test_paged_sink_attention_equals_gathered(entries: str) -> None:
+    g = torch.Generator().manual_seed(12)
+    b, tq, h, kw, n, d = 3, 2, 4, 7, 5, 16
+    kv_pool, entry_pool = torch.randn(40, 4, d, generator=g), torch.randn(40, 4, d, generator=g)
+    key_slots, entry_slots = torch.randint(0, 160, (b, kw), generator=g), torch.randint(0, 160, (b, n), generator=g)
+    q, sink = torch.randn(b, tq, h, d, generator=g), torch.randn(h, generator=g)
+    win = torch.rand(b, tq, kw, generator=g) > 0.3
+    win[1, 1] = False
+    keys = kv_pool.view(-1, d)[key_slots]
+    visible = win
+    kwargs = {}
+    if entries != "none":
+        keys = torch.cat([keys, entry_pool.view(-1, d)[entry_slots]], dim=1)
+        threshold = torch.randint(0, n + 1, (b, tq), generator=g)
+        if entries == "mask":
+            allowed = torch.rand(b, tq, n, generator=g) > 0.5
+            kwargs = dict(entry_visible=allowed)
+        else:
+            allowed = torch.arange(n)[None, None, :] < threshold[..., None]
+            kwargs = dict(threshold=threshold)
+        visible = torch.cat([win, allowed], dim=2)
+        kwargs.update(entry_pool=entry_pool, entry_slots=entry_slots)
+    paged = native.sink_attention_paged(q, kv_pool, key_slots, win, sink, 0.25, **kwargs)
+    assert torch.equal(paged, native.sink_attention(q, keys, visible, sink, 0.25))
+
+
 @pytest.mark.parametrize("score_func", ["sqrtsoftplus", "softmax", "sigmoid"])
 @pytest.mark.parametrize("tokens", [1, 33])
 def test_moe_experts_match_torch(monkeypatch, score_func: str, tokens: int) -> None:
