@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from .config import CSA, HCA
 from .kv_cache import read_rows, write_rows
 from .layers.norm import unweighted_rms_norm
-from .native import indexer_scores, library, sink_attention, sink_attention_paged
+from .native import attn_front, indexer_scores, library, sink_attention, sink_attention_paged
 from .layers.rotary_embedding import apply_rotary, apply_rotary_tables, rotary_tables
 
 
@@ -161,13 +161,17 @@ class FusedLinears:
         self._weight: torch.Tensor | None = None
 
     def __call__(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return self.full(x).split(self.splits, dim=-1)
+
+    def full(self, x: torch.Tensor) -> torch.Tensor:
+        """All projections side by side, ``[T, sum(splits)]``."""
         weights = [lin._parameters["weight"] for lin in self.linears]
         key = [(w.data_ptr(), w._version) for w in weights]
         if key != self._key:
             with torch.no_grad():
                 self._weight = torch.cat([w.detach() for w in weights], dim=0)
             self._key = key
-        return F.linear(x, self._weight).split(self.splits, dim=-1)
+        return F.linear(x, self._weight)
 
 
 def _input_projections(attn) -> FusedLinears:
@@ -191,8 +195,9 @@ def _compress(comp, kv_proj: torch.Tensor, gate_proj: torch.Tensor, layout: Step
     from the pool through ``rate_info(rate)["entry_slots"]``) and which of them exist.
     """
     kv_pool, gate_pool, entry_pool = pools
-    write_rows(kv_pool, layout.slots, kv_proj)
-    write_rows(gate_pool, layout.slots, gate_proj)
+    if kv_proj is not None:  # (None: the native attention front has stored them)
+        write_rows(kv_pool, layout.slots, kv_proj)
+        write_rows(gate_pool, layout.slots, gate_proj)
     info = layout.rate_info(comp.rate)
     n = info["w"].numel()
     if n:
@@ -220,8 +225,8 @@ def _compress(comp, kv_proj: torch.Tensor, gate_proj: torch.Tensor, layout: Step
     return entries, valid
 
 
-def _index(indexer, projections: tuple[torch.Tensor, ...], q_latent: torch.Tensor, layout: StepLayout,
-           pools) -> torch.Tensor:
+def _index(indexer, projections: tuple, q_latent: torch.Tensor, layout: StepLayout,
+           pools, q_rotated: torch.Tensor | None = None) -> torch.Tensor:
     """The lightning indexer's choice: ``[B, Tq, N]``, the entries each query attends to.
 
     ``projections``: the indexer compressor's KV and gate projections and ``weights_proj`` of ``x``.
@@ -233,9 +238,12 @@ def _index(indexer, projections: tuple[torch.Tensor, ...], q_latent: torch.Tenso
     b, n = valid.shape
     if n == 0:
         return torch.zeros((b, layout.t_max, 0), dtype=torch.bool, device=dev)
-    c, s = layout.rope_tables(indexer.rope, q_latent.dtype)
-    q = apply_rotary_tables(F.linear(q_latent, indexer._modules["wq_b"]._parameters["weight"])
-                            .view(-1, indexer.n_heads, indexer.head_dim), c, s)
+    if q_rotated is not None:
+        q = q_rotated
+    else:
+        c, s = layout.rope_tables(indexer.rope, q_latent.dtype)
+        q = apply_rotary_tables(F.linear(q_latent, indexer._modules["wq_b"]._parameters["weight"])
+                                .view(-1, indexer.n_heads, indexer.head_dim), c, s)
     info = layout.rate_info(indexer.rate)
     threshold = info["threshold"]
     scores = None
@@ -259,8 +267,65 @@ def _index(indexer, projections: tuple[torch.Tensor, ...], q_latent: torch.Tenso
     return allowed[..., :n]
 
 
+def _attention_native(attn, x: torch.Tensor, layout: StepLayout, lp) -> torch.Tensor | None:
+    """``attention`` with the per-token front (norms, query projection, RoPE, cache stores) in one native
+    call and the core reading the pools; ``None`` when a kernel declines (nothing is left half done that
+    the PyTorch path would not redo identically)."""
+    mods = attn._modules
+    rope = mods["rope"]
+    c, s = layout.rope_tables(rope, x.dtype)
+    fused = _input_projections(attn)
+    y = fused.full(x)
+    offs = [0]
+    for w in fused.splits:
+        offs.append(offs[-1] + w)
+    comp, indexer = mods.get("compressor"), mods.get("indexer")
+    copies = []
+    if comp is not None:
+        copies += [(offs[2], fused.splits[2], lp.comp_kv), (offs[3], fused.splits[3], lp.comp_gate)]
+    idx_w = None
+    if indexer is not None:
+        if indexer.rope is not rope:
+            return None
+        copies += [(offs[4], fused.splits[4], lp.idx_kv), (offs[5], fused.splits[5], lp.idx_gate)]
+        idx_w = indexer._modules["wq_b"]._parameters["weight"]
+    q_norm, norm = mods["q_norm"], mods["norm"]
+    front = attn_front(y, q_norm._parameters["weight"], q_norm.eps, mods["wq_b"]._parameters["weight"], attn.n_heads,
+                       attn.head_dim, attn.eps, norm._parameters["weight"], norm.eps, c, s, layout.slots, lp.kv,
+                       copies, idx_w, indexer.n_heads if indexer is not None else 0,
+                       indexer.head_dim if indexer is not None else 0)
+    if front is None:
+        return None
+    q_latent, q, qi = front
+    entry_pool = entry_slots = entry_visible = threshold = None
+    if comp is not None:
+        _compress(comp, None, None, layout, (lp.comp_kv, lp.comp_gate, lp.entries), read=False)
+        info = layout.rate_info(comp.rate)
+        entry_pool, entry_slots = lp.entries, info["entry_slots"]
+        if indexer is not None:
+            head_weights = y[:, offs[6]:offs[7]]
+            entry_visible = _index(indexer, (None, None, head_weights), q_latent, layout,
+                                   (lp.idx_kv, lp.idx_gate, lp.idx_entries), q_rotated=qi)
+        else:
+            threshold = info["threshold"]
+    core = sink_attention_paged(layout.pad(q), lp.kv, layout.key_slots, layout.window_visible,
+                                attn._parameters["attn_sink"], attn.scale, entry_pool, entry_slots, entry_visible,
+                                threshold)
+    if core is None:
+        return None
+    t = x.shape[0]
+    out = layout.unpad(core)  # [T, H, D]
+    out = apply_rotary_tables(out, *layout.rope_tables(rope, x.dtype, inverse=True))
+    out = mods["wo_a"].forward(out.reshape(t, attn.o_groups, -1))
+    return F.linear(out, mods["wo_b"]._parameters["weight"])
+
+
 def attention(attn, x: torch.Tensor, layout: StepLayout, pool) -> torch.Tensor:
     """``DeepseekV4Attention`` for all new tokens of a step: ``x`` ``[T, hidden]`` -> ``[T, hidden]``."""
+    if native_ok(x):
+        out = _attention_native(attn, x, layout, pool.layers[attn.layer_idx])
+        if out is not None:
+            return out
     t = x.shape[0]
     lp = pool.layers[attn.layer_idx]
     # Submodules straight from the module's dict (attribute look-up of a submodule goes through

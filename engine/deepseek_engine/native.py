@@ -700,6 +700,62 @@ void hc_step(const float *streams_in, const float *block, const float *post_prev
     hc_mix(mixes, T, hc, base, scale, iters, hc_eps, pre, post, comb, st, D, collapsed);
     rms_norm(collapsed, T, D, D, norm_w, norm_eps, x_out);
 }
+
+/* y[t, j] = x[t, :] . w[j, :] for x [T, n] (row stride xs), w [m, n]; eight-lane partial sums. */
+static void small_linear(const float *x, int64_t T, int64_t n, int64_t xs, const float *w, int64_t m, float *y) {
+    for (int64_t t = 0; t < T; t++) {
+        const float *xr = x + t * xs;
+        for (int64_t j = 0; j < m; j++) {
+            const float *wr = w + j * n;
+            float dot = 0.0f;
+            int64_t k = 0;
+            if (n >= 8) {
+                v8f acc = {0};
+                for (; k + 8 <= n; k += 8) {
+                    v8f a, c;
+                    memcpy(&a, xr + k, sizeof(a));
+                    memcpy(&c, wr + k, sizeof(c));
+                    acc = acc + a * c;
+                }
+                for (int l = 0; l < 8; l++) dot += acc[l];
+            }
+            for (; k < n; k++) dot += xr[k] * wr[k];
+            y[t * m + j] = dot;
+        }
+    }
+}
+
+/* The per-token front of an attention block after its fused input projection proj [T, P]:
+   q_latent = RMSNorm(q_norm_w)(proj[:, :qa]); q = rope(rms_per_head(q_latent @ wq_b^T)) [T, H, D];
+   the shared key/value rope(RMSNorm(kv_norm_w)(proj[:, qa:qa + D])) stored at kv_pool row slots[t];
+   ncopy raw column ranges of proj (offset copy_off[i], width copy_w[i]) stored at row slots[t] of copy_pools[i];
+   with idx_wq_b, the indexer queries rope(q_latent @ idx_wq_b^T) [T, Hi, di]. Rope tables c, s: [T, R].
+   scratch: T * (H * D + H * D + D + D + Hi * di) floats. */
+void attn_front(const float *proj, int64_t T, int64_t P, int64_t qa, const float *q_norm_w, float q_eps,
+                const float *wq_b, int64_t H, int64_t D, float head_eps, const float *kv_norm_w, float kv_eps,
+                int64_t R, const float *c, const float *s, const int64_t *slots, float *kv_pool, int64_t ncopy,
+                const int64_t *copy_off, const int64_t *copy_w, const int64_t *copy_pools,
+                const float *idx_wq_b, int64_t Hi, int64_t di, float *q_latent, float *q_out, float *qi_out,
+                float *scratch) {
+    float *qraw = scratch, *qn = qraw + T * H * D, *kvn = qn + T * H * D, *kvr = kvn + T * D, *qiraw = kvr + T * D;
+    rms_norm(proj, T, qa, P, q_norm_w, q_eps, q_latent);
+    small_linear(q_latent, T, qa, qa, wq_b, H * D, qraw);
+    rms_norm(qraw, T * H, D, D, 0, head_eps, qn);
+    rope_apply(qn, T, H, D, R, c, s, q_out);
+    rms_norm(proj + qa, T, D, P, kv_norm_w, kv_eps, kvn);
+    rope_apply(kvn, T, 1, D, R, c, s, kvr);
+    for (int64_t t = 0; t < T; t++) {
+        memcpy(kv_pool + slots[t] * D, kvr + t * D, (size_t)D * sizeof(float));
+        for (int64_t i = 0; i < ncopy; i++) {
+            float *pool = (float *)(intptr_t)copy_pools[i];
+            memcpy(pool + slots[t] * copy_w[i], proj + t * P + copy_off[i], (size_t)copy_w[i] * sizeof(float));
+        }
+    }
+    if (idx_wq_b) {
+        small_linear(q_latent, T, qa, qa, idx_wq_b, Hi * di, qiraw);
+        rope_apply(qiraw, T, Hi, di, R, c, s, qi_out);
+    }
+}
 """
 
 _lock = threading.Lock()
@@ -770,6 +826,9 @@ def _build() -> ctypes.CDLL | None:
     lib.head_argmax_q8.restype = None
     lib.moe_experts.argtypes = [p, i64, i64, i64, i64, i64, i32, p, p, p, f32, f32, p, p]
     lib.moe_experts.restype = None
+    lib.attn_front.argtypes = [p, i64, i64, i64, p, f32, p, i64, i64, f32, p, f32, i64, p, p, p, p, i64, p, p, p,
+                               p, i64, i64, p, p, p, p]
+    lib.attn_front.restype = None
     lib.hc_step.argtypes = [p, p, p, p, i64, i32, i64, p, p, p, i32, f32, f32, p, p, p, p, p, p, p, p, p]
     lib.hc_step.restype = None
     lib.sink_attention_paged.argtypes = [p, i64, i64, i64, i64, p, p, i64, p, p, p, i64, p, p, p, f32, p, p]
@@ -885,6 +944,50 @@ def rope_apply(x: torch.Tensor, c: torch.Tensor, s: torch.Tensor) -> torch.Tenso
     out = torch.empty_like(x)
     lib.rope_apply(x.data_ptr(), t, x.numel() // max(t * d, 1), d, r, c.data_ptr(), s.data_ptr(), out.data_ptr())
     return out
+
+
+def attn_front(proj: torch.Tensor, q_norm_w: torch.Tensor, q_eps: float, wq_b: torch.Tensor, n_heads: int,
+               head_dim: int, head_eps: float, kv_norm_w: torch.Tensor, kv_eps: float, c: torch.Tensor,
+               s: torch.Tensor, slots: torch.Tensor, kv_pool: torch.Tensor, copies: list[tuple[int, int, torch.Tensor]],
+               idx_wq_b: torch.Tensor | None = None, idx_heads: int = 0, idx_dim: int = 0):
+    """Per-token front of an attention block from its fused input projection ``proj`` ``[T, P]`` (columns:
+    q-LoRA input, shared KV, then the rest): ``(q_latent, q, indexer q or None)``, with the rotated shared KV
+    and the raw ``copies`` ``(column offset, width, pool)`` stored at ``slots``. ``None``: use PyTorch."""
+    lib = library()
+    if lib is None:
+        return None
+    weights = [proj, q_norm_w, wq_b, kv_norm_w, c, s, kv_pool] + [pool for _, _, pool in copies]
+    if idx_wq_b is not None:
+        weights.append(idx_wq_b)
+    for x in weights:
+        if x.dtype != torch.float32 or not x.is_cpu or not x.is_contiguous():
+            return None
+    if slots.dtype != torch.long or not slots.is_contiguous() or proj.dim() != 2:
+        return None
+    t, width = proj.shape
+    qa = q_norm_w.shape[0]
+    r = c.shape[-1]
+    if (c.shape != (t, r) or s.shape != (t, r) or r % 2 or r > head_dim or wq_b.shape != (n_heads * head_dim, qa)
+            or kv_norm_w.shape != (head_dim,) or kv_pool.shape[-1] != head_dim or slots.shape != (t,)
+            or qa + head_dim > width):
+        return None
+    for off, w, pool in copies:
+        if pool.shape[-1] != w or off + w > width:
+            return None
+    if idx_wq_b is not None and (idx_wq_b.shape != (idx_heads * idx_dim, qa) or r > idx_dim):
+        return None
+    q_latent = torch.empty(t, qa)
+    q = torch.empty(t, n_heads, head_dim)
+    qi = torch.empty(t, idx_heads, idx_dim) if idx_wq_b is not None else None
+    scratch = torch.empty(t * (2 * n_heads * head_dim + 2 * head_dim + idx_heads * idx_dim) + 1)
+    meta = torch.tensor([[off, w, pool.data_ptr()] for off, w, pool in copies] or [[0, 0, 0]], dtype=torch.long)
+    meta = meta.t().contiguous()
+    lib.attn_front(proj.data_ptr(), t, width, qa, q_norm_w.data_ptr(), q_eps, wq_b.data_ptr(), n_heads, head_dim,
+                   head_eps, kv_norm_w.data_ptr(), kv_eps, r, c.data_ptr(), s.data_ptr(), slots.data_ptr(),
+                   kv_pool.data_ptr(), len(copies), meta[0].data_ptr(), meta[1].data_ptr(), meta[2].data_ptr(),
+                   None if idx_wq_b is None else idx_wq_b.data_ptr(), idx_heads, idx_dim, q_latent.data_ptr(),
+                   q.data_ptr(), None if qi is None else qi.data_ptr(), scratch.data_ptr())
+    return q_latent, q, qi
 
 
 def hc_step(streams: torch.Tensor, block: torch.Tensor | None, post_prev: torch.Tensor | None,
