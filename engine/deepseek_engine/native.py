@@ -84,6 +84,46 @@ static void hc_mix_one(const float *m, int hc, const float *base, float ps, floa
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
 
+/* exp of eight floats: range reduction by ln 2 (split in two parts) and a degree-7 polynomial, within about
+   two float32 ulps of the exact value; 0 below -87.33 (where expf would give a subnormal). Every operation is
+   lane-wise, so sexp (one lane) gives the same bits as vexp8. */
+static inline v8f vexp8(v8f x) {
+    const v8f hi = (v8f){0} + 88.3762626647949f, lo = (v8f){0} - 87.3365447505531f;
+    const v8i under = x < lo, over = x > hi;
+    x = (v8f)(((v8i)x & ~over) | ((v8i)hi & over));
+    x = (v8f)(((v8i)x & ~under) | ((v8i)lo & under));
+    const v8f fx = x * 1.44269504088896341f + 0.5f;
+    v8f tf = __builtin_convertvector(__builtin_convertvector(fx, v8i), v8f);
+    tf = tf + __builtin_convertvector(tf > fx, v8f); /* floor: -1 where truncation went up */
+    const v8i ti = __builtin_convertvector(tf, v8i);
+    x = x - tf * 0.693359375f;
+    x = x - tf * -2.12194440e-4f;
+    const v8f z = x * x;
+    v8f y = (v8f){0} + 1.9875691500E-4f;
+    y = y * x + 1.3981999507E-3f;
+    y = y * x + 8.3334519073E-3f;
+    y = y * x + 4.1665795894E-2f;
+    y = y * x + 1.6666665459E-1f;
+    y = y * x + 5.0000001201E-1f;
+    y = y * z + x + 1.0f;
+    y = y * (v8f)((ti + 127) << 23);
+    return (v8f)((v8i)y & ~under);
+}
+
+static inline float sexp(float x) { return vexp8((v8f){0} + x)[0]; }
+
+/* out = exp(x) through vexp8 (eight at a time) and sexp (the rest); exposed for tests. */
+void exp_lanes(const float *x, int64_t n, float *out) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        v8f v;
+        memcpy(&v, x + i, sizeof(v));
+        v = vexp8(v);
+        memcpy(out + i, &v, sizeof(v));
+    }
+    for (; i < n; i++) out[i] = sexp(x[i]);
+}
+
 static void sinkhorn8(v8f *c, int hc, int iters, float hc_eps) {
     v8f colsum[64];
     const v8f eps = (v8f){0} + hc_eps;
@@ -225,10 +265,10 @@ void sink_attention(const float *q, const float *keys, const uint8_t *visible, c
                     probs[k] = dot;
                     if (dot > mx) mx = dot;
                 }
-                float sum = expf(sink[h] - mx);
+                float sum = sexp(sink[h] - mx);
                 for (int64_t k = 0; k < K; k++) {
                     if (!vis[k]) { probs[k] = 0.0f; continue; }
-                    probs[k] = expf(probs[k] - mx);
+                    probs[k] = sexp(probs[k] - mx);
                     sum += probs[k];
                 }
                 const float inv = 1.0f / sum;
@@ -536,8 +576,20 @@ void moe_experts(const float *y, int64_t T, int64_t E, int64_t I, int64_t H, int
             const float *g = yt + E + e * I, *u = yt + E + (E + 1) * I + e * I;
             for (int64_t i = 0; i < I; i++) {
                 float a = g[i] < limit ? g[i] : limit;
+                tmp[i] = -a;
+                act[i] = a;
+            }
+            int64_t i8 = 0;
+            for (; i8 + 8 <= I; i8 += 8) {
+                v8f v;
+                memcpy(&v, tmp + i8, sizeof(v));
+                v = vexp8(v);
+                memcpy(tmp + i8, &v, sizeof(v));
+            }
+            for (; i8 < I; i8++) tmp[i8] = sexp(tmp[i8]);
+            for (int64_t i = 0; i < I; i++) {
                 float b = u[i] < -limit ? -limit : (u[i] > limit ? limit : u[i]);
-                act[i] = (a / (1.0f + expf(-a))) * b;
+                act[i] = (act[i] / (1.0f + tmp[i])) * b;
             }
             const float *dw = down + e * I * H;
             for (int64_t h = 0; h < H; h++) tmp[h] = 0.0f;
@@ -562,6 +614,31 @@ void moe_experts(const float *y, int64_t T, int64_t E, int64_t I, int64_t H, int
    win_vis[b, tq, k]), then, when ent_pool is given, the compressed entries ent_pool[ent_slots[b, :N]], visible
    where ent_vis[b, tq, n] (ent_vis given) or n < threshold[b, tq]. Same arithmetic as sink_attention over the
    concatenated keys. probs: scratch of H * K + 2 * K + 2 floats (K = Kw + N). out: [B, Tq, H, D]. */
+#if defined(__AVX__)
+/* dots[j] = ((0 + a[j][0]) + a[j][1]) + ... + a[j][7] for eight vectors at once (the scalar lane order). */
+static inline __m256 lane_sums8(const v8f *a) {
+    __m256 r0 = (__m256)a[0], r1 = (__m256)a[1], r2 = (__m256)a[2], r3 = (__m256)a[3];
+    __m256 r4 = (__m256)a[4], r5 = (__m256)a[5], r6 = (__m256)a[6], r7 = (__m256)a[7];
+    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    /* column l of the 8x8 matrix (lane j = a[j][l]) */
+    __m256 c0 = _mm256_permute2f128_ps(u0, u4, 0x20), c1 = _mm256_permute2f128_ps(u1, u5, 0x20);
+    __m256 c2 = _mm256_permute2f128_ps(u2, u6, 0x20), c3 = _mm256_permute2f128_ps(u3, u7, 0x20);
+    __m256 c4 = _mm256_permute2f128_ps(u0, u4, 0x31), c5 = _mm256_permute2f128_ps(u1, u5, 0x31);
+    __m256 c6 = _mm256_permute2f128_ps(u2, u6, 0x31), c7 = _mm256_permute2f128_ps(u3, u7, 0x31);
+    __m256 s = _mm256_add_ps(_mm256_setzero_ps(), c0);
+    s = _mm256_add_ps(s, c1); s = _mm256_add_ps(s, c2); s = _mm256_add_ps(s, c3);
+    s = _mm256_add_ps(s, c4); s = _mm256_add_ps(s, c5); s = _mm256_add_ps(s, c6); s = _mm256_add_ps(s, c7);
+    return s;
+}
+#endif
+
 void sink_attention_paged(const float *q, int64_t B, int64_t Tq, int64_t H, int64_t D, const float *kv_pool,
                           const int64_t *key_slots, int64_t Kw, const uint8_t *win_vis, const float *ent_pool,
                           const int64_t *ent_slots, int64_t N, const uint8_t *ent_vis, const int64_t *threshold,
@@ -592,7 +669,32 @@ void sink_attention_paged(const float *q, int64_t B, int64_t Tq, int64_t H, int6
             for (int64_t h = 0; h < H; h++) probs[h * K] = 0.0f;
             float mx[64], sum[64];
             for (int64_t h = 0; h < H; h++) mx[h] = sink[h];
-            for (int64_t i = 0; i < nv; i++) {
+            int64_t i0 = 0;
+#if defined(__AVX__)
+            if ((D & 7) == 0) {
+                /* eight keys at a time: per key the same eight-lane partial sums, added up in lane order */
+                for (; i0 + 8 <= nv; i0 += 8) {
+                    for (int64_t h = 0; h < H; h++) {
+                        const float *qr = qb + h * D;
+                        v8f acc[8];
+                        for (int j = 0; j < 8; j++) acc[j] = (v8f){0};
+                        for (int64_t d = 0; d < D; d += 8) {
+                            v8f a;
+                            memcpy(&a, qr + d, sizeof(a));
+                            for (int j = 0; j < 8; j++) {
+                                v8f c;
+                                memcpy(&c, rows[i0 + j] + d, sizeof(c));
+                                acc[j] = acc[j] + a * c;
+                            }
+                        }
+                        v8f dots = (v8f)lane_sums8(acc) * scale;
+                        memcpy(probs + h * K + i0, &dots, sizeof(dots));
+                        for (int j = 0; j < 8; j++) if (dots[j] > mx[h]) mx[h] = dots[j];
+                    }
+                }
+            }
+#endif
+            for (int64_t i = i0; i < nv; i++) {
                 const float *kr = rows[i];
                 for (int64_t h = 0; h < H; h++) {
                     const float *qr = qb + h * D;
@@ -615,9 +717,17 @@ void sink_attention_paged(const float *q, int64_t B, int64_t Tq, int64_t H, int6
                 }
             }
             for (int64_t h = 0; h < H; h++) {
-                float s = expf(sink[h] - mx[h]);
+                float s = sexp(sink[h] - mx[h]);
                 float *ph = probs + h * K;
-                for (int64_t i = 0; i < nv; i++) { ph[i] = expf(ph[i] - mx[h]); s += ph[i]; }
+                int64_t i = 0;
+                for (; i + 8 <= nv; i += 8) {
+                    v8f v;
+                    memcpy(&v, ph + i, sizeof(v));
+                    v = vexp8(v - mx[h]);
+                    memcpy(ph + i, &v, sizeof(v));
+                }
+                for (; i < nv; i++) ph[i] = sexp(ph[i] - mx[h]);
+                for (i = 0; i < nv; i++) s += ph[i];
                 sum[h] = 1.0f / s;
                 float *o = ob + h * D;
                 for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
@@ -826,6 +936,8 @@ def _build() -> ctypes.CDLL | None:
     lib.head_argmax_q8.restype = None
     lib.moe_experts.argtypes = [p, i64, i64, i64, i64, i64, i32, p, p, p, f32, f32, p, p]
     lib.moe_experts.restype = None
+    lib.exp_lanes.argtypes = [p, i64, p]
+    lib.exp_lanes.restype = None
     lib.attn_front.argtypes = [p, i64, i64, i64, p, f32, p, i64, i64, f32, p, f32, i64, p, p, p, p, i64, p, p, p,
                                p, i64, i64, p, p, p, p]
     lib.attn_front.restype = None

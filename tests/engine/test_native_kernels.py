@@ -156,7 +156,7 @@ def test_sink_attention_matches_torch() -> None:
 @pytest.mark.parametrize("entries", ["none", "mask", "threshold"])
 def test_paged_sink_attention_equals_gathered(entries: str) -> None:
     g = torch.Generator().manual_seed(12)
-    b, tq, h, kw, n, d = 3, 2, 4, 7, 5, 16
+    b, tq, h, kw, n, d = 3, 2, 4, 21, 6, 16  # groups of eight visible keys and a remainder
     kv_pool, entry_pool = torch.randn(40, 4, d, generator=g), torch.randn(40, 4, d, generator=g)
     key_slots, entry_slots = torch.randint(0, 160, (b, kw), generator=g), torch.randint(0, 160, (b, n), generator=g)
     q, sink = torch.randn(b, tq, h, d, generator=g), torch.randn(h, generator=g)
@@ -256,3 +256,17 @@ def test_engine_native_step_equals_pytorch_step(monkeypatch) -> None:
     slow = run()
     torch.testing.assert_close(fast[0], slow[0], rtol=0, atol=1e-5)
     assert fast[1] == slow[1]
+
+
+def test_vector_exp_is_within_two_ulps() -> None:
+    x = torch.cat([torch.linspace(-87.3, 88.3, 200003), torch.tensor([0.0, -0.0, 1e-8, -1e-8, -90.0, -1e4]),
+                   torch.randn(1001) * 10])
+    out = torch.empty_like(x)
+    native.library().exp_lanes(x.data_ptr(), x.numel(), out.data_ptr())
+    exact = torch.exp(x.double())
+    ulp = torch.nextafter(exact.float(), torch.tensor(float("inf"))).double() - exact.float().double()
+    keep = exact > 1.2e-38  # normal range; below it the kernel returns 0
+    err = ((out.double() - exact).abs() / ulp)[keep]
+    assert float(err.max()) <= 2.0
+    assert torch.all(out[~keep] == 0)
+    assert out[x == 0].eq(1).all()
