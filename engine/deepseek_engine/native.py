@@ -199,7 +199,18 @@ void rms_norm(const float *x, int64_t rows, int64_t D, int64_t stride, const flo
         const float *xr = x + r * stride;
         float *o = out + r * D;
         float s = 0.0f;
-        for (int64_t d = 0; d < D; d++) s += xr[d] * xr[d];
+        int64_t d0 = 0;
+        if (D >= 16) {
+            /* eight partial sums, added up in lane order */
+            v8f acc = {0};
+            for (; d0 + 8 <= D; d0 += 8) {
+                v8f a;
+                memcpy(&a, xr + d0, sizeof(a));
+                acc = acc + a * a;
+            }
+            for (int l = 0; l < 8; l++) s += acc[l];
+        }
+        for (int64_t d = d0; d < D; d++) s += xr[d] * xr[d];
         const float inv = 1.0f / sqrtf(s / (float)D + eps);
         if (w) {
             for (int64_t d = 0; d < D; d++) o[d] = w[d] * (xr[d] * inv);
@@ -771,51 +782,32 @@ void indexer_scores(const float *q, const float *w, int64_t B, int64_t Tq, int64
         }
 }
 
-/* One boundary between decoder sub-blocks, for T tokens: when block is given, first merge it into the streams
-   (hc_merge with post_prev / comb_prev); then the next site's weights (hc_mix after the unweighted RMS norm of
-   the flattened streams and their product with fn [mix, hc * D], partial sums in eight lanes), and the block
-   input: the collapsed streams through a weighted RMS norm (norm_w, norm_eps). streams_out may be streams_in
-   only when block is NULL. Scratch: flat [T, hc * D], mixes [T, mix], pre [T, hc], collapsed [T, D]. */
-void hc_step(const float *streams_in, const float *block, const float *post_prev, const float *comb_prev, int64_t T,
-             int hc, int64_t D, const float *fn, const float *base, const float *scale, int iters, float hc_eps,
-             float norm_eps, const float *norm_w, float *streams_out, float *post, float *comb, float *x_out,
-             float *flat, float *mixes, float *pre, float *collapsed) {
-    const int64_t width = (int64_t)hc * D, mix = (2 + hc) * hc;
-    const float *st = streams_in;
-    if (block) {
-        hc_merge(streams_in, block, post_prev, comb_prev, T, hc, D, streams_out);
-        st = streams_out;
-    }
-    rms_norm(st, T, width, width, 0, norm_eps, flat);
-    for (int64_t t = 0; t < T; t++) {
-        const float *fr = flat + t * width;
-        for (int64_t j = 0; j < mix; j++) {
-            const float *wr = fn + j * width;
-            float dot = 0.0f;
-            if ((width & 7) == 0) {
-                v8f acc = {0};
-                for (int64_t k = 0; k < width; k += 8) {
-                    v8f a, c;
-                    memcpy(&a, fr + k, sizeof(a));
-                    memcpy(&c, wr + k, sizeof(c));
-                    acc = acc + a * c;
-                }
-                for (int l = 0; l < 8; l++) dot += acc[l];
-            } else {
-                for (int64_t k = 0; k < width; k++) dot += fr[k] * wr[k];
-            }
-            mixes[t * mix + j] = dot;
-        }
-    }
-    hc_mix(mixes, T, hc, base, scale, iters, hc_eps, pre, post, comb, st, D, collapsed);
-    rms_norm(collapsed, T, D, D, norm_w, norm_eps, x_out);
-}
-
-/* y[t, j] = x[t, :] . w[j, :] for x [T, n] (row stride xs), w [m, n]; eight-lane partial sums. */
+/* y[t, j] = x[t, :] . w[j, :] for x [T, n] (row stride xs), w [m, n]; eight-lane partial sums added in lane
+   order (eight outputs at a time through lane_sums8 when n is a multiple of 8: the same sums). */
 static void small_linear(const float *x, int64_t T, int64_t n, int64_t xs, const float *w, int64_t m, float *y) {
     for (int64_t t = 0; t < T; t++) {
         const float *xr = x + t * xs;
-        for (int64_t j = 0; j < m; j++) {
+        int64_t j = 0;
+#if defined(__AVX__)
+        if ((n & 7) == 0) {
+            for (; j + 8 <= m; j += 8) {
+                v8f acc[8];
+                for (int jj = 0; jj < 8; jj++) acc[jj] = (v8f){0};
+                for (int64_t k = 0; k < n; k += 8) {
+                    v8f a;
+                    memcpy(&a, xr + k, sizeof(a));
+                    for (int jj = 0; jj < 8; jj++) {
+                        v8f c;
+                        memcpy(&c, w + (j + jj) * n + k, sizeof(c));
+                        acc[jj] = acc[jj] + a * c;
+                    }
+                }
+                v8f dots = (v8f)lane_sums8(acc);
+                memcpy(y + t * m + j, &dots, sizeof(dots));
+            }
+        }
+#endif
+        for (; j < m; j++) {
             const float *wr = w + j * n;
             float dot = 0.0f;
             int64_t k = 0;
@@ -833,6 +825,27 @@ static void small_linear(const float *x, int64_t T, int64_t n, int64_t xs, const
             y[t * m + j] = dot;
         }
     }
+}
+
+/* One boundary between decoder sub-blocks, for T tokens: when block is given, first merge it into the streams
+   (hc_merge with post_prev / comb_prev); then the next site's weights (hc_mix after the unweighted RMS norm of
+   the flattened streams and their product with fn [mix, hc * D], partial sums in eight lanes), and the block
+   input: the collapsed streams through a weighted RMS norm (norm_w, norm_eps). streams_out may be streams_in
+   only when block is NULL. Scratch: flat [T, hc * D], mixes [T, mix], pre [T, hc], collapsed [T, D]. */
+void hc_step(const float *streams_in, const float *block, const float *post_prev, const float *comb_prev, int64_t T,
+             int hc, int64_t D, const float *fn, const float *base, const float *scale, int iters, float hc_eps,
+             float norm_eps, const float *norm_w, float *streams_out, float *post, float *comb, float *x_out,
+             float *flat, float *mixes, float *pre, float *collapsed) {
+    const int64_t width = (int64_t)hc * D, mix = (2 + hc) * hc;
+    const float *st = streams_in;
+    if (block) {
+        hc_merge(streams_in, block, post_prev, comb_prev, T, hc, D, streams_out);
+        st = streams_out;
+    }
+    rms_norm(st, T, width, width, 0, norm_eps, flat);
+    small_linear(flat, T, width, width, fn, mix, mixes);
+    hc_mix(mixes, T, hc, base, scale, iters, hc_eps, pre, post, comb, st, D, collapsed);
+    rms_norm(collapsed, T, D, D, norm_w, norm_eps, x_out);
 }
 
 /* The per-token front of an attention block after its fused input projection proj [T, P]:
@@ -1305,8 +1318,12 @@ class GreedyHead:
             cap = self.CANDIDATES
             out = torch.empty(m, dtype=torch.long)
             val = torch.empty(m)
-            cand = torch.empty(-(-m // 8) * 8, cap, dtype=torch.int32)
-            cval = torch.empty_like(cand)
+            # Candidate buffers are reused across calls (a fresh 128 KiB per step costs page faults).
+            scratch = self.__dict__.get("_scratch")
+            if scratch is None or scratch.shape[0] < m or scratch.shape[2] != cap:
+                scratch = torch.empty(2, max(m, 64), cap, dtype=torch.int32)
+                self.__dict__["_scratch"] = scratch
+            cand, cval = scratch[0], scratch[1]
             lib.head_argmax_q8(x.data_ptr(), m, x.shape[1], k4, blocks.data_ptr(), rowsum.data_ptr(),
                                blocks.shape[0], s_w, ew, aw, wmax, plain.data_ptr(), plain.shape[0],
                                cand.data_ptr(), cval.data_ptr(), cap, out.data_ptr(), val.data_ptr())
