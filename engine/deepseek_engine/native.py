@@ -1253,7 +1253,7 @@ class GreedyHead:
     #: Largest head (in bytes) for which the blocked copy is made.
     MAX_BYTES = 1 << 30
     #: Candidate buffer per row of the integer pass.
-    CANDIDATES = 512
+    CANDIDATES = 2048
 
     def __init__(self, weight: torch.Tensor, quantized: bool = True) -> None:
         self.weight = weight
