@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from .config import CSA, HCA
 from .kv_cache import read_rows, write_rows
 from .layers.norm import unweighted_rms_norm
-from .native import attn_front, indexer_scores, library, sink_attention, sink_attention_paged
+from .native import attn_back, attn_front, indexer_scores, library, sink_attention, sink_attention_paged
 from .layers.rotary_embedding import apply_rotary, apply_rotary_tables, rotary_tables
 
 
@@ -315,9 +315,14 @@ def _attention_native(attn, x: torch.Tensor, layout: StepLayout, lp) -> torch.Te
         return None
     t = x.shape[0]
     out = layout.unpad(core)  # [T, H, D]
-    out = apply_rotary_tables(out, *layout.rope_tables(rope, x.dtype, inverse=True))
+    ci, si = layout.rope_tables(rope, x.dtype, inverse=True)
+    wo_a, wo_b = mods["wo_a"]._parameters["weight"], mods["wo_b"]._parameters["weight"]
+    back = attn_back(out.contiguous(), ci, si, wo_a, attn.o_groups, wo_b)
+    if back is not None:
+        return back
+    out = apply_rotary_tables(out, ci, si)
     out = mods["wo_a"].forward(out.reshape(t, attn.o_groups, -1))
-    return F.linear(out, mods["wo_b"]._parameters["weight"])
+    return F.linear(out, wo_b)
 
 
 def attention(attn, x: torch.Tensor, layout: StepLayout, pool) -> torch.Tensor:

@@ -879,6 +879,26 @@ void attn_front(const float *proj, int64_t T, int64_t P, int64_t qa, const float
         rope_apply(qiraw, T, Hi, di, R, c, s, qi_out);
     }
 }
+
+/* The back of an attention block: the heads' outputs x [T, H, D] rotated back (rope_apply with c and the
+   negated sine table), the grouped projection (group g of the G head groups through rows g*r .. g*r + r - 1 of
+   wo_a [G * r, H * D / G]) and wo_b [hidden, G * r]. scratch: T * (H * D + G * r) floats. */
+void attn_back(const float *x, int64_t T, int64_t H, int64_t D, int64_t R, const float *c, const float *s,
+               const float *wo_a, int64_t G, int64_t r, const float *wo_b, int64_t hidden, float *out,
+               float *scratch) {
+    float *rot = scratch, *y = scratch + T * H * D;
+    const int64_t in = H * D / G;
+    rope_apply(x, T, H, D, R, c, s, rot);
+    for (int64_t g = 0; g < G; g++) {
+        /* group g's inputs are columns g*in .. of each rotated row; outputs go to columns g*r .. of y */
+        for (int64_t t = 0; t < T; t++) {
+            float tmp[512];
+            small_linear(rot + t * H * D + g * in, 1, in, in, wo_a + g * r * in, r, tmp);
+            memcpy(y + t * G * r + g * r, tmp, (size_t)r * sizeof(float));
+        }
+    }
+    small_linear(y, T, G * r, G * r, wo_b, hidden, out);
+}
 """
 
 _lock = threading.Lock()
@@ -949,6 +969,8 @@ def _build() -> ctypes.CDLL | None:
     lib.head_argmax_q8.restype = None
     lib.moe_experts.argtypes = [p, i64, i64, i64, i64, i64, i32, p, p, p, f32, f32, p, p]
     lib.moe_experts.restype = None
+    lib.attn_back.argtypes = [p, i64, i64, i64, i64, p, p, p, i64, i64, p, i64, p, p]
+    lib.attn_back.restype = None
     lib.exp_lanes.argtypes = [p, i64, p]
     lib.exp_lanes.restype = None
     lib.attn_front.argtypes = [p, i64, i64, i64, p, f32, p, i64, i64, f32, p, f32, i64, p, p, p, p, i64, p, p, p,
@@ -1113,6 +1135,33 @@ def attn_front(proj: torch.Tensor, q_norm_w: torch.Tensor, q_eps: float, wq_b: t
                    None if idx_wq_b is None else idx_wq_b.data_ptr(), idx_heads, idx_dim, q_latent.data_ptr(),
                    q.data_ptr(), None if qi is None else qi.data_ptr(), scratch.data_ptr())
     return q_latent, q, qi
+
+
+def attn_back(x: torch.Tensor, c: torch.Tensor, s: torch.Tensor, wo_a: torch.Tensor, groups: int,
+              wo_b: torch.Tensor) -> torch.Tensor | None:
+    """Inverse RoPE (tables ``c``, ``s`` = the negated sine table), grouped ``wo_a`` and ``wo_b`` of the heads'
+    outputs ``x`` ``[T, H, D]`` in one call; ``None``: use PyTorch."""
+    lib = library()
+    if lib is None or x.dim() != 3:
+        return None
+    for v in (x, c, s, wo_a, wo_b):
+        if v.dtype != torch.float32 or not v.is_cpu or not v.is_contiguous():
+            return None
+    t, h, d = x.shape
+    r2 = c.shape[-1]
+    if groups <= 0 or (h * d) % groups or c.shape != (t, r2) or s.shape != (t, r2) or r2 % 2 or r2 > d:
+        return None
+    width = (h * d) // groups
+    if wo_a.dim() != 2 or wo_a.shape[1] != width or wo_a.shape[0] % groups:
+        return None
+    rank = wo_a.shape[0] // groups
+    if rank > 512 or wo_b.dim() != 2 or wo_b.shape[1] != groups * rank:
+        return None
+    out = torch.empty(t, wo_b.shape[0])
+    scratch = torch.empty(t * (h * d + groups * rank) + 1)
+    lib.attn_back(x.data_ptr(), t, h, d, r2, c.data_ptr(), s.data_ptr(), wo_a.data_ptr(), groups, rank,
+                  wo_b.data_ptr(), wo_b.shape[0], out.data_ptr(), scratch.data_ptr())
+    return out
 
 
 def hc_step(streams: torch.Tensor, block: torch.Tensor | None, post_prev: torch.Tensor | None,

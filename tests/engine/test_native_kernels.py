@@ -270,3 +270,25 @@ def test_vector_exp_is_within_two_ulps() -> None:
     assert float(err.max()) <= 2.0
     assert torch.all(out[~keep] == 0)
     assert out[x == 0].eq(1).all()
+
+
+@pytest.mark.parametrize("tokens", [1, 19])
+def test_attention_back_matches_torch(tokens: int) -> None:
+    from deepseek_engine.layers.attention import GroupedOutputProjection
+    from deepseek_engine.layers.rotary_embedding import apply_rotary_tables, rotary_tables
+
+    g = torch.Generator().manual_seed(300 + tokens)
+    h, d, groups, rank, hidden, rope = 4, 32, 2, 16, 24, 8
+    x = torch.randn(tokens, h, d, generator=g)
+    angles = torch.rand(tokens, rope // 2, generator=g) * 6
+    c, s = rotary_tables(angles.cos(), angles.sin())
+    wo_a = GroupedOutputProjection(h * d // groups, groups * rank, groups)
+    with torch.no_grad():
+        wo_a.weight.copy_(torch.randn(groups * rank, h * d // groups, generator=g) * 0.2)
+    wo_b = torch.randn(hidden, groups * rank, generator=g) * 0.2
+    fast = native.attn_back(x, c, -s, wo_a.weight.detach(), groups, wo_b)
+    with torch.no_grad():
+        rotated = x.clone()
+        rotated[..., -rope:] = apply_rotary_tables(x, c, -s)[..., -rope:]
+        want = torch.nn.functional.linear(wo_a(rotated.reshape(tokens, groups, -1)), wo_b)
+    torch.testing.assert_close(fast, want, rtol=0, atol=1e-5)
