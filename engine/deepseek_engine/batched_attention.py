@@ -31,6 +31,22 @@ from .native import attn_back, attn_front, indexer_scores, library, sink_attenti
 from .layers.rotary_embedding import apply_rotary, apply_rotary_tables, rotary_tables
 
 
+#: Positions up to which the rotary tables are kept whole (beyond, each step evaluates its own rows).
+_MAX_TABLE_POSITIONS = 1 << 16
+
+
+def _position_tables(module, dtype: torch.dtype, needed: int, device: torch.device):
+    """``(c, s, -s)`` rotary tables of ``module`` for positions ``0 .. n - 1``, ``n >= needed``."""
+    cached = module.__dict__.get("_position_tables")
+    if cached is None or cached[0] < needed or cached[1] != dtype or cached[2].device != device:
+        size = max(needed, 1024, 2 * cached[0] if cached is not None else 0)
+        cos, sin = module(torch.arange(size, device=device), dtype)
+        c, s = rotary_tables(cos, sin)
+        cached = (size, dtype, c, s, -s)
+        module.__dict__["_position_tables"] = cached
+    return cached[2], cached[3], cached[4]
+
+
 def native_ok(x: torch.Tensor) -> bool:
     """Whether the pool-reading native kernels apply (float32 on the CPU, library built)."""
     return x.dtype == torch.float32 and x.is_cpu and library() is not None
@@ -82,13 +98,26 @@ class StepLayout:
         return self._rope[key]
 
     def rope_tables(self, module, dtype: torch.dtype, inverse: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-        """``rotary_tables`` of ``rope`` (of ``(cos, -sin)`` when ``inverse``), once per step."""
+        """``rotary_tables`` of ``rope`` (of ``(cos, -sin)`` when ``inverse``), once per step.
+
+        Rows come from tables over all positions up to the largest seen so far, kept on
+        the rope module (computed once, extended by doubling): a step looks its
+        positions up instead of evaluating cos/sin again, and a position's values no
+        longer depend on which other positions share its step.
+        """
         key = (id(module), dtype, inverse)
-        if key not in self._tables:
-            cos, sin = self.rope(module, dtype)
+        found = self._tables.get(key)
+        if found is None and self.positions.numel() and int(self.positions.max()) >= _MAX_TABLE_POSITIONS:
+            cos, sin = self.rope(module, dtype)  # far positions: evaluate this step's rows only
             c, s = rotary_tables(cos, sin)
-            self._tables[key] = (c, -s if inverse else s)
-        return self._tables[key]
+            found = self._tables[key] = (c, -s if inverse else s)
+        if found is None:
+            c, s, neg = _position_tables(module, dtype, int(self.positions.max()) + 1 if self.positions.numel() else 1,
+                                         self.positions.device)
+            pos = self.positions
+            found = (c.index_select(0, pos), (neg if inverse else s).index_select(0, pos))
+            self._tables[key] = found
+        return found
 
     def rows_to_slots(self, rows: torch.Tensor, tables: torch.Tensor | None = None) -> torch.Tensor:
         """Flat pool rows of each sequence's logical rows ``rows`` ``[B, K]``."""

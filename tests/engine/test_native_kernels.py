@@ -292,3 +292,22 @@ def test_attention_back_matches_torch(tokens: int) -> None:
         rotated[..., -rope:] = apply_rotary_tables(x, c, -s)[..., -rope:]
         want = torch.nn.functional.linear(wo_a(rotated.reshape(tokens, groups, -1)), wo_b)
     torch.testing.assert_close(fast, want, rtol=0, atol=1e-5)
+
+
+def test_step_rotary_tables_match_direct_evaluation(monkeypatch) -> None:
+    from deepseek_engine import batched_attention
+    from deepseek_engine.layers.rotary_embedding import rotary_tables
+    from model_fixtures import PLAIN, model
+
+    rope = model(PLAIN).compress_rope
+    for positions in (torch.tensor([0, 5, 77, 3000]), torch.arange(1500, 1530)):
+        for limit in (1 << 16, 100):  # whole-position tables, and per-step evaluation past the limit
+            monkeypatch.setattr(batched_attention, "_MAX_TABLE_POSITIONS", limit)
+            layout = batched_attention.StepLayout(positions, positions, [0, positions.numel()],
+                                                  [list(range(200))], 16, 64)
+            cos, sin = rope(positions, torch.float32)
+            c, s = rotary_tables(cos, sin)
+            got_c, got_s = layout.rope_tables(rope, torch.float32)
+            torch.testing.assert_close(got_c, c, rtol=0, atol=1e-6)
+            torch.testing.assert_close(got_s, s, rtol=0, atol=1e-6)
+            torch.testing.assert_close(layout.rope_tables(rope, torch.float32, inverse=True)[1], -s, rtol=0, atol=1e-6)
