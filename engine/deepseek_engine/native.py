@@ -1093,6 +1093,9 @@ def rope_apply(x: torch.Tensor, c: torch.Tensor, s: torch.Tensor) -> torch.Tenso
     return out
 
 
+_META_CACHE: dict[tuple, torch.Tensor] = {}
+
+
 def attn_front(proj: torch.Tensor, q_norm_w: torch.Tensor, q_eps: float, wq_b: torch.Tensor, n_heads: int,
                head_dim: int, head_eps: float, kv_norm_w: torch.Tensor, kv_eps: float, c: torch.Tensor,
                s: torch.Tensor, slots: torch.Tensor, kv_pool: torch.Tensor, copies: list[tuple[int, int, torch.Tensor]],
@@ -1127,8 +1130,13 @@ def attn_front(proj: torch.Tensor, q_norm_w: torch.Tensor, q_eps: float, wq_b: t
     q = torch.empty(t, n_heads, head_dim)
     qi = torch.empty(t, idx_heads, idx_dim) if idx_wq_b is not None else None
     scratch = torch.empty(t * (2 * n_heads * head_dim + 2 * head_dim + idx_heads * idx_dim) + 1)
-    meta = torch.tensor([[off, w, pool.data_ptr()] for off, w, pool in copies] or [[0, 0, 0]], dtype=torch.long)
-    meta = meta.t().contiguous()
+    rows = tuple((off, w, pool.data_ptr()) for off, w, pool in copies) or ((0, 0, 0),)
+    meta = _META_CACHE.get(rows)
+    if meta is None:  # (offsets, widths, pool addresses): the same few per layer, step after step
+        meta = torch.tensor(rows, dtype=torch.long).t().contiguous()
+        if len(_META_CACHE) > 256:
+            _META_CACHE.clear()
+        _META_CACHE[rows] = meta
     lib.attn_front(proj.data_ptr(), t, width, qa, q_norm_w.data_ptr(), q_eps, wq_b.data_ptr(), n_heads, head_dim,
                    head_eps, kv_norm_w.data_ptr(), kv_eps, r, c.data_ptr(), s.data_ptr(), slots.data_ptr(),
                    kv_pool.data_ptr(), len(copies), meta[0].data_ptr(), meta[1].data_ptr(), meta[2].data_ptr(),

@@ -111,8 +111,10 @@ class DeepseekV4MoE(nn.Module):
 
     def _stacked(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Router, gate and up weights of all experts (routed, then shared) as one matrix; down weights stacked."""
-        params = (self.gate.weight, self.experts.w1, self.experts.w3, self.experts.w2, self.shared_experts.w1.weight,
-                  self.shared_experts.w3.weight, self.shared_experts.w2.weight)
+        mods = self._modules
+        gate, experts, shared = mods["gate"]._parameters, mods["experts"]._parameters, mods["shared_experts"]._modules
+        params = (gate["weight"], experts["w1"], experts["w3"], experts["w2"], shared["w1"]._parameters["weight"],
+                  shared["w3"]._parameters["weight"], shared["w2"]._parameters["weight"])
         key = tuple((p.data_ptr(), p._version) for p in params)
         cached = self.__dict__.get("_stack")
         if cached is None or cached[0] != key:
