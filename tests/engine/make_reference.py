@@ -236,7 +236,12 @@ def native_names(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return out
 
 
-def build_quantized(model: DeepseekV4ForCausalLM, folder: Path) -> None:
+def build_quantized(model: DeepseekV4ForCausalLM, folder: Path,
+                    layer0_file: Path | None = DATA / "tiny_v4_quant_dequantized_layer0.safetensors") -> None:
+    """Save ``model`` quantised into ``folder`` and load the dequantised weights back into it.
+
+    ``layer0_file`` (if not ``None``) records layer 0's dequantised weights.
+    """
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     native = native_names(state)
     stored: dict[str, torch.Tensor] = {}
@@ -289,9 +294,10 @@ def build_quantized(model: DeepseekV4ForCausalLM, folder: Path) -> None:
                                   "activation_scheme": "dynamic", "weight_block_size": [128, 128]}
     cfg["expert_dtype"] = "fp4"
     (folder / "config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True))
-    layer0 = {k: v.contiguous() for k, v in deq.items() if k.startswith("layers.0.") and k in deq
-              and stored[k].dtype in (torch.float8_e4m3fn, torch.int8)}
-    save_file(layer0, str(DATA / "tiny_v4_quant_dequantized_layer0.safetensors"))
+    if layer0_file is not None:
+        layer0 = {k: v.contiguous() for k, v in deq.items() if k.startswith("layers.0.") and k in deq
+                  and stored[k].dtype in (torch.float8_e4m3fn, torch.int8)}
+        save_file(layer0, str(layer0_file))
 
 
 def main() -> None:
