@@ -234,11 +234,31 @@ def _index(indexer, projections: tuple[torch.Tensor, ...], q_latent: torch.Tenso
     threshold = layout.rate_info(indexer.rate)["threshold"]
     entry = torch.arange(n, device=dev)
     scores = scores.masked_fill(entry[None, None, :] >= threshold[..., None], float("-inf"))
-    picked = scores.topk(min(indexer.topk, n), dim=-1).indices
+    picked = _top_entries(scores, indexer.topk, (layout.ends // indexer.rate).tolist())
     picked = torch.where(picked < threshold[..., None], picked, torch.full_like(picked, n))
     allowed = torch.zeros((b, layout.t_max, n + 1), dtype=torch.bool, device=dev)
     allowed.scatter_(2, picked, True)
     return allowed[..., :n]
+
+
+def _top_entries(scores: torch.Tensor, topk: int, totals: list[int]) -> torch.Tensor:
+    """Indices of the ``topk`` best entries per query, ``[B, Tq, k]``; ``N`` (one past the last) pads.
+
+    Indexer scores often tie exactly (the ReLU zeroes every head), and ``torch.topk`` breaks
+    ties in a way that depends on the row length. Sequence ``b`` is therefore ranked over
+    exactly its own ``totals[b]`` entries, as the reference (and a batch of one) ranks it,
+    not over the batch's padded width.
+    """
+    b, tq, n = scores.shape
+    k = min(topk, n)
+    if all(total == n for total in totals):
+        return scores.topk(k, dim=-1).indices
+    picked = torch.full((b, tq, k), n, dtype=torch.long, device=scores.device)
+    for i, total in enumerate(totals):
+        if total:
+            k_i = min(topk, total)
+            picked[i, :, :k_i] = scores[i, :, :total].topk(k_i, dim=-1).indices
+    return picked
 
 
 def attention(attn, x: torch.Tensor, layout: StepLayout, pool) -> torch.Tensor:

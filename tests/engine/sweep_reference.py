@@ -15,7 +15,8 @@ in one of four layouts: ``save_pretrained``; DeepSeek-native tensor names;
 native names quantised (FP8 block scales + MXFP4 experts, via
 ``make_reference.build_quantized``); or a ``deepseek_v41`` style folder (text
 model under ``text_config``, ``model.language_model.`` tensor prefixes, a
-vision tensor to skip).
+vision tensor to skip; or quantised native tensors with a top-level
+``quantization_config``).
 
 Then, for prompts of 1..300 tokens (including ones longer than the sliding
 window and ones ending just before / on a compression boundary), it compares
@@ -69,8 +70,8 @@ SLIDING, CSA, HCA = "sliding_attention", "compressed_sparse_attention", "heavily
 
 def draw_case(rng: random.Random) -> tuple[dict, str]:
     """Random ``DeepseekV4Config`` keyword arguments and a checkpoint layout."""
-    layout = rng.choices(["pretrained", "native", "quant", "v41"], weights=[5, 2, 3, 2])[0]
-    quant = layout == "quant"
+    layout = rng.choices(["pretrained", "native", "quant", "v41", "v41_quant"], weights=[5, 2, 3, 2, 1])[0]
+    quant = layout in ("quant", "v41_quant")
     hidden = rng.choice([32, 64]) if quant else rng.choice([16, 24, 32, 48, 64])
     inter = rng.choice([32, 64]) if quant else rng.choice([8, 16, 24, 32])
     head_dim = rng.choice([16, 32, 48, 64])
@@ -193,6 +194,12 @@ def build_case(kwargs: dict, layout: str, seed: int, folder: Path) -> DeepseekV4
         save_native(model, folder)
     elif layout == "v41":
         save_v41(model, folder)
+    elif layout == "v41_quant":  # native quantised tensors, V4.1 config with a top-level quantization_config
+        build_quantized(model, folder, layer0_file=None)
+        text = json.loads((folder / "config.json").read_text())
+        cfg = {"model_type": "deepseek_v41", "text_config": text,
+               "quantization_config": text.pop("quantization_config")}
+        (folder / "config.json").write_text(json.dumps(cfg, indent=1))
     else:
         build_quantized(model, folder, layer0_file=None)
     return model.eval()
