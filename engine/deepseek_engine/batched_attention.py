@@ -39,7 +39,8 @@ class StepLayout:
     """
 
     def __init__(self, positions: torch.Tensor, slots: torch.Tensor, query_start_loc: list[int],
-                 block_tables: list[list[int]], block_size: int, window: int) -> None:
+                 block_tables: list[list[int]], block_size: int, window: int,
+                 prompt_lens: list[int] | None = None) -> None:
         dev = positions.device
         self.positions, self.slots, self.block_size, self.window = positions, slots, block_size, window
         counts = [b - a for a, b in zip(query_start_loc[:-1], query_start_loc[1:])]
@@ -48,6 +49,12 @@ class StepLayout:
         self.counts = torch.tensor(counts, dtype=torch.long, device=dev)
         self.starts = positions[loc]
         self.ends = self.starts + self.counts
+        # How far the reference's rows reach for this step's queries: a prompt is prefilled in one
+        # call there, so every prompt row (also in a chunk of it) spans the whole prompt.
+        self.rank_ends = self.ends
+        if prompt_lens is not None:
+            prompt = torch.tensor(prompt_lens, dtype=torch.long, device=dev)
+            self.rank_ends = torch.where(self.ends <= prompt, prompt, self.ends)
         width = max(len(t) for t in block_tables)
         self.tables = torch.tensor([t + [0] * (width - len(t)) for t in block_tables], dtype=torch.long, device=dev)
         t = torch.arange(self.t_max, device=dev)[None, :]
@@ -234,7 +241,7 @@ def _index(indexer, projections: tuple[torch.Tensor, ...], q_latent: torch.Tenso
     threshold = layout.rate_info(indexer.rate)["threshold"]
     entry = torch.arange(n, device=dev)
     scores = scores.masked_fill(entry[None, None, :] >= threshold[..., None], float("-inf"))
-    picked = _top_entries(scores, indexer.topk, (layout.ends // indexer.rate).tolist())
+    picked = _top_entries(scores, indexer.topk, (layout.rank_ends // indexer.rate).tolist())
     picked = torch.where(picked < threshold[..., None], picked, torch.full_like(picked, n))
     allowed = torch.zeros((b, layout.t_max, n + 1), dtype=torch.bool, device=dev)
     allowed.scatter_(2, picked, True)
@@ -242,22 +249,26 @@ def _index(indexer, projections: tuple[torch.Tensor, ...], q_latent: torch.Tenso
 
 
 def _top_entries(scores: torch.Tensor, topk: int, totals: list[int]) -> torch.Tensor:
-    """Indices of the ``topk`` best entries per query, ``[B, Tq, k]``; ``N`` (one past the last) pads.
+    """Indices of the best ``topk`` entries per query, ``[B, Tq, k]``; indices ``>= N`` are padding.
 
     Indexer scores often tie exactly (the ReLU zeroes every head), and ``torch.topk`` breaks
-    ties in a way that depends on the row length. Sequence ``b`` is therefore ranked over
-    exactly its own ``totals[b]`` entries, as the reference (and a batch of one) ranks it,
-    not over the batch's padded width.
+    ties in a way that depends on the row length. Sequence ``b`` is therefore ranked over a
+    row of exactly ``totals[b]`` entries, as long as the reference's row for that query:
+    its own entries, not the batch's padded width, and for a chunk of a prompt the entries
+    of the whole prompt (the ones not yet written are ``-inf``, as they are there).
     """
     b, tq, n = scores.shape
-    k = min(topk, n)
     if all(total == n for total in totals):
-        return scores.topk(k, dim=-1).indices
+        return scores.topk(min(topk, n), dim=-1).indices
+    k = min(topk, max(totals))
     picked = torch.full((b, tq, k), n, dtype=torch.long, device=scores.device)
     for i, total in enumerate(totals):
         if total:
+            row = scores[i, :, :total]
+            if total > n:
+                row = F.pad(row, (0, total - n), value=float("-inf"))
             k_i = min(topk, total)
-            picked[i, :, :k_i] = scores[i, :, :total].topk(k_i, dim=-1).indices
+            picked[i, :, :k_i] = row.topk(k_i, dim=-1).indices
     return picked
 
 

@@ -78,23 +78,25 @@ def draw_case(rng: random.Random) -> tuple[dict, str]:
     """Random ``DeepseekV4Config`` keyword arguments and a checkpoint layout."""
     layout = rng.choices(["pretrained", "native", "quant", "v41", "v41_quant"], weights=[5, 2, 3, 2, 1])[0]
     quant = layout in ("quant", "v41_quant")
-    hidden = rng.choice([32, 64]) if quant else rng.choice([16, 24, 32, 48, 64])
-    inter = rng.choice([32, 64]) if quant else rng.choice([8, 16, 24, 32])
-    head_dim = rng.choice([16, 32, 48, 64])
-    heads = rng.choice([1, 2, 3, 4, 8])
-    index_head_dim = rng.choice([8, 16, 32, 64])
+    hidden = rng.choice([32, 64]) if quant else rng.choice([16, 20, 24, 32, 40, 48, 64])
+    inter = rng.choice([32, 64]) if quant else rng.choice([8, 12, 16, 24, 32])
+    head_dim = rng.choice([16, 24, 32, 40, 48, 64])
+    heads = rng.choice([1, 2, 3, 4, 5, 8, 16])
+    index_head_dim = rng.choice([8, 12, 16, 24, 32, 64])
     rope_dims = [d for d in range(2, min(head_dim, index_head_dim) + 1, 2)]
     rope_dim = rng.choice([rope_dims[-1], rope_dims[0], rng.choice(rope_dims)])
     prf = rope_dim / head_dim
     if int(head_dim * prf) != rope_dim:  # keep the drawn rope width exact under int()
         prf, rope_dim = 0.25, head_dim // 4 if (head_dim // 4) % 2 == 0 else 2
         prf = rope_dim / head_dim
-    n_layers = rng.randint(1, 5)
+    n_layers = rng.randint(1, 6)
     pattern = rng.choices(["mix", SLIDING, CSA, HCA], weights=[6, 1, 2, 1])[0]
     if pattern == "mix":
         layer_types = [rng.choice([SLIDING, CSA, HCA]) for _ in range(n_layers)]
     else:
         layer_types = [pattern] * n_layers
+    if CSA not in layer_types and rng.random() < 0.5:
+        index_head_dim = rng.choice([4, 8])  # no indexer is built, so it may be narrower than the rope
     mlp_pattern = rng.choice(["hash_first", "random", "all_hash", "all_moe"])
     if mlp_pattern == "hash_first":
         n_hash = rng.randint(0, n_layers)
@@ -103,21 +105,26 @@ def draw_case(rng: random.Random) -> tuple[dict, str]:
         mlp_layer_types = [rng.choice(["hash_moe", "moe"]) for _ in range(n_layers)]
     else:
         mlp_layer_types = ["hash_moe" if mlp_pattern == "all_hash" else "moe"] * n_layers
+    if rng.random() < 0.12:  # now and then a wider model (real V4 head width, C kernels' long-row paths)
+        hidden, inter, head_dim, heads = rng.choice([128, 256]), rng.choice([64, 128]), 128, rng.choice([4, 8])
+        index_head_dim = rng.choice([64, 128])
+        rope_dim = rng.choice([16, 64])
+        prf = rope_dim / head_dim
     n_experts = rng.choice([1, 2, 3, 4, 8, 16])
     vocab = 129280 if rng.random() < 0.15 else rng.choice([64, 100, 128, 300, 1000])
     kwargs = dict(
         vocab_size=vocab, hidden_size=hidden, moe_intermediate_size=inter, num_hidden_layers=n_layers,
         num_attention_heads=heads, num_key_value_heads=rng.choice([1, 1, heads]), head_dim=head_dim,
-        q_lora_rank=rng.choice([8, 16, 32]),
+        q_lora_rank=rng.choice([8, 12, 16, 32]),
         o_groups=rng.choice([g for g in (1, 2, 3, 4, 8) if heads * head_dim % g == 0]),
-        o_lora_rank=rng.choice([4, 8, 16, 32]),
+        o_lora_rank=rng.choice([4, 6, 8, 16, 32]),
         layer_types=layer_types, mlp_layer_types=mlp_layer_types,
-        compress_rates={CSA: rng.choice([2, 3, 4, 4, 8]), HCA: rng.choice([4, 8, 16, 32, 128])},
+        compress_rates={CSA: rng.choice([2, 3, 4, 4, 8, 16]), HCA: rng.choice([2, 3, 4, 8, 16, 32, 128])},
         index_n_heads=rng.choice([1, 2, 4, 8, 16]), index_head_dim=index_head_dim,
         index_topk=rng.choice([1, 2, 4, 8, 32, 512]),
         partial_rotary_factor=prf,
-        sliding_window=rng.choice([4, 8, 16, 32, 64, 128, 256]),
-        hc_mult=rng.choice([1, 2, 3, 4]), hc_sinkhorn_iters=rng.choice([1, 2, 5, 20]),
+        sliding_window=rng.choice([2, 3, 4, 8, 16, 32, 64, 128, 256]),
+        hc_mult=rng.choice([1, 2, 3, 4, 4, 6, 8]), hc_sinkhorn_iters=rng.choice([1, 2, 5, 20]),
         hc_eps=rng.choice([1e-6, 1e-3]),
         n_routed_experts=n_experts, num_experts_per_tok=rng.randint(1, min(n_experts, 4)),
         n_shared_experts=rng.choice([1, 1, 2]),
