@@ -83,7 +83,7 @@ class BatchedDeepseekV4(nn.Module):
         """The normed final hidden state of the rows whose logits are wanted (``None``: no rows)."""
         m, c = self.model, self.config
         layout = StepLayout(positions, ctx.slot_mapping, ctx.query_start_loc, ctx.block_tables, ctx.block_size,
-                            c.sliding_window)
+                            c.sliding_window, getattr(ctx, "prompt_lens", None))
         streams = m.embed(input_ids).unsqueeze(1).expand(-1, c.hc_mult, -1).contiguous()
         hc, iters, hc_eps, eps = c.hc_mult, c.hc_sinkhorn_iters, c.hc_eps, c.rms_norm_eps
         kv = ctx.kv

@@ -60,7 +60,8 @@ class StepLayout:
     """
 
     def __init__(self, positions: torch.Tensor, slots: torch.Tensor, query_start_loc: list[int],
-                 block_tables: list[list[int]], block_size: int, window: int) -> None:
+                 block_tables: list[list[int]], block_size: int, window: int,
+                 prompt_lens: list[int] | None = None) -> None:
         dev = positions.device
         self.positions, self.slots, self.block_size, self.window = positions, slots, block_size, window
         counts = [b - a for a, b in zip(query_start_loc[:-1], query_start_loc[1:])]
@@ -69,6 +70,12 @@ class StepLayout:
         self.counts = torch.tensor(counts, dtype=torch.long, device=dev)
         self.starts = positions[loc]
         self.ends = self.starts + self.counts
+        # How far the reference's rows reach for this step's queries: a prompt is prefilled in one
+        # call there, so every prompt row (also in a chunk of it) spans the whole prompt.
+        self.rank_ends = self.ends
+        if prompt_lens is not None:
+            prompt = torch.tensor(prompt_lens, dtype=torch.long, device=dev)
+            self.rank_ends = torch.where(self.ends <= prompt, prompt, self.ends)
         width = max(len(t) for t in block_tables)
         self.tables = torch.tensor([t + [0] * (width - len(t)) for t in block_tables], dtype=torch.long, device=dev)
         t = torch.arange(self.t_max, device=dev)[None, :]
@@ -289,7 +296,7 @@ def _index(indexer, projections: tuple, q_latent: torch.Tensor, layout: StepLayo
         scores = (scores * weights[..., None]).sum(dim=2)  # [B, Tq, N]
         entry = torch.arange(n, device=dev)
         scores = scores.masked_fill(entry[None, None, :] >= threshold[..., None], float("-inf"))
-    picked = scores.topk(min(indexer.topk, n), dim=-1).indices
+    picked = _top_entries(scores, indexer.topk, (layout.rank_ends // indexer.rate).tolist())
     picked = torch.where(picked < threshold[..., None], picked, torch.full_like(picked, n))
     allowed = torch.zeros((b, layout.t_max, n + 1), dtype=torch.bool, device=dev)
     allowed.scatter_(2, picked, True)
@@ -352,6 +359,30 @@ def _attention_native(attn, x: torch.Tensor, layout: StepLayout, lp) -> torch.Te
     out = apply_rotary_tables(out, ci, si)
     out = mods["wo_a"].forward(out.reshape(t, attn.o_groups, -1))
     return F.linear(out, wo_b)
+
+
+def _top_entries(scores: torch.Tensor, topk: int, totals: list[int]) -> torch.Tensor:
+    """Indices of the best ``topk`` entries per query, ``[B, Tq, k]``; indices ``>= N`` are padding.
+
+    Indexer scores often tie exactly (the ReLU zeroes every head), and ``torch.topk`` breaks
+    ties in a way that depends on the row length. Sequence ``b`` is therefore ranked over a
+    row of exactly ``totals[b]`` entries, as long as the reference's row for that query:
+    its own entries, not the batch's padded width, and for a chunk of a prompt the entries
+    of the whole prompt (the ones not yet written are ``-inf``, as they are there).
+    """
+    b, tq, n = scores.shape
+    if all(total == n for total in totals):
+        return scores.topk(min(topk, n), dim=-1).indices
+    k = min(topk, max(totals))
+    picked = torch.full((b, tq, k), n, dtype=torch.long, device=scores.device)
+    for i, total in enumerate(totals):
+        if total:
+            row = scores[i, :, :total]
+            if total > n:
+                row = F.pad(row, (0, total - n), value=float("-inf"))
+            k_i = min(topk, total)
+            picked[i, :, :k_i] = row.topk(k_i, dim=-1).indices
+    return picked
 
 
 def attention(attn, x: torch.Tensor, layout: StepLayout, pool) -> torch.Tensor:
