@@ -409,6 +409,7 @@ void head_argmax_q8(const float *h, int64_t M, int64_t K, int64_t K4, const int8
     int32_t thr[QROWS];
     int dead[QROWS];
     const int64_t kg = K4 / 4;
+    (void)kg; /* (only the generic AVX2 loop uses it) */
     for (int64_t m0 = 0; m0 < M; m0 += QROWS) {
         const int64_t mc = (M - m0) < QROWS ? (M - m0) : QROWS;
         for (int r = 0; r < mc; r++) {
