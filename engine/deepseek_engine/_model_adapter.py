@@ -19,7 +19,7 @@ from .batched_attention import StepLayout, attention
 from .kv_cache import KVCachePool
 from .layers.hyper_connection import hyper_head, hyper_merge, hyper_weights
 from .model_runner import StepContext
-from .native import GreedyHead
+from .native import GreedyHead, hc_step, library
 
 #: Context length used when the caller gives none (the checkpoint's may be 1M tokens).
 DEFAULT_MAX_MODEL_LEN = 8192
@@ -62,22 +62,62 @@ class BatchedDeepseekV4(nn.Module):
             self.__dict__["_layer_plan"] = plan
         return plan
 
+    def _fused_plan(self, streams: torch.Tensor) -> list[tuple] | None:
+        """Per layer ``(attn, ffn, ((attn_norm weight, eps), (ffn_norm weight, eps)))`` for ``hc_step``, or
+        ``None`` when the fused boundary calls do not apply (no native library, other dtypes, or norms whose
+        epsilon differs from the hyper-connection norm's)."""
+        if streams.dtype != torch.float32 or not streams.is_cpu or library() is None:
+            return None
+        eps = self.config.rms_norm_eps
+        out = []
+        for attn, attn_norm, ffn, ffn_norm, _ in self._plan():
+            if attn_norm.eps != eps or ffn_norm.eps != eps:
+                return None
+            aw, fw = attn_norm._parameters["weight"], ffn_norm._parameters["weight"]
+            if aw.dtype != torch.float32 or fw.dtype != torch.float32:
+                return None
+            out.append((attn, ffn, ((aw, eps), (fw, eps))))
+        return out
+
     def _hidden(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx: StepContext) -> torch.Tensor | None:
         """The normed final hidden state of the rows whose logits are wanted (``None``: no rows)."""
         m, c = self.model, self.config
         layout = StepLayout(positions, ctx.slot_mapping, ctx.query_start_loc, ctx.block_tables, ctx.block_size,
-                            c.sliding_window)
+                            c.sliding_window, getattr(ctx, "prompt_lens", None))
         streams = m.embed(input_ids).unsqueeze(1).expand(-1, c.hc_mult, -1).contiguous()
         hc, iters, hc_eps, eps = c.hc_mult, c.hc_sinkhorn_iters, c.hc_eps, c.rms_norm_eps
         kv = ctx.kv
-        for attn, attn_norm, ffn, ffn_norm, params in self._plan():
-            # Same calls as DeepseekV4DecoderLayer.forward, without a module attribute look-up per use.
-            fn, base, scale = params["hc_attn_fn"], params["hc_attn_base"], params["hc_attn_scale"]
-            post, comb, x = hyper_weights(streams, fn, base, scale, hc, iters, hc_eps, eps)
-            streams = hyper_merge(streams, attention(attn, attn_norm(x), layout, kv), post, comb)
-            fn, base, scale = params["hc_ffn_fn"], params["hc_ffn_base"], params["hc_ffn_scale"]
-            post, comb, x = hyper_weights(streams, fn, base, scale, hc, iters, hc_eps, eps)
-            streams = hyper_merge(streams, ffn(ffn_norm(x), input_ids), post, comb)
+        plan = self._plan()
+        fused = self._fused_plan(streams)
+        if fused is not None:
+            # Each boundary between sub-blocks is one native call: merge the finished block into the
+            # streams, the next site's weights, and the next block's normed input.
+            block = post = comb = None
+            for (attn, ffn, sites), (_, _, _, _, params) in zip(fused, plan):
+                for site, (norm_w, norm_eps) in zip(("attn", "ffn"), sites):
+                    step = hc_step(streams, block, post, comb, params[f"hc_{site}_fn"], params[f"hc_{site}_base"],
+                                   params[f"hc_{site}_scale"], hc, iters, hc_eps, norm_eps, norm_w)
+                    if step is None:
+                        break
+                    streams, post, comb, x = step
+                    block = attention(attn, x, layout, kv) if site == "attn" else ffn.forward(x, input_ids)
+                else:
+                    continue
+                break
+            else:
+                streams = hyper_merge(streams, block, post, comb)
+                fused = "done"
+            if fused != "done":  # a boundary call declined (unexpected shapes): redo the step the plain way
+                streams = m.embed(input_ids).unsqueeze(1).expand(-1, c.hc_mult, -1).contiguous()
+        if fused != "done":
+            for attn, attn_norm, ffn, ffn_norm, params in plan:
+                # Same calls as DeepseekV4DecoderLayer.forward, without a module attribute look-up per use.
+                fn, base, scale = params["hc_attn_fn"], params["hc_attn_base"], params["hc_attn_scale"]
+                post, comb, x = hyper_weights(streams, fn, base, scale, hc, iters, hc_eps, eps)
+                streams = hyper_merge(streams, attention(attn, attn_norm(x), layout, kv), post, comb)
+                fn, base, scale = params["hc_ffn_fn"], params["hc_ffn_base"], params["hc_ffn_scale"]
+                post, comb, x = hyper_weights(streams, fn, base, scale, hc, iters, hc_eps, eps)
+                streams = hyper_merge(streams, ffn(ffn_norm(x), input_ids), post, comb)
         if ctx.logits_indices is not None:
             if ctx.logits_indices.numel() == 0:
                 return None

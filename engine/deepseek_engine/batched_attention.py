@@ -27,8 +27,29 @@ import torch.nn.functional as F
 from .config import CSA, HCA
 from .kv_cache import read_rows, write_rows
 from .layers.norm import unweighted_rms_norm
-from .native import sink_attention
+from .native import attn_back, attn_front, indexer_scores, library, sink_attention, sink_attention_paged
 from .layers.rotary_embedding import apply_rotary, apply_rotary_tables, rotary_tables
+
+
+#: Positions up to which the rotary tables are kept whole (beyond, each step evaluates its own rows).
+_MAX_TABLE_POSITIONS = 1 << 16
+
+
+def _position_tables(module, dtype: torch.dtype, needed: int, device: torch.device):
+    """``(c, s, -s)`` rotary tables of ``module`` for positions ``0 .. n - 1``, ``n >= needed``."""
+    cached = module.__dict__.get("_position_tables")
+    if cached is None or cached[0] < needed or cached[1] != dtype or cached[2].device != device:
+        size = max(needed, 1024, 2 * cached[0] if cached is not None else 0)
+        cos, sin = module(torch.arange(size, device=device), dtype)
+        c, s = rotary_tables(cos, sin)
+        cached = (size, dtype, c, s, -s)
+        module.__dict__["_position_tables"] = cached
+    return cached[2], cached[3], cached[4]
+
+
+def native_ok(x: torch.Tensor) -> bool:
+    """Whether the pool-reading native kernels apply (float32 on the CPU, library built)."""
+    return x.dtype == torch.float32 and x.is_cpu and library() is not None
 
 
 class StepLayout:
@@ -39,7 +60,8 @@ class StepLayout:
     """
 
     def __init__(self, positions: torch.Tensor, slots: torch.Tensor, query_start_loc: list[int],
-                 block_tables: list[list[int]], block_size: int, window: int) -> None:
+                 block_tables: list[list[int]], block_size: int, window: int,
+                 prompt_lens: list[int] | None = None) -> None:
         dev = positions.device
         self.positions, self.slots, self.block_size, self.window = positions, slots, block_size, window
         counts = [b - a for a, b in zip(query_start_loc[:-1], query_start_loc[1:])]
@@ -48,6 +70,12 @@ class StepLayout:
         self.counts = torch.tensor(counts, dtype=torch.long, device=dev)
         self.starts = positions[loc]
         self.ends = self.starts + self.counts
+        # How far the reference's rows reach for this step's queries: a prompt is prefilled in one
+        # call there, so every prompt row (also in a chunk of it) spans the whole prompt.
+        self.rank_ends = self.ends
+        if prompt_lens is not None:
+            prompt = torch.tensor(prompt_lens, dtype=torch.long, device=dev)
+            self.rank_ends = torch.where(self.ends <= prompt, prompt, self.ends)
         width = max(len(t) for t in block_tables)
         self.tables = torch.tensor([t + [0] * (width - len(t)) for t in block_tables], dtype=torch.long, device=dev)
         t = torch.arange(self.t_max, device=dev)[None, :]
@@ -77,13 +105,26 @@ class StepLayout:
         return self._rope[key]
 
     def rope_tables(self, module, dtype: torch.dtype, inverse: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-        """``rotary_tables`` of ``rope`` (of ``(cos, -sin)`` when ``inverse``), once per step."""
+        """``rotary_tables`` of ``rope`` (of ``(cos, -sin)`` when ``inverse``), once per step.
+
+        Rows come from tables over all positions up to the largest seen so far, kept on
+        the rope module (computed once, extended by doubling): a step looks its
+        positions up instead of evaluating cos/sin again, and a position's values no
+        longer depend on which other positions share its step.
+        """
         key = (id(module), dtype, inverse)
-        if key not in self._tables:
-            cos, sin = self.rope(module, dtype)
+        found = self._tables.get(key)
+        if found is None and self.positions.numel() and int(self.positions.max()) >= _MAX_TABLE_POSITIONS:
+            cos, sin = self.rope(module, dtype)  # far positions: evaluate this step's rows only
             c, s = rotary_tables(cos, sin)
-            self._tables[key] = (c, -s if inverse else s)
-        return self._tables[key]
+            found = self._tables[key] = (c, -s if inverse else s)
+        if found is None:
+            c, s, neg = _position_tables(module, dtype, int(self.positions.max()) + 1 if self.positions.numel() else 1,
+                                         self.positions.device)
+            pos = self.positions
+            found = (c.index_select(0, pos), (neg if inverse else s).index_select(0, pos))
+            self._tables[key] = found
+        return found
 
     def rows_to_slots(self, rows: torch.Tensor, tables: torch.Tensor | None = None) -> torch.Tensor:
         """Flat pool rows of each sequence's logical rows ``rows`` ``[B, K]``."""
@@ -156,13 +197,17 @@ class FusedLinears:
         self._weight: torch.Tensor | None = None
 
     def __call__(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return self.full(x).split(self.splits, dim=-1)
+
+    def full(self, x: torch.Tensor) -> torch.Tensor:
+        """All projections side by side, ``[T, sum(splits)]``."""
         weights = [lin._parameters["weight"] for lin in self.linears]
         key = [(w.data_ptr(), w._version) for w in weights]
         if key != self._key:
             with torch.no_grad():
                 self._weight = torch.cat([w.detach() for w in weights], dim=0)
             self._key = key
-        return F.linear(x, self._weight).split(self.splits, dim=-1)
+        return F.linear(x, self._weight)
 
 
 def _input_projections(attn) -> FusedLinears:
@@ -179,14 +224,16 @@ def _input_projections(attn) -> FusedLinears:
 
 
 def _compress(comp, kv_proj: torch.Tensor, gate_proj: torch.Tensor, layout: StepLayout,
-              pools) -> tuple[torch.Tensor, torch.Tensor]:
+              pools, read: bool = True) -> tuple[torch.Tensor | None, torch.Tensor]:
     """Record the new tokens' projections (``comp.wkv(x)``, ``comp.wgate(x)``) and pool the windows they close.
 
-    Returns every sequence's entries ``[B, N, d]`` and which of them exist.
+    Returns every sequence's entries ``[B, N, d]`` (``None`` unless ``read``: the native kernels read them
+    from the pool through ``rate_info(rate)["entry_slots"]``) and which of them exist.
     """
     kv_pool, gate_pool, entry_pool = pools
-    write_rows(kv_pool, layout.slots, kv_proj)
-    write_rows(gate_pool, layout.slots, gate_proj)
+    if kv_proj is not None:  # (None: the native attention front has stored them)
+        write_rows(kv_pool, layout.slots, kv_proj)
+        write_rows(gate_pool, layout.slots, gate_proj)
     info = layout.rate_info(comp.rate)
     n = info["w"].numel()
     if n:
@@ -207,42 +254,143 @@ def _compress(comp, kv_proj: torch.Tensor, gate_proj: torch.Tensor, layout: Step
         # Entry w sits in the row of the token closing its window.
         write_rows(entry_pool, info["entry_out_slots"], apply_rotary(pooled, cos, sin))
     valid = info["entry_valid"]
+    if not read:
+        return None, valid
     b, n_max = valid.shape
     entries = read_rows(entry_pool, info["entry_slots"].flatten()).view(b, n_max, entry_pool.shape[-1])
     return entries, valid
 
 
-def _index(indexer, projections: tuple[torch.Tensor, ...], q_latent: torch.Tensor, layout: StepLayout,
-           pools) -> torch.Tensor:
+def _index(indexer, projections: tuple, q_latent: torch.Tensor, layout: StepLayout,
+           pools, q_rotated: torch.Tensor | None = None) -> torch.Tensor:
     """The lightning indexer's choice: ``[B, Tq, N]``, the entries each query attends to.
 
     ``projections``: the indexer compressor's KV and gate projections and ``weights_proj`` of ``x``.
     """
     kv_proj, gate_proj, head_weights = projections
     dev = q_latent.device
-    keys, _ = _compress(indexer.compressor, kv_proj, gate_proj, layout, pools)
-    b, n = keys.shape[:2]
+    fast = native_ok(q_latent)
+    keys, valid = _compress(indexer.compressor, kv_proj, gate_proj, layout, pools, read=not fast)
+    b, n = valid.shape
     if n == 0:
         return torch.zeros((b, layout.t_max, 0), dtype=torch.bool, device=dev)
-    c, s = layout.rope_tables(indexer.rope, q_latent.dtype)
-    q = apply_rotary_tables(indexer.wq_b(q_latent).view(-1, indexer.n_heads, indexer.head_dim), c, s)
-    q = layout.pad(q).float()  # [B, Tq, H, d]
-    scores = torch.matmul(q, keys.float()[:, None].transpose(-1, -2))  # [B, Tq, H, N]
-    scores = F.relu(scores) * indexer.head_dim**-0.5
-    weights = layout.pad(head_weights.float() * indexer.n_heads**-0.5)  # [B, Tq, H]
-    scores = (scores * weights[..., None]).sum(dim=2)  # [B, Tq, N]
-    threshold = layout.rate_info(indexer.rate)["threshold"]
-    entry = torch.arange(n, device=dev)
-    scores = scores.masked_fill(entry[None, None, :] >= threshold[..., None], float("-inf"))
-    picked = scores.topk(min(indexer.topk, n), dim=-1).indices
+    if q_rotated is not None:
+        q = q_rotated
+    else:
+        c, s = layout.rope_tables(indexer.rope, q_latent.dtype)
+        q = apply_rotary_tables(F.linear(q_latent, indexer._modules["wq_b"]._parameters["weight"])
+                                .view(-1, indexer.n_heads, indexer.head_dim), c, s)
+    info = layout.rate_info(indexer.rate)
+    threshold = info["threshold"]
+    scores = None
+    if fast:
+        scores = indexer_scores(layout.pad(q), layout.pad(head_weights), pools[2], info["entry_slots"], threshold,
+                                indexer.head_dim**-0.5, indexer.n_heads**-0.5)
+        if scores is None:
+            keys = read_rows(pools[2], info["entry_slots"].flatten()).view(b, n, pools[2].shape[-1])
+    if scores is None:
+        q = layout.pad(q).float()  # [B, Tq, H, d]
+        scores = torch.matmul(q, keys.float()[:, None].transpose(-1, -2))  # [B, Tq, H, N]
+        scores = F.relu(scores) * indexer.head_dim**-0.5
+        weights = layout.pad(head_weights.float() * indexer.n_heads**-0.5)  # [B, Tq, H]
+        scores = (scores * weights[..., None]).sum(dim=2)  # [B, Tq, N]
+        entry = torch.arange(n, device=dev)
+        scores = scores.masked_fill(entry[None, None, :] >= threshold[..., None], float("-inf"))
+    picked = _top_entries(scores, indexer.topk, (layout.rank_ends // indexer.rate).tolist())
     picked = torch.where(picked < threshold[..., None], picked, torch.full_like(picked, n))
     allowed = torch.zeros((b, layout.t_max, n + 1), dtype=torch.bool, device=dev)
     allowed.scatter_(2, picked, True)
     return allowed[..., :n]
 
 
+def _attention_native(attn, x: torch.Tensor, layout: StepLayout, lp) -> torch.Tensor | None:
+    """``attention`` with the per-token front (norms, query projection, RoPE, cache stores) in one native
+    call and the core reading the pools; ``None`` when a kernel declines (nothing is left half done that
+    the PyTorch path would not redo identically)."""
+    mods = attn._modules
+    rope = mods["rope"]
+    c, s = layout.rope_tables(rope, x.dtype)
+    fused = _input_projections(attn)
+    y = fused.full(x)
+    offs = [0]
+    for w in fused.splits:
+        offs.append(offs[-1] + w)
+    comp, indexer = mods.get("compressor"), mods.get("indexer")
+    copies = []
+    if comp is not None:
+        copies += [(offs[2], fused.splits[2], lp.comp_kv), (offs[3], fused.splits[3], lp.comp_gate)]
+    idx_w = None
+    if indexer is not None:
+        if indexer.rope is not rope:
+            return None
+        copies += [(offs[4], fused.splits[4], lp.idx_kv), (offs[5], fused.splits[5], lp.idx_gate)]
+        idx_w = indexer._modules["wq_b"]._parameters["weight"]
+    q_norm, norm = mods["q_norm"], mods["norm"]
+    front = attn_front(y, q_norm._parameters["weight"], q_norm.eps, mods["wq_b"]._parameters["weight"], attn.n_heads,
+                       attn.head_dim, attn.eps, norm._parameters["weight"], norm.eps, c, s, layout.slots, lp.kv,
+                       copies, idx_w, indexer.n_heads if indexer is not None else 0,
+                       indexer.head_dim if indexer is not None else 0)
+    if front is None:
+        return None
+    q_latent, q, qi = front
+    entry_pool = entry_slots = entry_visible = threshold = None
+    if comp is not None:
+        _compress(comp, None, None, layout, (lp.comp_kv, lp.comp_gate, lp.entries), read=False)
+        info = layout.rate_info(comp.rate)
+        entry_pool, entry_slots = lp.entries, info["entry_slots"]
+        if indexer is not None:
+            head_weights = y[:, offs[6]:offs[7]]
+            entry_visible = _index(indexer, (None, None, head_weights), q_latent, layout,
+                                   (lp.idx_kv, lp.idx_gate, lp.idx_entries), q_rotated=qi)
+        else:
+            threshold = info["threshold"]
+    core = sink_attention_paged(layout.pad(q), lp.kv, layout.key_slots, layout.window_visible,
+                                attn._parameters["attn_sink"], attn.scale, entry_pool, entry_slots, entry_visible,
+                                threshold)
+    if core is None:
+        return None
+    t = x.shape[0]
+    out = layout.unpad(core)  # [T, H, D]
+    ci, si = layout.rope_tables(rope, x.dtype, inverse=True)
+    wo_a, wo_b = mods["wo_a"]._parameters["weight"], mods["wo_b"]._parameters["weight"]
+    back = attn_back(out.contiguous(), ci, si, wo_a, attn.o_groups, wo_b)
+    if back is not None:
+        return back
+    out = apply_rotary_tables(out, ci, si)
+    out = mods["wo_a"].forward(out.reshape(t, attn.o_groups, -1))
+    return F.linear(out, wo_b)
+
+
+def _top_entries(scores: torch.Tensor, topk: int, totals: list[int]) -> torch.Tensor:
+    """Indices of the best ``topk`` entries per query, ``[B, Tq, k]``; indices ``>= N`` are padding.
+
+    Indexer scores often tie exactly (the ReLU zeroes every head), and ``torch.topk`` breaks
+    ties in a way that depends on the row length. Sequence ``b`` is therefore ranked over a
+    row of exactly ``totals[b]`` entries, as long as the reference's row for that query:
+    its own entries, not the batch's padded width, and for a chunk of a prompt the entries
+    of the whole prompt (the ones not yet written are ``-inf``, as they are there).
+    """
+    b, tq, n = scores.shape
+    if all(total == n for total in totals):
+        return scores.topk(min(topk, n), dim=-1).indices
+    k = min(topk, max(totals))
+    picked = torch.full((b, tq, k), n, dtype=torch.long, device=scores.device)
+    for i, total in enumerate(totals):
+        if total:
+            row = scores[i, :, :total]
+            if total > n:
+                row = F.pad(row, (0, total - n), value=float("-inf"))
+            k_i = min(topk, total)
+            picked[i, :, :k_i] = row.topk(k_i, dim=-1).indices
+    return picked
+
+
 def attention(attn, x: torch.Tensor, layout: StepLayout, pool) -> torch.Tensor:
     """``DeepseekV4Attention`` for all new tokens of a step: ``x`` ``[T, hidden]`` -> ``[T, hidden]``."""
+    if native_ok(x):
+        out = _attention_native(attn, x, layout, pool.layers[attn.layer_idx])
+        if out is not None:
+            return out
     t = x.shape[0]
     lp = pool.layers[attn.layer_idx]
     # Submodules straight from the module's dict (attribute look-up of a submodule goes through
@@ -257,6 +405,29 @@ def attention(attn, x: torch.Tensor, layout: StepLayout, pool) -> torch.Tensor:
     q = apply_rotary_tables(q, c, s)
     write_rows(lp.kv, layout.slots, apply_rotary_tables(mods["norm"].forward(proj[1]), c, s))
     b = layout.num_seqs
+    h, tq, d = attn.n_heads, layout.t_max, attn.head_dim
+    sink = attn._parameters["attn_sink"]
+    core = None
+    if native_ok(x):
+        # Keys straight from the pools: no gathered copies, no concatenated masks.
+        entry_pool = entry_slots = entry_visible = threshold = None
+        if attn.kind in (HCA, CSA):
+            comp = mods["compressor"]
+            _compress(comp, proj[2], proj[3], layout, (lp.comp_kv, lp.comp_gate, lp.entries), read=False)
+            info = layout.rate_info(comp.rate)
+            entry_pool, entry_slots = lp.entries, info["entry_slots"]
+            if attn.kind == CSA:
+                entry_visible = _index(mods["indexer"], proj[4:7], q_latent, layout,
+                                       (lp.idx_kv, lp.idx_gate, lp.idx_entries))
+            else:
+                threshold = info["threshold"]
+        core = sink_attention_paged(layout.pad(q), lp.kv, layout.key_slots, layout.window_visible, sink, attn.scale,
+                                    entry_pool, entry_slots, entry_visible, threshold)
+    if core is not None:
+        out = layout.unpad(core)  # [T, H, D]
+        out = apply_rotary_tables(out, *layout.rope_tables(rope, x.dtype, inverse=True))
+        out = mods["wo_a"].forward(out.reshape(t, attn.o_groups, -1))
+        return F.linear(out, mods["wo_b"]._parameters["weight"])
     keys = read_rows(lp.kv, layout.key_slots.flatten()).view(b, -1, attn.head_dim)
     visible = layout.window_visible
     if attn.kind in (HCA, CSA):
@@ -270,8 +441,6 @@ def attention(attn, x: torch.Tensor, layout: StepLayout, pool) -> torch.Tensor:
             allowed = torch.arange(entries.shape[1], device=x.device)[None, None, :] < threshold[..., None]
         keys = torch.cat([keys, entries], dim=1)
         visible = torch.cat([visible, allowed], dim=2)
-    h, tq, d = attn.n_heads, layout.t_max, attn.head_dim
-    sink = attn._parameters["attn_sink"]
     core = sink_attention(layout.pad(q), keys, visible, sink, attn.scale)
     if core is not None:
         out = layout.unpad(core)  # [T, H, D]

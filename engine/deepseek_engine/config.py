@@ -141,7 +141,9 @@ class DeepseekV4ModelConfig(BaseModel):
                 raise ValueError(f"compress_rates lacks a positive rate for {kind}")
         if self.num_attention_heads * self.head_dim % self.o_groups:
             raise ValueError("num_attention_heads * head_dim must be divisible by o_groups")
-        if self.qk_rope_head_dim % 2 or self.qk_rope_head_dim > min(self.head_dim, self.index_head_dim):
+        # Only compressed sparse attention layers have an indexer (whose heads the rope must fit).
+        widths = [self.head_dim] + ([self.index_head_dim] if CSA in self.layer_types else [])
+        if self.qk_rope_head_dim % 2 or self.qk_rope_head_dim > min(widths):
             raise ValueError(f"rope dim {self.qk_rope_head_dim} must be even and fit in every head")
         if self.scoring_func not in ("sqrtsoftplus", "softmax", "sigmoid"):
             raise ValueError(f"unsupported scoring_func {self.scoring_func!r}")

@@ -35,6 +35,7 @@ class StepContext:
     block_tables: list[list[int]]
     slot_mapping: torch.Tensor
     logits_indices: torch.Tensor | None
+    prompt_lens: list[int] | None = None  # prompt length of each sequence (``None``: unknown)
 
     @property
     def num_seqs(self) -> int:
@@ -75,6 +76,7 @@ class ModelRunner:
             block_tables=[s.block_table for s in seqs],
             slot_mapping=torch.tensor(slots, dtype=torch.long, device=dev),
             logits_indices=logits_indices,
+            prompt_lens=[s.num_prompt_tokens for s in seqs],
         )
         input_ids = torch.tensor(ids, dtype=torch.long, device=dev)
         pos = torch.tensor(positions, dtype=torch.long, device=dev)

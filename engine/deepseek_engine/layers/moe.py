@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from deepseek_engine.config import DeepseekV4ModelConfig
+from deepseek_engine.native import moe_experts
 
 
 def clamped_swiglu(gate: torch.Tensor, up: torch.Tensor, limit: float) -> torch.Tensor:
@@ -110,15 +111,17 @@ class DeepseekV4MoE(nn.Module):
 
     def _stacked(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Router, gate and up weights of all experts (routed, then shared) as one matrix; down weights stacked."""
-        params = (self.gate.weight, self.experts.w1, self.experts.w3, self.experts.w2, self.shared_experts.w1.weight,
-                  self.shared_experts.w3.weight, self.shared_experts.w2.weight)
+        mods = self._modules
+        gate, experts, shared = mods["gate"]._parameters, mods["experts"]._parameters, mods["shared_experts"]._modules
+        params = (gate["weight"], experts["w1"], experts["w3"], experts["w2"], shared["w1"]._parameters["weight"],
+                  shared["w3"]._parameters["weight"], shared["w2"]._parameters["weight"])
         key = tuple((p.data_ptr(), p._version) for p in params)
         cached = self.__dict__.get("_stack")
         if cached is None or cached[0] != key:
             router, w1, w3, w2, s1, s3, s2 = (p.detach() for p in params)
             with torch.no_grad():
                 up = torch.cat([router, w1.flatten(0, 1), s1, w3.flatten(0, 1), s3], dim=0)
-                down = torch.cat([w2, s2[None]], dim=0).transpose(1, 2)  # [E + 1, I, H]
+                down = torch.cat([w2, s2[None]], dim=0).transpose(1, 2).contiguous()  # [E + 1, I, H]
             cached = (key, up, down)
             self.__dict__["_stack"] = cached
         return cached[1], cached[2]
@@ -132,6 +135,12 @@ class DeepseekV4MoE(nn.Module):
         up_w, down_w = self._stacked()
         n, inter = self.experts.w1.shape[:2]
         y = F.linear(x, up_w)
+        gate = self.gate
+        native = moe_experts(y, n, inter, gate.top_k, gate.score_func,
+                             gate.tid2eid if gate.hash_routed else None, input_ids,
+                             None if gate.hash_routed else gate.bias, gate.scale, self.experts.limit, down_w)
+        if native is not None:
+            return native.to(x.dtype)
         experts, weights = self.gate.route(y[:, :n], input_ids)
         gate_up = y[:, n:].view(x.shape[0], 2, n + 1, inter)
         act = clamped_swiglu(gate_up[:, 0], gate_up[:, 1], self.experts.limit)  # [T, E + 1, I]

@@ -39,9 +39,10 @@ def _inverse_frequencies(spec: RopeSpec, rope_dim: int) -> tuple[torch.Tensor, f
     def correction_dim(rotations: float) -> float:
         return (rope_dim * math.log(original / (rotations * 2 * math.pi))) / (2 * math.log(base))
 
-    low, high = correction_dim(beta_fast), correction_dim(beta_slow)
-    if spec.truncate:
-        low, high = math.floor(low), math.ceil(high)
+    # The correction range is always rounded outwards, whatever the spec's ``truncate`` says: the
+    # reference implementation reads ``truncate`` from the outer {"main", "compress"} mapping,
+    # where it never is, so it always truncates (as DeepSeek's own inference code does).
+    low, high = math.floor(correction_dim(beta_fast)), math.ceil(correction_dim(beta_slow))
     low, high = max(low, 0), min(high, rope_dim - 1)
     if low == high:
         high += 0.001
