@@ -179,7 +179,9 @@ pub fn render(v: EncodingVersion, tokens: &SpecialTokens, conv: &Conversation) -
 
     turns(&ctx, &mut out, &mut images, &body);
 
-    let ends_with_prefix = matches!(msgs.last(), Some(Message::Assistant(a)) if a.prefix);
+    // V4 looks at its reordered body without systems: a prefix turn followed only by system
+    // messages (hoisted into the header) still ends the prompt.
+    let ends_with_prefix = matches!(body.last(), Some(Message::Assistant(a)) if a.prefix);
     if !ends_with_prefix {
         out.special(SpecialToken::Assistant);
         out.special(if conv.thinking_mode { SpecialToken::ThinkingStart } else { SpecialToken::ThinkingEnd });
@@ -607,6 +609,11 @@ fn tool_calls_block(ctx: &Ctx<'_>, out: &mut Out<'_>, calls: Option<&[ToolCall]>
     };
     use SpecialToken::Dsml;
     let v41 = ctx.v41();
+    // V4 lists the calls stably sorted by call ID (byte order); V4.1 keeps the given order.
+    let mut calls: Vec<&ToolCall> = calls.iter().collect();
+    if !v41 {
+        calls.sort_by(|x, y| x.id.cmp(&y.id));
+    }
     let sp = if v41 { " " } else { "" };
     let block = if v41 { " calls>" } else { "tool_calls>" };
     out.text("\n\n<");
