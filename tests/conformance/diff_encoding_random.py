@@ -7,6 +7,7 @@ random cases from SEED and runs each through the official `deepseek-recipe==0.2.
 and through ours (the running interpreter's `deepseek_recipe`), then compares:
 
 * construction: success, or the exact error type and message;
+* what the constructed objects report back (reprs and properties);
 * for V4 and V4.1, stock special tokens or a random override set: `render_conversation`
   (prompt, special ranges, image sources) and `encode` with the stock tokenizer and with a copy
   that adds `<｜System｜>` (token IDs, or error type and message).
@@ -32,6 +33,7 @@ counted separately and not as a mismatch (documented in docs/encoding-difference
 from __future__ import annotations
 
 import json
+import os
 import random
 import sys
 import tempfile
@@ -407,6 +409,32 @@ def draw(n, seed):
 # recording (runs in both interpreters) and comparison
 
 
+def readback(dr, spec):
+    """What the constructed objects report back: reprs and every property."""
+    from encoding_spec import build_conversation, image_record
+    try:
+        conv = build_raw(dr, spec["raw"]["conv"]) if "raw" in spec else build_conversation(dr, spec["conversation"])
+    except BaseException:  # noqa: BLE001 - construction errors are compared elsewhere
+        return None
+    if not isinstance(conv, dr.Conversation):
+        return None
+
+    def tool(t):
+        return [repr(t), t.name, t.description, t.parameters, t.strict, t.defer_loading]
+
+    msgs = []
+    for m in conv.messages:
+        row = [type(m).__name__, repr(m), m.role, m.content, m.reasoning_content, m.tool_call_id, m.prefix,
+               None if m.tool_calls is None else [[repr(c), c.id, c.name, c.arguments] for c in m.tool_calls],
+               [image_record(x) + [repr(x)] for x in m.image_sources]]
+        if isinstance(m, dr.SystemMessage):
+            row.append(None if m.tools is None else [tool(t) for t in m.tools])
+        msgs.append(row)
+    return {"repr": repr(conv), "messages": msgs, "thinking_mode": conv.thinking_mode, "tools": [tool(t) for t in conv.tools],
+            "tool_choice": conv.tool_choice, "reasoning_effort": conv.reasoning_effort, "response_format": conv.response_format,
+            "response_schema": conv.response_schema, "response_regex": conv.response_regex}
+
+
 def record(path: str) -> None:
     import deepseek_recipe as dr
     from encoding_spec import system_tokenizer_json, tokenizer_path
@@ -416,7 +444,9 @@ def record(path: str) -> None:
     res = []
     for spec in json.loads(Path(path).read_text(encoding="utf-8")):
         try:
-            res.append(record_raw(dr, spec, toks) if "raw" in spec else record_case(dr, spec, toks))
+            row = record_raw(dr, spec, toks) if "raw" in spec else record_case(dr, spec, toks)
+            row["readback"] = readback(dr, spec)
+            res.append(row)
         except BaseException as e:  # noqa: BLE001 - the harness itself must never stop a run
             res.append({"harness_error": error_record(e)})
     sys.stdout.write(json.dumps(res))
@@ -447,6 +477,8 @@ def classify(want, got):
         if want.get(key) != got.get(key):
             w, g = want.get(key), got.get(key)
             return f"{key}: official {w and w['type']} / ours {g and g['type']}"
+    if want.get("readback") != got.get("readback"):
+        return "readback"
     for enc in ("v4", "v41"):
         w, g = want.get(enc, {}), got.get(enc, {})
         for f in ("render_error", "prompt", "special_ranges", "image_sources", "tokens", "tokens_sys"):
@@ -464,6 +496,7 @@ def main(argv):
     n = int(argv[0]) if argv else 1000
     seed = int(argv[1]) if len(argv) > 1 else 1
     from official_venv import run_in_official
+    os.environ["RUST_BACKTRACE"] = "0"  # official panics would print slow backtraces
     cases = draw(n, seed)
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as f:
         json.dump(cases, f)  # ASCII escapes keep lone surrogates intact
