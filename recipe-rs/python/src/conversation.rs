@@ -110,7 +110,7 @@ pub fn json_to_py(py: Python<'_>, v: &Value) -> PyResult<PyObject> {
 fn parse_detail(detail: &str) -> PyResult<ImageDetail> {
     ImageDetail::parse(detail).ok_or_else(|| {
         PyValueError::new_err(format!(
-            "invalid detail \"{detail}\"; expected \"low\", \"high\", \"original\", or \"auto\""
+            "invalid detail {detail:?}; expected \"low\", \"high\", \"original\", or \"auto\""
         ))
     })
 }
@@ -566,7 +566,7 @@ fn parse_tool_choice(s: &str) -> PyResult<ToolChoice> {
         "none" => Ok(ToolChoice::None),
         "required" => Ok(ToolChoice::Required),
         _ => Err(PyValueError::new_err(format!(
-            "invalid tool_choice \"{s}\"; expected \"auto\", \"none\", or \"required\""
+            "invalid tool_choice {s:?}; expected \"auto\", \"none\", or \"required\""
         ))),
     }
 }
@@ -578,7 +578,7 @@ fn parse_effort(s: &str) -> PyResult<ReasoningEffort> {
         "xhigh" => Ok(ReasoningEffort::XHigh),
         "max" => Ok(ReasoningEffort::Max),
         _ => Err(PyValueError::new_err(format!(
-            "invalid reasoning_effort \"{s}\"; expected \"low\", \"high\", \"xhigh\", or \"max\""
+            "invalid reasoning_effort {s:?}; expected \"low\", \"high\", \"xhigh\", or \"max\""
         ))),
     }
 }
@@ -634,7 +634,7 @@ impl PyConversation {
             "json_object" => true,
             other => {
                 return Err(PyValueError::new_err(format!(
-                    "invalid response_format \"{other}\"; expected \"text\" or \"json_object\""
+                    "invalid response_format {other:?}; expected \"text\" or \"json_object\""
                 )))
             }
         };

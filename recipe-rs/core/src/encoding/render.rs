@@ -164,20 +164,21 @@ pub fn render(v: EncodingVersion, tokens: &SpecialTokens, conv: &Conversation) -
 
     let msgs = &conv.messages;
     // Messages left for the turn loop after the header took what it needs.
-    let body: Vec<&Message> = match v {
+    // V4 also reports which body messages start a unit (see `v4_order_after_calls`).
+    let (body, unit_starts): (Vec<&Message>, Vec<bool>) = match v {
         EncodingVersion::V4 => {
             header_v4(&ctx, &mut out, &mut images);
             let mut body: Vec<&Message> = msgs.iter().filter(|m| !matches!(m, Message::System(_))).collect();
-            v4_order_after_calls(&mut body);
-            body
+            let starts = v4_order_after_calls(&mut body);
+            (body, starts)
         }
         EncodingVersion::V41 => {
             let first_system = header_v41(&ctx, &mut out, &mut images);
-            msgs.iter().skip(usize::from(first_system)).collect()
+            (msgs.iter().skip(usize::from(first_system)).collect(), Vec::new())
         }
     };
 
-    turns(&ctx, &mut out, &mut images, &body);
+    turns(&ctx, &mut out, &mut images, &body, &unit_starts);
 
     // V4 looks at its reordered body without systems: a prefix turn followed only by system
     // messages (hoisted into the header) still ends the prompt.
@@ -366,7 +367,10 @@ enum Part<'a> {
     Tool(&'a crate::conversation::ToolMessage),
 }
 
-fn turns(ctx: &Ctx<'_>, out: &mut Out<'_>, images: &mut Vec<ImageSource>, body: &[&Message]) {
+/// `unit_starts` (V4 only) flags the body messages that start a unit: a user message that
+/// begins a run of user messages as the caller gave them. A window sort can put two runs next to
+/// each other; each run still counts as one piece of the merged turn.
+fn turns(ctx: &Ctx<'_>, out: &mut Out<'_>, images: &mut Vec<ImageSource>, body: &[&Message], unit_starts: &[bool]) {
     let n = body.len();
     let mut i = 0;
     // Tool calls of the most recent assistant message (results are ordered against them).
@@ -393,9 +397,15 @@ fn turns(ctx: &Ctx<'_>, out: &mut Out<'_>, images: &mut Vec<ImageSource>, body: 
                 }
                 order_tool_results(ctx.v, &mut parts, last_calls);
                 out.special(SpecialToken::User);
+                // Whether the current run of user messages has written text yet (V4).
                 let mut user_text_written = false;
                 for (k, p) in parts.iter().enumerate() {
-                    if k > 0 && (ctx.v41() || v4_separator(&parts[..k], p, user_text_written)) {
+                    // V4 never reorders inside a turn, so part k is body message i + k.
+                    let starts_unit = unit_starts.get(i + k).copied().unwrap_or(false);
+                    if matches!(p, Part::User(_)) && starts_unit {
+                        user_text_written = false;
+                    }
+                    if k > 0 && (ctx.v41() || v4_separator(&parts[..k], p, starts_unit, user_text_written)) {
                         out.text("\n\n");
                     }
                     if matches!(p, Part::User(u) if !u.content.is_empty()) {
@@ -445,13 +455,14 @@ fn turns(ctx: &Ctx<'_>, out: &mut Out<'_>, images: &mut Vec<ImageSource>, body: 
 
 /// Whether V4 separates part `p` from the parts `before` it in a merged user turn: tool results
 /// are joined with blank lines, the first user text after tool results is always separated, and
-/// among user texts empty ones are left out.
-fn v4_separator(before: &[Part<'_>], p: &Part<'_>, user_text_written: bool) -> bool {
+/// among user texts empty ones are left out. A user message that starts a run of its own (one
+/// that a window sort placed after another run) is always separated, even when empty.
+fn v4_separator(before: &[Part<'_>], p: &Part<'_>, starts_unit: bool, user_text_written: bool) -> bool {
     match p {
         Part::Tool(_) => true,
         Part::User(u) => {
             let first_user = !before.iter().any(|b| matches!(b, Part::User(_)));
-            if first_user {
+            if first_user || starts_unit {
                 true // `before` is non-empty and holds only tool results
             } else {
                 !u.content.is_empty() && user_text_written
@@ -466,7 +477,8 @@ fn v4_separator(before: &[Part<'_>], p: &Part<'_>, user_text_written: bool) -> b
 /// that currently follow that index (when there are that many) are stably sorted: tool results
 /// without an ID first, then tool results by call ID, then every other unit. Since the index is
 /// fixed in advance, a window can hold an earlier assistant that an earlier sort moved there.
-fn v4_order_after_calls(body: &mut Vec<&Message>) {
+/// Returns, for the reordered body, whether each message is the first of its unit.
+fn v4_order_after_calls(body: &mut Vec<&Message>) -> Vec<bool> {
     fn key<'m>(m: &'m Message) -> (u8, Option<&'m str>) {
         match m {
             Message::Tool(t) => match t.tool_call_id.as_deref() {
@@ -493,9 +505,6 @@ fn v4_order_after_calls(body: &mut Vec<&Message>) {
         })
         .filter(|&(_, n)| n >= 2)
         .collect();
-    if windows.is_empty() {
-        return;
-    }
     let msgs: &[&Message] = body;
     for (i, n) in windows {
         if units.len() - (i + 1) >= n {
@@ -503,7 +512,9 @@ fn v4_order_after_calls(body: &mut Vec<&Message>) {
         }
     }
     let ordered: Vec<&Message> = units.iter().flat_map(|&(s, len)| msgs[s..s + len].iter().copied()).collect();
+    let starts: Vec<bool> = units.iter().flat_map(|&(_, len)| (0..len).map(|k| k == 0)).collect();
     *body = ordered;
+    starts
 }
 
 /// Put tool results in the order of the calls they answer (V4.1; V4 orders beforehand).
