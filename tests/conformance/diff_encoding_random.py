@@ -25,6 +25,15 @@ Two kinds of case are drawn:
   `render_conversation` / `with_special_tokens` / `with_tokenizer`, or `encode` without a
   tokenizer.
 
+The direct API takes message content as a `str` only and has no forced tool name and no
+thinking-history options; content parts, named tool choices and reasoning-content handling belong
+to request conversion (see conversion_random.py).
+
+Typical use (the official side is the slow part, about 0.25 s of CPU per case)::
+
+    DEEPSEEK_OFFICIAL_VENV=/work/official-venv .venv-codec/bin/python \
+        tests/conformance/diff_encoding_random.py 1000 3 -v
+
 Mismatches are grouped by a short class key; the first few of each class are printed. Exit
 status 1 when anything differs. Where the official package panics (PanicException) the case is
 counted separately and not as a mismatch (documented in docs/encoding-differences.md).
