@@ -385,6 +385,15 @@ def cases():
     add("v4_units_empty_then_empty", conv([U("q"), A("", None, c3), U(""), T("rb", "b"), T("ra", "a"), U("")], thinking_mode=False))
     add("v4_units_empty_then_text", conv([U("q"), A("", None, c3), U("x"), T("rb", "b"), T("ra", "a"), U(""), U("y"), U(""), U("z")], thinking_mode=False))
     add("v4_units_across_system", conv([U("q"), A("", None, c3), U("x"), T("rb", "b"), T("ra", "a"), U(""), S("s"), U("y")], thinking_mode=False))
+    # V4.1 orders tool results against the latest assistant that made calls; a later assistant
+    # without calls (or with an empty list) does not reset them, one with other calls does.
+    ab = [call("a", "f", "{}"), call("b", "f", "{}")]
+    add("v41_order_after_plain_assistant", conv([U("q"), A("", None, ab), A("x"), T("rb", "b"), T("ra", "a")], thinking_mode=False))
+    add("v41_order_after_empty_calls", conv([U("q"), A("", None, ab), A("x", None, []), T("rb", "b"), T("ra", "a")], thinking_mode=False))
+    add("v41_order_after_user_and_plain", conv([U("q"), A("", None, ab), U("u"), A("x"), T("rb", "b"), T("ra", "a")], thinking_mode=False))
+    add("v41_order_reset_by_new_calls", conv([U("q"), A("", None, ab), U("u"), A("", None, [call("c", "f", "{}")]), T("rb", "b"), T("rc", "c"), T("ra", "a")], thinking_mode=False))
+    add("v41_order_after_reminder_prefix", conv([U("q"), A("", None, ab), L("l"), A("x", prefix=True), T("rb", "b"), T("ra", "a")], thinking_mode=False))
+    add("v41_order_repeated_results", conv([U("q"), A("", None, ab), T("rb", "b"), T("ra", "a"), A("x"), T("rb2", "b"), T("ra2", "a")], tools=TOOLSETS["noargs"]))
     # Invalid enum names are quoted with Rust string escapes.
     add("err_tool_choice_escaped", conv([U("q")], tool_choice="auto\x00\n\"é"))
     add("err_effort_escaped", conv([U("q")], reasoning_effort="low\t"))

@@ -373,7 +373,8 @@ enum Part<'a> {
 fn turns(ctx: &Ctx<'_>, out: &mut Out<'_>, images: &mut Vec<ImageSource>, body: &[&Message], unit_starts: &[bool]) {
     let n = body.len();
     let mut i = 0;
-    // Tool calls of the most recent assistant message (results are ordered against them).
+    // Tool calls of the most recent assistant message that made any (results are ordered
+    // against them).
     let mut last_calls: &[ToolCall] = &[];
     while i < n {
         match body[i] {
@@ -446,7 +447,11 @@ fn turns(ctx: &Ctx<'_>, out: &mut Out<'_>, images: &mut Vec<ImageSource>, body: 
             Message::Assistant(a) => {
                 let last = i + 1 == n;
                 assistant(ctx, out, a, last, i == 0 && !ctx.header_has_content);
-                last_calls = a.tool_calls.as_deref().unwrap_or(&[]);
+                // Results are ordered against the latest assistant that made calls: a turn
+                // without calls (or with an empty list) leaves the previous calls in force.
+                if let Some(calls) = a.tool_calls.as_deref().filter(|c| !c.is_empty()) {
+                    last_calls = calls;
+                }
                 i += 1;
             }
         }
