@@ -394,6 +394,11 @@ def cases():
     add("v41_order_reset_by_new_calls", conv([U("q"), A("", None, ab), U("u"), A("", None, [call("c", "f", "{}")]), T("rb", "b"), T("rc", "c"), T("ra", "a")], thinking_mode=False))
     add("v41_order_after_reminder_prefix", conv([U("q"), A("", None, ab), L("l"), A("x", prefix=True), T("rb", "b"), T("ra", "a")], thinking_mode=False))
     add("v41_order_repeated_results", conv([U("q"), A("", None, ab), T("rb", "b"), T("ra", "a"), A("x"), T("rb2", "b"), T("ra2", "a")], tools=TOOLSETS["noargs"]))
+    # V4.1 drops the block of an empty or missing reasoning when thinking_end is spelled "".
+    for think in (True, False):
+        for r in (None, "", "r"):
+            add(f"ovr_empty_think_end_reasoning_t{int(think)}_{'none' if r is None else len(r)}",
+                conv([U("q"), A("hi", r), U("q2"), A("<｜hi", r, [])], thinking_mode=think, tools=TOOLSETS["noargs"]), {"thinking_end": ""})
     # Invalid enum names are quoted with Rust string escapes.
     add("err_tool_choice_escaped", conv([U("q")], tool_choice="auto\x00\n\"é"))
     add("err_effort_escaped", conv([U("q")], reasoning_effort="low\t"))

@@ -599,7 +599,13 @@ fn assistant(ctx: &Ctx<'_>, out: &mut Out<'_>, a: &AssistantMessage, last: bool,
     }
     // V4 keeps historical reasoning whenever tools are offered; V4.1 only in thinking mode.
     let keep_reasoning = ctx.tools_on && (thinking || !ctx.v41());
+    // V4.1 leaves out the block of an empty (or missing) reasoning altogether when the closing
+    // spelling is empty, as the official package does.
+    let empty_v41_block = ctx.v41()
+        && a.reasoning_content.as_deref().unwrap_or("").is_empty()
+        && out.tokens.get(ThinkingEnd).is_empty();
     match (&a.reasoning_content, ctx.v) {
+        _ if keep_reasoning && empty_v41_block => {}
         (Some(r), _) if keep_reasoning => {
             out.special(ThinkingStart);
             out.grounded(r);
