@@ -127,14 +127,87 @@ def error_record(e: BaseException):
     return {"type": type(e).__name__, "message": str(e)}
 
 
+class _StrSubclass(str):
+    """A `str` subclass: accepted wherever a `str` is."""
+
+
+def build_raw(dr, node):
+    """Build Python values from a call tree (used for inputs the neutral spec cannot express).
+
+    A dict with an `@call` key calls `dr.<name>(*args, **kw)`; `@bytes` / `@bytearray` (hex),
+    `@tuple` / `@set` (items), `@float` ("nan", "inf", ...), `@object` (a bare object()),
+    `@str_subclass` and `@dict_intkey` (`{1: value}`) make the non-JSON values; other dicts and
+    lists are built item by item, everything else is taken as is.
+    """
+    if isinstance(node, list):
+        return [build_raw(dr, x) for x in node]
+    if not isinstance(node, dict):
+        return node
+    if "@call" in node:
+        args = [build_raw(dr, a) for a in node.get("args", [])]
+        kw = {k: build_raw(dr, v) for k, v in node.get("kw", {}).items()}
+        return getattr(dr, node["@call"])(*args, **kw)
+    special = {
+        "@bytes": lambda v: bytes.fromhex(v), "@bytearray": lambda v: bytearray.fromhex(v),
+        "@tuple": lambda v: tuple(build_raw(dr, x) for x in v), "@set": lambda v: set(v),
+        "@float": float, "@object": lambda v: object(), "@str_subclass": _StrSubclass,
+        "@dict_intkey": lambda v: {1: v},
+    }
+    if len(node) == 1:
+        (k, v), = node.items()
+        if k in special:
+            return special[k](v)
+    return {k: build_raw(dr, v) for k, v in node.items()}
+
+
+def record_raw(dr, spec, tokenizers):
+    """Like `record_case` for a `raw` spec: {"conv": call tree, "special_tokens": call tree|None,
+    "render_arg"?: value passed to render_conversation instead, "tokenizer_arg"?: value passed
+    to with_tokenizer instead of each tokenizer, "no_tokenizer"?: encode without one}."""
+    raw = spec["raw"]
+    try:
+        conv = build_raw(dr, raw["conv"])
+        encs = {"v4": dr.DeepseekV4Encoding(), "v41": dr.DeepseekV41Encoding()}
+        if raw.get("special_tokens") is not None:
+            st = build_raw(dr, raw["special_tokens"])
+            encs = {k: e.with_special_tokens(st) for k, e in encs.items()}
+    except BaseException as e:  # noqa: BLE001
+        return {"construct_error": error_record(e)}
+    target = build_raw(dr, raw["render_arg"]) if "render_arg" in raw else conv
+    out = {}
+    for name, enc in encs.items():
+        r = {}
+        try:
+            rp = enc.render_conversation(target)
+            r["prompt"] = rp.prompt
+            r["special_ranges"] = [list(x) for x in rp.special_ranges]
+            r["image_sources"] = [image_record(s) for s in rp.image_sources]
+        except BaseException as e:  # noqa: BLE001
+            r["render_error"] = error_record(e)
+        for tname, tok in tokenizers.items():
+            try:
+                if raw.get("no_tokenizer"):
+                    r[tname] = enc.encode(target)
+                else:
+                    arg = build_raw(dr, raw["tokenizer_arg"]) if "tokenizer_arg" in raw else tok
+                    r[tname] = enc.with_tokenizer(arg).encode(target)
+            except BaseException as e:  # noqa: BLE001
+                r[tname] = {"error": error_record(e)}
+        out[name] = r
+    return out
+
+
 def record_case(dr, spec, tokenizers):
     """Results of one spec with module `dr`: per encoding prompt, ranges, images, tokens."""
+    if "raw" in spec:
+        return record_raw(dr, spec, tokenizers)
     out = {}
     try:
         conv = build_conversation(dr, spec["conversation"])
+        encs = build_encodings(dr, spec.get("special_tokens"))
     except BaseException as e:  # noqa: BLE001 - official may raise anything, record it
         return {"construct_error": error_record(e)}
-    for name, enc in build_encodings(dr, spec.get("special_tokens")).items():
+    for name, enc in encs.items():
         r = {}
         try:
             rp = enc.render_conversation(conv)

@@ -124,6 +124,72 @@ def agent_history():
     ]
 
 
+def _call(cls, *args, **kw):
+    return {"@call": cls, "args": list(args), "kw": kw}
+
+
+def bad_arguments():
+    """(conversation call tree, extra raw keys) pairs whose construction or use fails."""
+    u = _call("UserMessage", "q")
+    tc = _call("ToolCall", "i", "n", "{}")
+    td = _call("ToolDefinition", "t")
+    img = _call("UrlImageSource", "https://x/a.png")
+
+    def C(*msgs, **kw):
+        return _call("Conversation", list(msgs) or [u], **kw)
+
+    obj = {"@object": 0}
+    cases = [
+        # messages
+        C(_call("UserMessage", 1)), C(_call("UserMessage", None)), C(_call("UserMessage", "a", [1])),
+        C(_call("UserMessage", "a", "x")), C(_call("UserMessage", "a", 1)), C(_call("UserMessage", "a", {"a": 1})),
+        C(_call("UserMessage", "a", image_token=1)), C(_call("UserMessage", "a", [img, tc])),
+        C(_call("UserMessage", "a", {"@tuple": [img, 5]})), C(_call("UserMessage")), C(_call("UserMessage", "a", content="b")),
+        C(_call("UserMessage", "a", None, "tok")), C(_call("UserMessage", "a", bogus=1)),
+        C(_call("SystemMessage", "a", None, [1])), C(_call("SystemMessage", "a", None, 5)), C(_call("SystemMessage", {"@bytes": "61"})),
+        C(_call("SystemMessage", "a", None, [td, u])), C(_call("SystemMessage", "a", image_token=[])),
+        C(_call("AssistantMessage", "a", 1)), C(_call("AssistantMessage", "a", None, "ab")), C(_call("AssistantMessage", "a", None, [u])),
+        C(_call("AssistantMessage", "a", None, {"@set": [1]})), C(_call("AssistantMessage", "a", prefix=1)),
+        C(_call("AssistantMessage", "a", prefix=None)), C(_call("AssistantMessage", "a", prefix="yes")), C(_call("AssistantMessage", "a", prefix=1.0)),
+        C(_call("AssistantMessage", obj)), C(_call("AssistantMessage", "a", None, None, False, 1)),
+        C(_call("ToolMessage", "a", 5)), C(_call("ToolMessage", "a", None, {})), C(_call("ToolMessage", "a", {"@str_subclass": "c1"}, [img, None])),
+        C(_call("LatestReminderMessage", {"@bytes": "78"})), C(_call("LatestReminderMessage")),
+        # tool calls and definitions
+        C(_call("AssistantMessage", "", None, [_call("ToolCall", 1, "n", "{}")])),
+        C(_call("AssistantMessage", "", None, [_call("ToolCall", "i", None, "{}")])),
+        C(_call("AssistantMessage", "", None, [_call("ToolCall", "i", "n", {})])),
+        C(_call("AssistantMessage", "", None, [_call("ToolCall", "i", "n")])),
+        C(_call("AssistantMessage", "", None, [_call("ToolCall", "i", "n", "{}", "x")])),
+        C(tools=[_call("ToolDefinition", 1)]), C(tools=[_call("ToolDefinition", "t", 2)]),
+        C(tools=[_call("ToolDefinition", "t", None, None, "x")]), C(tools=[_call("ToolDefinition", "t", None, None, 1)]),
+        C(tools=[_call("ToolDefinition", "t", defer_loading=None)]), C(tools=[_call("ToolDefinition", "t", defer_loading=0)]),
+        C(tools=[_call("ToolDefinition", "t", parameters={"@dict_intkey": 2})]), C(tools=[_call("ToolDefinition", "t", parameters={"a": {"@set": [1]}})]),
+        C(tools=[_call("ToolDefinition", "t", parameters={"@float": "nan"})]), C(tools=[_call("ToolDefinition", "t", parameters=2**64)]),
+        C(tools=[_call("ToolDefinition", "t", parameters=obj)]), C(tools=[_call("ToolDefinition")]),
+        # image sources
+        C(_call("UserMessage", "a", [_call("DataUrlImageSource", None)])), C(_call("UserMessage", "a", [_call("DataUrlImageSource", "d", None)])),
+        C(_call("UserMessage", "a", [_call("DataUrlImageSource", "d", "HIGH")])), C(_call("UserMessage", "a", [_call("DataUrlImageSource", "d", path=None)])),
+        C(_call("UserMessage", "a", [_call("UrlImageSource", {"@bytes": "75"})])), C(_call("UserMessage", "a", [_call("UrlImageSource", "u", "high", "p")])),
+        C(_call("UserMessage", "a", [_call("BytesImageSource", "x")])), C(_call("UserMessage", "a", [_call("BytesImageSource", 1)])),
+        C(_call("UserMessage", "a", [_call("BytesImageSource", [1, 256])])), C(_call("UserMessage", "a", [_call("BytesImageSource", [-1])])),
+        C(_call("UserMessage", "a", [_call("BytesImageSource", ["a"])])), C(_call("UserMessage", "a", [_call("BytesImageSource", {"a": 1})])),
+        # conversation
+        _call("Conversation", "ab"), _call("Conversation", 1), _call("Conversation", {}), _call("Conversation", [1]),
+        _call("Conversation", {"@bytes": "6162"}), _call("Conversation", [u, tc]), _call("Conversation", [u], []),
+        C(thinking_mode=1), C(thinking_mode=None), C(thinking_mode="true"), C(tools=[u]), C(tools=td), C(tools="t"),
+        C(tool_choice=None), C(tool_choice=1), C(reasoning_effort=1), C(reasoning_effort={"@bytes": "6c6f77"}),
+        C(response_format=None), C(response_format=["text"]), C(response_regex=1), C(response_schema={"@set": [1]}),
+        C(response_schema={"@float": "inf"}), C(bogus=1), C(messages=[u], Messages=[u]),
+    ]
+    out = [(c, {}) for c in cases]
+    # special tokens and the encoding methods
+    out += [(C(), {"special_tokens": _call("SpecialTokens", bos=1)}), (C(), {"special_tokens": _call("SpecialTokens", "x")}),
+            (C(), {"special_tokens": _call("SpecialTokens", foo="x")}), (C(), {"special_tokens": _call("SpecialTokens", polygon_end=[])}),
+            (C(), {"special_tokens": 1}), (C(), {"special_tokens": C()}), (C(), {"render_arg": 1}), (C(), {"render_arg": u}),
+            (C(), {"render_arg": None}), (C(), {"tokenizer_arg": 1}), (C(), {"tokenizer_arg": None}), (C(), {"no_tokenizer": True})]
+    return out
+
+
 def cases():
     out = []
 
@@ -295,7 +361,59 @@ def cases():
     add("err_effort_medium", conv([U("q")], reasoning_effort="medium", tool_choice="bogus"))
     add("err_image_token_empty", conv([U("q", image_token="")]))
 
-    # 10. random conversations
+    # 10. found by the random differential (diff_encoding_random.py)
+    # V4 lists an assistant's calls stably sorted by call ID (byte order); V4.1 keeps them as given.
+    unsorted = [call("c3", "f3", "{}"), call("c1", "f1", '{"a": 1}'), call("", "f_empty", "{}"), call("c1", "f1b", "[1]"),
+                call("é", "f_e", "{}"), call("C9", "f_C", "{}"), call("\r\n", "f_crlf", "{}")]
+    for think in (True, False):
+        add(f"calls_sorted_by_id_t{int(think)}", conv([U("q"), A("", "r", unsorted)], tools=TOOLSETS["noargs"], thinking_mode=think))
+    add("calls_sorted_by_id_with_results", conv([U("q"), A("", None, unsorted[:3]), T("r1", "c1"), T("r3", "c3"), T("re", "")], thinking_mode=False))
+    add("calls_sorted_by_id_prefix", conv([U("q"), A("x", None, [call("b", "fb", "{}"), call("a", "fa", "{}")], prefix=True)], thinking_mode=False))
+    add("calls_sorted_by_id_required", conv([U("q"), A("", None, [call("z", "get_weather", {"city": "Z"}), call("a", "get_weather", {"city": "A"})])],
+                                            tools=TOOLSETS["weather"], tool_choice="required", thinking_mode=False))
+    # V4 hoists system messages, so a prefix turn followed only by systems still ends the prompt,
+    # also when the V4 result ordering moves the prefix turn to the end.
+    add("prefix_then_system", conv([U("q"), A("part", "r", prefix=True), S("late system")]))
+    add("prefix_calls_then_systems", conv([U("q"), A("", None, [call("b", "fb", "{}"), call("a", "fa", "{}")], prefix=True), S("s1"), S("s2")], thinking_mode=False))
+    add("prefix_moved_last_by_result_order", conv([U("q"), A("", None, [call("b", "fb", "{}"), call("a", "fa", "{}")]), A("p", prefix=True), T("ra", "a")], thinking_mode=False))
+    add("prefix_then_reminder_then_system", conv([U("q"), A("p", prefix=True), L("rem"), S("s")], thinking_mode=False))
+    # V4: a run of user messages that a window sort places after another run is separated from it
+    # by a blank line even when empty (each run is one piece of the merged turn).
+    c3 = [call("a", "f", "{}"), call("b", "f", "{}"), call("", "f", "{}")]
+    add("v4_units_empty_run_after_moved_run", conv([U("q"), A("", None, c3), T("rn"), U("x"), T("re", ""), U(""), L("r")], thinking_mode=False))
+    add("v4_units_two_runs", conv([U("q"), A("", None, c3), U("x"), T("rb", "b"), T("ra", "a"), U(""), U("")], thinking_mode=False))
+    add("v4_units_empty_then_empty", conv([U("q"), A("", None, c3), U(""), T("rb", "b"), T("ra", "a"), U("")], thinking_mode=False))
+    add("v4_units_empty_then_text", conv([U("q"), A("", None, c3), U("x"), T("rb", "b"), T("ra", "a"), U(""), U("y"), U(""), U("z")], thinking_mode=False))
+    add("v4_units_across_system", conv([U("q"), A("", None, c3), U("x"), T("rb", "b"), T("ra", "a"), U(""), S("s"), U("y")], thinking_mode=False))
+    # V4.1 orders tool results against the latest assistant that made calls; a later assistant
+    # without calls (or with an empty list) does not reset them, one with other calls does.
+    ab = [call("a", "f", "{}"), call("b", "f", "{}")]
+    add("v41_order_after_plain_assistant", conv([U("q"), A("", None, ab), A("x"), T("rb", "b"), T("ra", "a")], thinking_mode=False))
+    add("v41_order_after_empty_calls", conv([U("q"), A("", None, ab), A("x", None, []), T("rb", "b"), T("ra", "a")], thinking_mode=False))
+    add("v41_order_after_user_and_plain", conv([U("q"), A("", None, ab), U("u"), A("x"), T("rb", "b"), T("ra", "a")], thinking_mode=False))
+    add("v41_order_reset_by_new_calls", conv([U("q"), A("", None, ab), U("u"), A("", None, [call("c", "f", "{}")]), T("rb", "b"), T("rc", "c"), T("ra", "a")], thinking_mode=False))
+    add("v41_order_after_reminder_prefix", conv([U("q"), A("", None, ab), L("l"), A("x", prefix=True), T("rb", "b"), T("ra", "a")], thinking_mode=False))
+    add("v41_order_repeated_results", conv([U("q"), A("", None, ab), T("rb", "b"), T("ra", "a"), A("x"), T("rb2", "b"), T("ra2", "a")], tools=TOOLSETS["noargs"]))
+    # V4.1 drops the block of an empty or missing reasoning when thinking_end is spelled "".
+    for think in (True, False):
+        for r in (None, "", "r"):
+            add(f"ovr_empty_think_end_reasoning_t{int(think)}_{'none' if r is None else len(r)}",
+                conv([U("q"), A("hi", r), U("q2"), A("<｜hi", r, [])], thinking_mode=think, tools=TOOLSETS["noargs"]), {"thinking_end": ""})
+    # Invalid enum names are quoted with Rust string escapes.
+    add("err_tool_choice_escaped", conv([U("q")], tool_choice="auto\x00\n\"é"))
+    add("err_effort_escaped", conv([U("q")], reasoning_effort="low\t"))
+    add("err_response_format_escaped", conv([U("q")], response_format="json\\object"))
+    add("err_detail_escaped", conv([U("q", image_sources=[img(detail="HIGH\r\n")])]))
+    # An overridden spelling missing from the vocabulary is quoted with Rust string escapes.
+    for k, sp in enumerate(["\n", "tab\there", '"quoted"', "back\\slash", "\u200b", "\x1b", "é", "\u0301x"]):
+        add(f"ovr_missing_spelling_escape_{k}", conv([U("q"), A("a")], thinking_mode=False), {"user": sp})
+
+    # 11. constructor and method arguments of the wrong type or shape (raw call trees, see
+    # encoding_spec.build_raw): the official error type and message.
+    for k, (node, extra) in enumerate(bad_arguments()):
+        out.append({"name": f"bad_argument_{k:02d}", "raw": {"conv": node, "special_tokens": extra.pop("special_tokens", None), **extra}})
+
+    # 12. random conversations
     rng = random.Random(20261129)
     tool_pool = [WEATHER, SEARCH, NOARGS, DEFERRED, CTRL_TOOL, long_tool(1)]
     for k in range(90):

@@ -149,3 +149,20 @@ def test_enum_hashability_matches_official():
     assert encodings[dr.ModelVersion.DeepseekV41Flash] == "v41"
     with pytest.raises(TypeError):
         hash(dr.SpecialToken.User)
+
+
+def test_tokenizer_and_token_argument_errors_match_official(tokenizer):
+    # Observed on the official 0.2.0 wheel: wrong argument types name the Python type.
+    cases = [
+        (lambda: dr.Tokenizer.from_str(1), "argument 'text': 'int' object cannot be cast as 'str'"),
+        (lambda: dr.Tokenizer.from_file(None), "argument 'path': 'NoneType' object cannot be cast as 'str'"),
+        (lambda: tokenizer.encode(b"x"), "argument 'text': 'bytes' object cannot be cast as 'str'"),
+        (lambda: dr.SpecialTokens().token("bos"), "argument 'token': 'str' object cannot be cast as 'SpecialToken'"),
+        (lambda: DeepseekV4Encoding().with_special_tokens(None),
+         "argument 'special_tokens': 'NoneType' object cannot be cast as 'SpecialTokens'"),
+        (lambda: DeepseekV41Encoding().encode(1), "argument 'conversation': 'int' object cannot be cast as 'Conversation'"),
+    ]
+    for make, message in cases:
+        with pytest.raises(TypeError) as e:
+            make()
+        assert str(e.value) == message

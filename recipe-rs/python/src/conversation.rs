@@ -110,7 +110,7 @@ pub fn json_to_py(py: Python<'_>, v: &Value) -> PyResult<PyObject> {
 fn parse_detail(detail: &str) -> PyResult<ImageDetail> {
     ImageDetail::parse(detail).ok_or_else(|| {
         PyValueError::new_err(format!(
-            "invalid detail \"{detail}\"; expected \"low\", \"high\", \"original\", or \"auto\""
+            "invalid detail {detail:?}; expected \"low\", \"high\", \"original\", or \"auto\""
         ))
     })
 }
@@ -190,9 +190,9 @@ pub struct PyDataUrlImageSource;
 #[pymethods]
 impl PyDataUrlImageSource {
     #[new]
-    #[pyo3(signature = (data_url, detail="high", *, path=String::new()))]
-    fn new(data_url: String, detail: &str, path: String) -> PyResult<(Self, PyImageSource)> {
-        Ok((PyDataUrlImageSource, new_image_source(ImageData::DataUrl(data_url), detail, path)?))
+    #[pyo3(signature = (data_url, detail=String::from("high"), *, path=String::new()))]
+    fn new(#[pyo3(from_py_with = crate::args::string)] data_url: String, #[pyo3(from_py_with = crate::args::string)] detail: String, #[pyo3(from_py_with = crate::args::string)] path: String) -> PyResult<(Self, PyImageSource)> {
+        Ok((PyDataUrlImageSource, new_image_source(ImageData::DataUrl(data_url), &detail, path)?))
     }
 }
 
@@ -203,9 +203,9 @@ pub struct PyUrlImageSource;
 #[pymethods]
 impl PyUrlImageSource {
     #[new]
-    #[pyo3(signature = (url, detail="high", *, path=String::new()))]
-    fn new(url: String, detail: &str, path: String) -> PyResult<(Self, PyImageSource)> {
-        Ok((PyUrlImageSource, new_image_source(ImageData::Url(url), detail, path)?))
+    #[pyo3(signature = (url, detail=String::from("high"), *, path=String::new()))]
+    fn new(#[pyo3(from_py_with = crate::args::string)] url: String, #[pyo3(from_py_with = crate::args::string)] detail: String, #[pyo3(from_py_with = crate::args::string)] path: String) -> PyResult<(Self, PyImageSource)> {
+        Ok((PyUrlImageSource, new_image_source(ImageData::Url(url), &detail, path)?))
     }
 }
 
@@ -216,9 +216,9 @@ pub struct PyBytesImageSource;
 #[pymethods]
 impl PyBytesImageSource {
     #[new]
-    #[pyo3(signature = (data, detail="high", *, path=String::new()))]
-    fn new(data: Vec<u8>, detail: &str, path: String) -> PyResult<(Self, PyImageSource)> {
-        Ok((PyBytesImageSource, new_image_source(ImageData::Bytes(data), detail, path)?))
+    #[pyo3(signature = (data, detail=String::from("high"), *, path=String::new()))]
+    fn new(#[pyo3(from_py_with = crate::args::byte_vec)] data: Vec<u8>, #[pyo3(from_py_with = crate::args::string)] detail: String, #[pyo3(from_py_with = crate::args::string)] path: String) -> PyResult<(Self, PyImageSource)> {
+        Ok((PyBytesImageSource, new_image_source(ImageData::Bytes(data), &detail, path)?))
     }
 }
 
@@ -250,7 +250,7 @@ pub struct PyToolCall {
 #[pymethods]
 impl PyToolCall {
     #[new]
-    fn new(id: String, name: String, arguments: String) -> Self {
+    fn new(#[pyo3(from_py_with = crate::args::string)] id: String, #[pyo3(from_py_with = crate::args::string)] name: String, #[pyo3(from_py_with = crate::args::string)] arguments: String) -> Self {
         PyToolCall { inner: ToolCall { id, name, arguments } }
     }
     #[getter]
@@ -286,11 +286,11 @@ impl PyToolDefinition {
     #[new]
     #[pyo3(signature = (name, description=None, parameters=None, strict=None, defer_loading=false))]
     fn new(
-        name: String,
-        description: Option<String>,
+        #[pyo3(from_py_with = crate::args::string)] name: String,
+        #[pyo3(from_py_with = crate::args::opt_string)] description: Option<String>,
         parameters: Option<&Bound<'_, PyAny>>,
-        strict: Option<bool>,
-        defer_loading: bool,
+        #[pyo3(from_py_with = crate::args::opt_boolean)] strict: Option<bool>,
+        #[pyo3(from_py_with = crate::args::boolean)] defer_loading: bool,
     ) -> PyResult<Self> {
         let parameters = match parameters {
             Some(p) => py_to_json(p)?,
@@ -441,10 +441,10 @@ impl PySystemMessage {
     #[new]
     #[pyo3(signature = (content, image_sources=None, tools=None, *, image_token=None))]
     fn new(
-        content: String,
-        image_sources: Option<Vec<PyRef<'_, PyImageSource>>>,
-        tools: Option<Vec<PyRef<'_, PyToolDefinition>>>,
-        image_token: Option<String>,
+        #[pyo3(from_py_with = crate::args::string)] content: String,
+        #[pyo3(from_py_with = crate::args::opt_instances::<PyImageSource>)] image_sources: Option<Vec<PyRef<'_, PyImageSource>>>,
+        #[pyo3(from_py_with = crate::args::opt_instances::<PyToolDefinition>)] tools: Option<Vec<PyRef<'_, PyToolDefinition>>>,
+        #[pyo3(from_py_with = crate::args::opt_string)] image_token: Option<String>,
     ) -> PyResult<(Self, PyMessage)> {
         let msg = SystemMessage {
             content,
@@ -472,9 +472,9 @@ impl PyUserMessage {
     #[new]
     #[pyo3(signature = (content, image_sources=None, *, image_token=None))]
     fn new(
-        content: String,
-        image_sources: Option<Vec<PyRef<'_, PyImageSource>>>,
-        image_token: Option<String>,
+        #[pyo3(from_py_with = crate::args::string)] content: String,
+        #[pyo3(from_py_with = crate::args::opt_instances::<PyImageSource>)] image_sources: Option<Vec<PyRef<'_, PyImageSource>>>,
+        #[pyo3(from_py_with = crate::args::opt_string)] image_token: Option<String>,
     ) -> PyResult<(Self, PyMessage)> {
         let msg = UserMessage {
             content,
@@ -494,10 +494,10 @@ impl PyAssistantMessage {
     #[new]
     #[pyo3(signature = (content, reasoning_content=None, tool_calls=None, prefix=false))]
     fn new(
-        content: String,
-        reasoning_content: Option<String>,
-        tool_calls: Option<Vec<PyRef<'_, PyToolCall>>>,
-        prefix: bool,
+        #[pyo3(from_py_with = crate::args::string)] content: String,
+        #[pyo3(from_py_with = crate::args::opt_string)] reasoning_content: Option<String>,
+        #[pyo3(from_py_with = crate::args::opt_instances::<PyToolCall>)] tool_calls: Option<Vec<PyRef<'_, PyToolCall>>>,
+        #[pyo3(from_py_with = crate::args::boolean)] prefix: bool,
     ) -> (Self, PyMessage) {
         let msg = AssistantMessage {
             content,
@@ -518,10 +518,10 @@ impl PyToolMessage {
     #[new]
     #[pyo3(signature = (content, tool_call_id=None, image_sources=None, *, image_token=None))]
     fn new(
-        content: String,
-        tool_call_id: Option<String>,
-        image_sources: Option<Vec<PyRef<'_, PyImageSource>>>,
-        image_token: Option<String>,
+        #[pyo3(from_py_with = crate::args::string)] content: String,
+        #[pyo3(from_py_with = crate::args::opt_string)] tool_call_id: Option<String>,
+        #[pyo3(from_py_with = crate::args::opt_instances::<PyImageSource>)] image_sources: Option<Vec<PyRef<'_, PyImageSource>>>,
+        #[pyo3(from_py_with = crate::args::opt_string)] image_token: Option<String>,
     ) -> PyResult<(Self, PyMessage)> {
         let msg = ToolMessage {
             content,
@@ -540,7 +540,7 @@ pub struct PyLatestReminderMessage;
 #[pymethods]
 impl PyLatestReminderMessage {
     #[new]
-    fn new(content: String) -> (Self, PyMessage) {
+    fn new(#[pyo3(from_py_with = crate::args::string)] content: String) -> (Self, PyMessage) {
         (PyLatestReminderMessage, PyMessage { inner: Message::LatestReminder(LatestReminderMessage { content }) })
     }
 }
@@ -566,7 +566,7 @@ fn parse_tool_choice(s: &str) -> PyResult<ToolChoice> {
         "none" => Ok(ToolChoice::None),
         "required" => Ok(ToolChoice::Required),
         _ => Err(PyValueError::new_err(format!(
-            "invalid tool_choice \"{s}\"; expected \"auto\", \"none\", or \"required\""
+            "invalid tool_choice {s:?}; expected \"auto\", \"none\", or \"required\""
         ))),
     }
 }
@@ -578,7 +578,7 @@ fn parse_effort(s: &str) -> PyResult<ReasoningEffort> {
         "xhigh" => Ok(ReasoningEffort::XHigh),
         "max" => Ok(ReasoningEffort::Max),
         _ => Err(PyValueError::new_err(format!(
-            "invalid reasoning_effort \"{s}\"; expected \"low\", \"high\", \"xhigh\", or \"max\""
+            "invalid reasoning_effort {s:?}; expected \"low\", \"high\", \"xhigh\", or \"max\""
         ))),
     }
 }
@@ -614,27 +614,27 @@ impl From<Conversation> for PyConversation {
 #[pymethods]
 impl PyConversation {
     #[new]
-    #[pyo3(signature = (messages=None, *, thinking_mode=true, tools=None, tool_choice="auto",
-        reasoning_effort=None, response_format="text", response_schema=None, response_regex=None))]
+    #[pyo3(signature = (messages=None, *, thinking_mode=true, tools=None, tool_choice=String::from("auto"),
+        reasoning_effort=None, response_format=String::from("text"), response_schema=None, response_regex=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
-        messages: Option<Vec<PyRef<'_, PyMessage>>>,
-        thinking_mode: bool,
-        tools: Option<Vec<PyRef<'_, PyToolDefinition>>>,
-        tool_choice: &str,
-        reasoning_effort: Option<&str>,
-        response_format: &str,
+        #[pyo3(from_py_with = crate::args::opt_instances::<PyMessage>)] messages: Option<Vec<PyRef<'_, PyMessage>>>,
+        #[pyo3(from_py_with = crate::args::boolean)] thinking_mode: bool,
+        #[pyo3(from_py_with = crate::args::opt_instances::<PyToolDefinition>)] tools: Option<Vec<PyRef<'_, PyToolDefinition>>>,
+        #[pyo3(from_py_with = crate::args::string)] tool_choice: String,
+        #[pyo3(from_py_with = crate::args::opt_string)] reasoning_effort: Option<String>,
+        #[pyo3(from_py_with = crate::args::string)] response_format: String,
         response_schema: Option<&Bound<'_, PyAny>>,
-        response_regex: Option<String>,
+        #[pyo3(from_py_with = crate::args::opt_string)] response_regex: Option<String>,
     ) -> PyResult<Self> {
-        let reasoning_effort = reasoning_effort.map(parse_effort).transpose()?;
-        let tool_choice = parse_tool_choice(tool_choice)?;
-        let json_object = match response_format {
+        let reasoning_effort = reasoning_effort.as_deref().map(parse_effort).transpose()?;
+        let tool_choice = parse_tool_choice(&tool_choice)?;
+        let json_object = match response_format.as_str() {
             "text" => false,
             "json_object" => true,
             other => {
                 return Err(PyValueError::new_err(format!(
-                    "invalid response_format \"{other}\"; expected \"text\" or \"json_object\""
+                    "invalid response_format {other:?}; expected \"text\" or \"json_object\""
                 )))
             }
         };

@@ -76,19 +76,19 @@ macro_rules! encoding_class {
                 $rust { inner: Encoding::new($version) }
             }
             /// A copy of this encoding that encodes with `tokenizer`.
-            fn with_tokenizer(&self, tokenizer: PyRef<'_, PyTokenizer>) -> Self {
+            fn with_tokenizer(&self, #[pyo3(from_py_with = crate::args::instance::<PyTokenizer>)] tokenizer: PyRef<'_, PyTokenizer>) -> Self {
                 $rust { inner: self.inner.clone().with_tokenizer(tokenizer.inner.clone()) }
             }
             /// A copy of this encoding that renders with `special_tokens`.
-            fn with_special_tokens(&self, special_tokens: PyRef<'_, PySpecialTokens>) -> Self {
+            fn with_special_tokens(&self, #[pyo3(from_py_with = crate::args::instance::<PySpecialTokens>)] special_tokens: PyRef<'_, PySpecialTokens>) -> Self {
                 $rust { inner: self.inner.clone().with_special_tokens(special_tokens.inner.clone()) }
             }
-            fn render_conversation(&self, py: Python<'_>, conversation: PyRef<'_, PyConversation>) -> PyRenderedPrompt {
+            fn render_conversation(&self, py: Python<'_>, #[pyo3(from_py_with = crate::args::instance::<PyConversation>)] conversation: PyRef<'_, PyConversation>) -> PyRenderedPrompt {
                 render(&self.inner, py, &conversation)
             }
             /// Token IDs of the rendered conversation (control tokens only where the template put
             /// them). `RuntimeError` without a tokenizer or when a token is not in the vocabulary.
-            fn encode(&self, py: Python<'_>, conversation: PyRef<'_, PyConversation>) -> PyResult<Vec<u32>> {
+            fn encode(&self, py: Python<'_>, #[pyo3(from_py_with = crate::args::instance::<PyConversation>)] conversation: PyRef<'_, PyConversation>) -> PyResult<Vec<u32>> {
                 encode(&self.inner, py, &conversation)
             }
         }

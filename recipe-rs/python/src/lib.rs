@@ -6,6 +6,7 @@
 
 use pyo3::prelude::*;
 
+mod args;
 pub mod conversation;
 pub mod encoding;
 pub mod protocol;

@@ -50,24 +50,24 @@ impl PySpecialTokens {
         polygon_end=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
-        bos: Option<String>,
-        eos: Option<String>,
-        thinking_start: Option<String>,
-        thinking_end: Option<String>,
-        system: Option<String>,
-        user: Option<String>,
-        assistant: Option<String>,
-        latest_reminder: Option<String>,
-        dsml: Option<String>,
-        image: Option<String>,
-        r#ref: Option<String>,
-        ref_end: Option<String>,
-        r#box: Option<String>,
-        box_end: Option<String>,
-        point: Option<String>,
-        point_end: Option<String>,
-        polygon: Option<String>,
-        polygon_end: Option<String>,
+        #[pyo3(from_py_with = crate::args::opt_string)] bos: Option<String>,
+        #[pyo3(from_py_with = crate::args::opt_string)] eos: Option<String>,
+        #[pyo3(from_py_with = crate::args::opt_string)] thinking_start: Option<String>,
+        #[pyo3(from_py_with = crate::args::opt_string)] thinking_end: Option<String>,
+        #[pyo3(from_py_with = crate::args::opt_string)] system: Option<String>,
+        #[pyo3(from_py_with = crate::args::opt_string)] user: Option<String>,
+        #[pyo3(from_py_with = crate::args::opt_string)] assistant: Option<String>,
+        #[pyo3(from_py_with = crate::args::opt_string)] latest_reminder: Option<String>,
+        #[pyo3(from_py_with = crate::args::opt_string)] dsml: Option<String>,
+        #[pyo3(from_py_with = crate::args::opt_string)] image: Option<String>,
+        #[pyo3(from_py_with = crate::args::opt_string)] r#ref: Option<String>,
+        #[pyo3(from_py_with = crate::args::opt_string)] ref_end: Option<String>,
+        #[pyo3(from_py_with = crate::args::opt_string)] r#box: Option<String>,
+        #[pyo3(from_py_with = crate::args::opt_string)] box_end: Option<String>,
+        #[pyo3(from_py_with = crate::args::opt_string)] point: Option<String>,
+        #[pyo3(from_py_with = crate::args::opt_string)] point_end: Option<String>,
+        #[pyo3(from_py_with = crate::args::opt_string)] polygon: Option<String>,
+        #[pyo3(from_py_with = crate::args::opt_string)] polygon_end: Option<String>,
     ) -> Self {
         let overrides = [
             bos, eos, thinking_start, thinking_end, system, user, assistant, latest_reminder, dsml,
@@ -83,8 +83,8 @@ impl PySpecialTokens {
     }
 
     /// The spelling of `token` in this table.
-    fn token(&self, token: PySpecialToken) -> String {
-        self.inner.get(token.into()).to_owned()
+    fn token(&self, #[pyo3(from_py_with = crate::args::instance::<PySpecialToken>)] token: PyRef<'_, PySpecialToken>) -> String {
+        self.inner.get((*token).into()).to_owned()
     }
 }
 
@@ -248,16 +248,16 @@ fn runtime_error(e: impl std::fmt::Display) -> PyErr {
 impl PyTokenizer {
     /// Load a `tokenizer.json` file.
     #[staticmethod]
-    fn from_file(path: &str) -> PyResult<Self> {
+    fn from_file(#[pyo3(from_py_with = crate::args::string)] path: String) -> PyResult<Self> {
         // Same messages as the official package: the I/O or parse error alone.
-        let text = std::fs::read_to_string(path).map_err(runtime_error)?;
-        Self::from_str(&text)
+        let text = std::fs::read_to_string(&path).map_err(runtime_error)?;
+        Self::from_str(text)
     }
 
     /// Load a tokenizer from the text of a `tokenizer.json` file.
     #[staticmethod]
-    fn from_str(text: &str) -> PyResult<Self> {
-        Tokenizer::from_json(text).map(|inner| PyTokenizer { inner }).map_err(|e| match e {
+    fn from_str(#[pyo3(from_py_with = crate::args::string)] text: String) -> PyResult<Self> {
+        Tokenizer::from_json(&text).map(|inner| PyTokenizer { inner }).map_err(|e| match e {
             recipe_core::tokenizer::TokenizerError::Load(msg) => PyRuntimeError::new_err(msg),
             other => runtime_error(other),
         })
@@ -269,15 +269,20 @@ impl PyTokenizer {
     /// `HF_HOME/hub` or `~/.cache/huggingface/hub`).
     #[staticmethod]
     #[pyo3(signature = (identifier, revision=None, token=None))]
-    fn from_pretrained(identifier: &str, revision: Option<&str>, token: Option<&str>) -> PyResult<Self> {
+    fn from_pretrained(
+        #[pyo3(from_py_with = crate::args::string)] identifier: String,
+        #[pyo3(from_py_with = crate::args::opt_string)] revision: Option<String>,
+        #[pyo3(from_py_with = crate::args::opt_string)] token: Option<String>,
+    ) -> PyResult<Self> {
         let _ = token; // Only needed for downloads, which this codec never performs.
-        let path = recipe_core::tokenizer::find_in_hf_cache(identifier, revision).map_err(runtime_error)?;
-        Self::from_file(&path.to_string_lossy())
+        let path =
+            recipe_core::tokenizer::find_in_hf_cache(&identifier, revision.as_deref()).map_err(runtime_error)?;
+        Self::from_file(path.to_string_lossy().into_owned())
     }
 
     /// Encode text with the full vocabulary (control-token spellings become their IDs); no BOS.
-    fn encode(&self, py: Python<'_>, text: &str) -> PyResult<Vec<u32>> {
-        py.allow_threads(|| self.inner.encode_with_special(text)).map_err(runtime_error)
+    fn encode(&self, py: Python<'_>, #[pyo3(from_py_with = crate::args::string)] text: String) -> PyResult<Vec<u32>> {
+        py.allow_threads(|| self.inner.encode_with_special(&text)).map_err(runtime_error)
     }
 
     /// Decode token IDs to text; control tokens are kept as their spellings.

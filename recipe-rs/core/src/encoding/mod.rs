@@ -117,7 +117,7 @@ fn span_text(sp: &Span) -> &str {
 pub enum EncodeError {
     #[error("no tokenizer is attached to the encoding")]
     NoTokenizer,
-    #[error("failed to encode conversation: special token \"{0}\" is not in the added vocabulary")]
+    #[error("failed to encode conversation: special token {0:?} is not in the added vocabulary")]
     MissingSpecial(String),
     #[error("failed to encode conversation: {0}")]
     Tokenizer(#[from] TokenizerError),

@@ -164,22 +164,25 @@ pub fn render(v: EncodingVersion, tokens: &SpecialTokens, conv: &Conversation) -
 
     let msgs = &conv.messages;
     // Messages left for the turn loop after the header took what it needs.
-    let body: Vec<&Message> = match v {
+    // V4 also reports which body messages start a unit (see `v4_order_after_calls`).
+    let (body, unit_starts): (Vec<&Message>, Vec<bool>) = match v {
         EncodingVersion::V4 => {
             header_v4(&ctx, &mut out, &mut images);
             let mut body: Vec<&Message> = msgs.iter().filter(|m| !matches!(m, Message::System(_))).collect();
-            v4_order_after_calls(&mut body);
-            body
+            let starts = v4_order_after_calls(&mut body);
+            (body, starts)
         }
         EncodingVersion::V41 => {
             let first_system = header_v41(&ctx, &mut out, &mut images);
-            msgs.iter().skip(usize::from(first_system)).collect()
+            (msgs.iter().skip(usize::from(first_system)).collect(), Vec::new())
         }
     };
 
-    turns(&ctx, &mut out, &mut images, &body);
+    turns(&ctx, &mut out, &mut images, &body, &unit_starts);
 
-    let ends_with_prefix = matches!(msgs.last(), Some(Message::Assistant(a)) if a.prefix);
+    // V4 looks at its reordered body without systems: a prefix turn followed only by system
+    // messages (hoisted into the header) still ends the prompt.
+    let ends_with_prefix = matches!(body.last(), Some(Message::Assistant(a)) if a.prefix);
     if !ends_with_prefix {
         out.special(SpecialToken::Assistant);
         out.special(if conv.thinking_mode { SpecialToken::ThinkingStart } else { SpecialToken::ThinkingEnd });
@@ -364,10 +367,14 @@ enum Part<'a> {
     Tool(&'a crate::conversation::ToolMessage),
 }
 
-fn turns(ctx: &Ctx<'_>, out: &mut Out<'_>, images: &mut Vec<ImageSource>, body: &[&Message]) {
+/// `unit_starts` (V4 only) flags the body messages that start a unit: a user message that
+/// begins a run of user messages as the caller gave them. A window sort can put two runs next to
+/// each other; each run still counts as one piece of the merged turn.
+fn turns(ctx: &Ctx<'_>, out: &mut Out<'_>, images: &mut Vec<ImageSource>, body: &[&Message], unit_starts: &[bool]) {
     let n = body.len();
     let mut i = 0;
-    // Tool calls of the most recent assistant message (results are ordered against them).
+    // Tool calls of the most recent assistant message that made any (results are ordered
+    // against them).
     let mut last_calls: &[ToolCall] = &[];
     while i < n {
         match body[i] {
@@ -391,9 +398,15 @@ fn turns(ctx: &Ctx<'_>, out: &mut Out<'_>, images: &mut Vec<ImageSource>, body: 
                 }
                 order_tool_results(ctx.v, &mut parts, last_calls);
                 out.special(SpecialToken::User);
+                // Whether the current run of user messages has written text yet (V4).
                 let mut user_text_written = false;
                 for (k, p) in parts.iter().enumerate() {
-                    if k > 0 && (ctx.v41() || v4_separator(&parts[..k], p, user_text_written)) {
+                    // V4 never reorders inside a turn, so part k is body message i + k.
+                    let starts_unit = unit_starts.get(i + k).copied().unwrap_or(false);
+                    if matches!(p, Part::User(_)) && starts_unit {
+                        user_text_written = false;
+                    }
+                    if k > 0 && (ctx.v41() || v4_separator(&parts[..k], p, starts_unit, user_text_written)) {
                         out.text("\n\n");
                     }
                     if matches!(p, Part::User(u) if !u.content.is_empty()) {
@@ -434,7 +447,11 @@ fn turns(ctx: &Ctx<'_>, out: &mut Out<'_>, images: &mut Vec<ImageSource>, body: 
             Message::Assistant(a) => {
                 let last = i + 1 == n;
                 assistant(ctx, out, a, last, i == 0 && !ctx.header_has_content);
-                last_calls = a.tool_calls.as_deref().unwrap_or(&[]);
+                // Results are ordered against the latest assistant that made calls: a turn
+                // without calls (or with an empty list) leaves the previous calls in force.
+                if let Some(calls) = a.tool_calls.as_deref().filter(|c| !c.is_empty()) {
+                    last_calls = calls;
+                }
                 i += 1;
             }
         }
@@ -443,13 +460,14 @@ fn turns(ctx: &Ctx<'_>, out: &mut Out<'_>, images: &mut Vec<ImageSource>, body: 
 
 /// Whether V4 separates part `p` from the parts `before` it in a merged user turn: tool results
 /// are joined with blank lines, the first user text after tool results is always separated, and
-/// among user texts empty ones are left out.
-fn v4_separator(before: &[Part<'_>], p: &Part<'_>, user_text_written: bool) -> bool {
+/// among user texts empty ones are left out. A user message that starts a run of its own (one
+/// that a window sort placed after another run) is always separated, even when empty.
+fn v4_separator(before: &[Part<'_>], p: &Part<'_>, starts_unit: bool, user_text_written: bool) -> bool {
     match p {
         Part::Tool(_) => true,
         Part::User(u) => {
             let first_user = !before.iter().any(|b| matches!(b, Part::User(_)));
-            if first_user {
+            if first_user || starts_unit {
                 true // `before` is non-empty and holds only tool results
             } else {
                 !u.content.is_empty() && user_text_written
@@ -464,7 +482,8 @@ fn v4_separator(before: &[Part<'_>], p: &Part<'_>, user_text_written: bool) -> b
 /// that currently follow that index (when there are that many) are stably sorted: tool results
 /// without an ID first, then tool results by call ID, then every other unit. Since the index is
 /// fixed in advance, a window can hold an earlier assistant that an earlier sort moved there.
-fn v4_order_after_calls(body: &mut Vec<&Message>) {
+/// Returns, for the reordered body, whether each message is the first of its unit.
+fn v4_order_after_calls(body: &mut Vec<&Message>) -> Vec<bool> {
     fn key<'m>(m: &'m Message) -> (u8, Option<&'m str>) {
         match m {
             Message::Tool(t) => match t.tool_call_id.as_deref() {
@@ -491,9 +510,6 @@ fn v4_order_after_calls(body: &mut Vec<&Message>) {
         })
         .filter(|&(_, n)| n >= 2)
         .collect();
-    if windows.is_empty() {
-        return;
-    }
     let msgs: &[&Message] = body;
     for (i, n) in windows {
         if units.len() - (i + 1) >= n {
@@ -501,7 +517,9 @@ fn v4_order_after_calls(body: &mut Vec<&Message>) {
         }
     }
     let ordered: Vec<&Message> = units.iter().flat_map(|&(s, len)| msgs[s..s + len].iter().copied()).collect();
+    let starts: Vec<bool> = units.iter().flat_map(|&(_, len)| (0..len).map(|k| k == 0)).collect();
     *body = ordered;
+    starts
 }
 
 /// Put tool results in the order of the calls they answer (V4.1; V4 orders beforehand).
@@ -581,7 +599,13 @@ fn assistant(ctx: &Ctx<'_>, out: &mut Out<'_>, a: &AssistantMessage, last: bool,
     }
     // V4 keeps historical reasoning whenever tools are offered; V4.1 only in thinking mode.
     let keep_reasoning = ctx.tools_on && (thinking || !ctx.v41());
+    // V4.1 leaves out the block of an empty (or missing) reasoning altogether when the closing
+    // spelling is empty, as the official package does.
+    let empty_v41_block = ctx.v41()
+        && a.reasoning_content.as_deref().unwrap_or("").is_empty()
+        && out.tokens.get(ThinkingEnd).is_empty();
     match (&a.reasoning_content, ctx.v) {
+        _ if keep_reasoning && empty_v41_block => {}
         (Some(r), _) if keep_reasoning => {
             out.special(ThinkingStart);
             out.grounded(r);
@@ -607,6 +631,11 @@ fn tool_calls_block(ctx: &Ctx<'_>, out: &mut Out<'_>, calls: Option<&[ToolCall]>
     };
     use SpecialToken::Dsml;
     let v41 = ctx.v41();
+    // V4 lists the calls stably sorted by call ID (byte order); V4.1 keeps the given order.
+    let mut calls: Vec<&ToolCall> = calls.iter().collect();
+    if !v41 {
+        calls.sort_by(|x, y| x.id.cmp(&y.id));
+    }
     let sp = if v41 { " " } else { "" };
     let block = if v41 { " calls>" } else { "tool_calls>" };
     out.text("\n\n<");
