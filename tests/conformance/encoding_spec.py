@@ -174,6 +174,19 @@ def record_raw(dr, spec, tokenizers):
     except BaseException as e:  # noqa: BLE001
         return {"construct_error": error_record(e)}
     target = build_raw(dr, raw["render_arg"]) if "render_arg" in raw else conv
+
+    def encode(enc, tok):
+        if raw.get("no_tokenizer"):
+            return enc.encode(target)
+        arg = build_raw(dr, raw["tokenizer_arg"]) if "tokenizer_arg" in raw else tok
+        return enc.with_tokenizer(arg).encode(target)
+
+    return record_encodings(encs, target, tokenizers, encode)
+
+
+def record_encodings(encs, target, tokenizers, encode):
+    """Per encoding: the rendering of `target` (or its error) and, per tokenizer, what
+    `encode(encoding, tokenizer)` returns (or its error)."""
     out = {}
     for name, enc in encs.items():
         r = {}
@@ -186,11 +199,7 @@ def record_raw(dr, spec, tokenizers):
             r["render_error"] = error_record(e)
         for tname, tok in tokenizers.items():
             try:
-                if raw.get("no_tokenizer"):
-                    r[tname] = enc.encode(target)
-                else:
-                    arg = build_raw(dr, raw["tokenizer_arg"]) if "tokenizer_arg" in raw else tok
-                    r[tname] = enc.with_tokenizer(arg).encode(target)
+                r[tname] = encode(enc, tok)
             except BaseException as e:  # noqa: BLE001
                 r[tname] = {"error": error_record(e)}
         out[name] = r
@@ -201,25 +210,9 @@ def record_case(dr, spec, tokenizers):
     """Results of one spec with module `dr`: per encoding prompt, ranges, images, tokens."""
     if "raw" in spec:
         return record_raw(dr, spec, tokenizers)
-    out = {}
     try:
         conv = build_conversation(dr, spec["conversation"])
         encs = build_encodings(dr, spec.get("special_tokens"))
     except BaseException as e:  # noqa: BLE001 - official may raise anything, record it
         return {"construct_error": error_record(e)}
-    for name, enc in encs.items():
-        r = {}
-        try:
-            rp = enc.render_conversation(conv)
-            r["prompt"] = rp.prompt
-            r["special_ranges"] = [list(x) for x in rp.special_ranges]
-            r["image_sources"] = [image_record(s) for s in rp.image_sources]
-        except BaseException as e:  # noqa: BLE001
-            r["render_error"] = error_record(e)
-        for tname, tok in tokenizers.items():
-            try:
-                r[tname] = enc.with_tokenizer(tok).encode(conv)
-            except BaseException as e:  # noqa: BLE001
-                r[tname] = {"error": error_record(e)}
-        out[name] = r
-    return out
+    return record_encodings(encs, conv, tokenizers, lambda enc, tok: enc.with_tokenizer(tok).encode(conv))
