@@ -112,6 +112,21 @@ static inline v8f vexp8(v8f x) {
 
 static inline float sexp(float x) { return vexp8((v8f){0} + x)[0]; }
 
+/* Dot product of two [D] rows, D a multiple of 8: eight partial sums added up in lane order
+   (the summation order the attention kernels share). */
+static inline float dot_lanes8(const float *a, const float *b, int64_t D) {
+    v8f acc = {0};
+    for (int64_t d = 0; d < D; d += 8) {
+        v8f x, y;
+        memcpy(&x, a + d, sizeof(x));
+        memcpy(&y, b + d, sizeof(y));
+        acc = acc + x * y;
+    }
+    float s = 0.0f;
+    for (int l = 0; l < 8; l++) s += acc[l];
+    return s;
+}
+
 /* out = exp(x) through vexp8 (eight at a time) and sexp (the rest); exposed for tests. */
 void exp_lanes(const float *x, int64_t n, float *out) {
     int64_t i = 0;
@@ -260,15 +275,7 @@ void sink_attention(const float *q, const float *keys, const uint8_t *visible, c
                     const float *kr = kb + k * D;
                     float dot = 0.0f;
                     if ((D & 7) == 0) {
-                        /* eight partial sums over the head dimension, added up in lane order */
-                        v8f acc = {0};
-                        for (int64_t d = 0; d < D; d += 8) {
-                            v8f a, c;
-                            memcpy(&a, qr + d, sizeof(a));
-                            memcpy(&c, kr + d, sizeof(c));
-                            acc = acc + a * c;
-                        }
-                        for (int l = 0; l < 8; l++) dot += acc[l];
+                        dot = dot_lanes8(qr, kr, D);
                     } else {
                         for (int64_t d = 0; d < D; d++) dot += qr[d] * kr[d];
                     }
@@ -712,14 +719,7 @@ void sink_attention_paged(const float *q, int64_t B, int64_t Tq, int64_t H, int6
                     const float *qr = qb + h * D;
                     float dot = 0.0f;
                     if ((D & 7) == 0) {
-                        v8f acc = {0};
-                        for (int64_t d = 0; d < D; d += 8) {
-                            v8f a, c;
-                            memcpy(&a, qr + d, sizeof(a));
-                            memcpy(&c, kr + d, sizeof(c));
-                            acc = acc + a * c;
-                        }
-                        for (int l = 0; l < 8; l++) dot += acc[l];
+                        dot = dot_lanes8(qr, kr, D);
                     } else {
                         for (int64_t d = 0; d < D; d++) dot += qr[d] * kr[d];
                     }
