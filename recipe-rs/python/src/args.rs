@@ -9,9 +9,9 @@
 //! package does. Errors that are not type errors (a lone surrogate in a `str`, a byte value out
 //! of range) come from Python or pyo3 unchanged.
 
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PySequence, PyString};
+use pyo3::types::{PyBool, PyBytes, PyDict, PySequence, PyString, PyTuple};
 use pyo3::{PyClass, PyTypeInfo};
 
 /// `'<type of obj>' object cannot be cast as '<expected>'`.
@@ -74,6 +74,57 @@ pub fn instance<'py, T: PyClass + PyTypeInfo>(obj: &Bound<'py, PyAny>) -> PyResu
         Ok(x) => Ok(x.borrow()),
         Err(_) => Err(cast_error(obj, T::NAME)),
     }
+}
+
+/// A copy of an instance of the class `T` (or a subclass): for small value classes and enums.
+pub fn value<T: PyClass + PyTypeInfo + Clone>(obj: &Bound<'_, PyAny>) -> PyResult<T> {
+    instance::<T>(obj).map(|x| x.clone())
+}
+
+/// `None` or a copy of an instance of the class `T`.
+pub fn opt_value<T: PyClass + PyTypeInfo + Clone>(obj: &Bound<'_, PyAny>) -> PyResult<Option<T>> {
+    if obj.is_none() {
+        return Ok(None);
+    }
+    value(obj).map(Some)
+}
+
+/// `None` or an instance of the class `T`.
+pub fn opt_instance<'py, T: PyClass + PyTypeInfo>(obj: &Bound<'py, PyAny>) -> PyResult<Option<PyRef<'py, T>>> {
+    if obj.is_none() {
+        return Ok(None);
+    }
+    instance(obj).map(Some)
+}
+
+/// `None` or a sequence of `str`.
+pub fn opt_strings(obj: &Bound<'_, PyAny>) -> PyResult<Option<Vec<String>>> {
+    if obj.is_none() {
+        return Ok(None);
+    }
+    sequence(obj, string).map(Some)
+}
+
+/// A `(str, str)` tuple.
+pub fn string_pair(obj: &Bound<'_, PyAny>) -> PyResult<(String, String)> {
+    let tuple = obj.downcast::<PyTuple>().map_err(|_| cast_error(obj, "tuple"))?;
+    if tuple.len() != 2 {
+        return Err(PyValueError::new_err(format!("expected tuple of length 2, but got tuple of length {}", tuple.len())));
+    }
+    Ok((string(&tuple.get_item(0)?)?, string(&tuple.get_item(1)?)?))
+}
+
+/// A `dict` with `str` keys; each value goes through `item`.
+pub fn string_map<'py, T>(
+    obj: &Bound<'py, PyAny>,
+    item: impl Fn(&Bound<'py, PyAny>) -> PyResult<T>,
+) -> PyResult<std::collections::BTreeMap<String, T>> {
+    let dict = obj.downcast::<PyDict>().map_err(|_| cast_error(obj, "dict"))?;
+    let mut out = std::collections::BTreeMap::new();
+    for (k, v) in dict.iter() {
+        out.insert(string(&k)?, item(&v)?);
+    }
+    Ok(out)
 }
 
 /// A sequence of instances of `T`.

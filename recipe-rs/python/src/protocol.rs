@@ -197,6 +197,11 @@ pub struct PyConversionOptions {
     pub inner: ConversionOptions,
 }
 
+/// `{name: ModelVersion}` with the official package's type errors.
+fn model_version_map(obj: &Bound<'_, PyAny>) -> PyResult<BTreeMap<String, PyModelVersion>> {
+    crate::args::string_map(obj, crate::args::value::<PyModelVersion>)
+}
+
 #[pymethods]
 impl PyConversionOptions {
     #[new]
@@ -207,10 +212,10 @@ impl PyConversionOptions {
         thinking_max_tokens_upper_bound=393216,
         non_thinking_max_tokens_upper_bound=393216))]
     fn new(
-        default_thinking_mode: bool,
-        reasoning_content_behavior: PyReasoningContentBehavior,
-        responses_web_search: PyWebSearchBehavior,
-        messages_web_search: PyWebSearchBehavior,
+        #[pyo3(from_py_with = crate::args::boolean)] default_thinking_mode: bool,
+        #[pyo3(from_py_with = crate::args::value::<PyReasoningContentBehavior>)] reasoning_content_behavior: PyReasoningContentBehavior,
+        #[pyo3(from_py_with = crate::args::value::<PyWebSearchBehavior>)] responses_web_search: PyWebSearchBehavior,
+        #[pyo3(from_py_with = crate::args::value::<PyWebSearchBehavior>)] messages_web_search: PyWebSearchBehavior,
         thinking_max_tokens_upper_bound: u32,
         non_thinking_max_tokens_upper_bound: u32,
     ) -> Self {
@@ -260,35 +265,45 @@ impl PyConversionOptions {
         PySpecialTokens { inner: self.inner.special_tokens.clone() }
     }
 
-    fn with_default_thinking_mode(&self, default_thinking_mode: bool) -> Self {
+    fn with_default_thinking_mode(&self, #[pyo3(from_py_with = crate::args::boolean)] default_thinking_mode: bool) -> Self {
         let mut inner = self.inner.clone();
         inner.default_thinking_mode = default_thinking_mode;
         PyConversionOptions { inner }
     }
-    fn with_reasoning_content_behavior(&self, reasoning_content_behavior: PyReasoningContentBehavior) -> Self {
+    fn with_reasoning_content_behavior(
+        &self,
+        #[pyo3(from_py_with = crate::args::value::<PyReasoningContentBehavior>)] reasoning_content_behavior: PyReasoningContentBehavior,
+    ) -> Self {
         let mut inner = self.inner.clone();
         inner.reasoning_content_behavior = reasoning_content_behavior.into();
         PyConversionOptions { inner }
     }
-    fn with_responses_web_search(&self, responses_web_search: PyWebSearchBehavior) -> Self {
+    fn with_responses_web_search(&self, #[pyo3(from_py_with = crate::args::value::<PyWebSearchBehavior>)] responses_web_search: PyWebSearchBehavior) -> Self {
         let mut inner = self.inner.clone();
         inner.responses_web_search = responses_web_search.into();
         PyConversionOptions { inner }
     }
-    fn with_messages_web_search(&self, messages_web_search: PyWebSearchBehavior) -> Self {
+    fn with_messages_web_search(&self, #[pyo3(from_py_with = crate::args::value::<PyWebSearchBehavior>)] messages_web_search: PyWebSearchBehavior) -> Self {
         let mut inner = self.inner.clone();
         inner.messages_web_search = messages_web_search.into();
         PyConversionOptions { inner }
     }
-    fn with_special_tokens(&self, special_tokens: PySpecialTokens) -> Self {
+    fn with_special_tokens(&self, #[pyo3(from_py_with = crate::args::value::<PySpecialTokens>)] special_tokens: PySpecialTokens) -> Self {
         let mut inner = self.inner.clone();
         inner.special_tokens = special_tokens.inner;
         PyConversionOptions { inner }
     }
-    fn with_model_alias(&self, model: String, model_version: PyModelVersion) -> Self {
+    fn with_model_alias(
+        &self,
+        #[pyo3(from_py_with = crate::args::string)] model: String,
+        #[pyo3(from_py_with = crate::args::value::<PyModelVersion>)] model_version: PyModelVersion,
+    ) -> Self {
         PyConversionOptions { inner: self.inner.clone().with_model_alias(model, model_version.into()) }
     }
-    fn with_model_versions_by_name(&self, model_versions_by_name: BTreeMap<String, PyModelVersion>) -> Self {
+    fn with_model_versions_by_name(
+        &self,
+        #[pyo3(from_py_with = model_version_map)] model_versions_by_name: BTreeMap<String, PyModelVersion>,
+    ) -> Self {
         let mut inner = self.inner.clone();
         inner.model_versions_by_name =
             model_versions_by_name.into_iter().map(|(k, v)| (k, v.into())).collect();
@@ -380,7 +395,10 @@ pub struct PyConversationRequest {
 #[pymethods]
 impl PyConversationRequest {
     #[new]
-    fn new(conversation: PyRef<'_, PyConversation>, model_version: PyModelVersion) -> Self {
+    fn new(
+        #[pyo3(from_py_with = crate::args::instance::<PyConversation>)] conversation: PyRef<'_, PyConversation>,
+        #[pyo3(from_py_with = crate::args::value::<PyModelVersion>)] model_version: PyModelVersion,
+    ) -> Self {
         PyConversationRequest {
             inner: ConversationRequest::new(conversation.core().clone(), model_version.into()),
         }
@@ -483,7 +501,11 @@ macro_rules! request_class {
                 self.inner.as_ref().map(|r| r.model.clone()).ok_or_else(consumed)
             }
             /// Convert into a conversation request; the request is consumed even when this fails.
-            fn convert(&mut self, py: Python<'_>, options: PyRef<'_, PyConversionOptions>) -> PyResult<PyConversationRequest> {
+            fn convert(
+                &mut self,
+                py: Python<'_>,
+                #[pyo3(from_py_with = crate::args::instance::<PyConversionOptions>)] options: PyRef<'_, PyConversionOptions>,
+            ) -> PyResult<PyConversationRequest> {
                 let req = self.inner.take().ok_or_else(consumed)?;
                 let opts = &options.inner;
                 py.allow_threads(|| req.convert(opts))
@@ -517,7 +539,7 @@ impl PyResponsesRequest {
     fn namespace_tool_map(
         &self,
         py: Python<'_>,
-        options: PyRef<'_, PyConversionOptions>,
+        #[pyo3(from_py_with = crate::args::instance::<PyConversionOptions>)] options: PyRef<'_, PyConversionOptions>,
     ) -> PyResult<BTreeMap<String, (String, String)>> {
         let req = self.inner.as_ref().ok_or_else(consumed)?;
         req.namespace_tool_map(&options.inner).map_err(|e| conversion_error(py, &e))

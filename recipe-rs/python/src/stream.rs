@@ -88,14 +88,17 @@ impl PyInferenceChunk {
     /// The prompt was processed (prompt usage and backend fingerprint are optional).
     #[staticmethod]
     #[pyo3(signature = (*, prompt_usage=None, system_fingerprint=None))]
-    fn ready(prompt_usage: Option<PyPromptUsage>, system_fingerprint: Option<String>) -> Self {
+    fn ready(
+        #[pyo3(from_py_with = crate::args::opt_value::<PyPromptUsage>)] prompt_usage: Option<PyPromptUsage>,
+        #[pyo3(from_py_with = crate::args::opt_string)] system_fingerprint: Option<String>,
+    ) -> Self {
         PyInferenceChunk { inner: InferenceChunk::Ready { prompt_usage: prompt_usage.map(|p| p.inner), system_fingerprint } }
     }
 
     /// Decoded text that stands for `token_count` generated tokens.
     #[staticmethod]
     #[pyo3(signature = (content, token_count=0))]
-    fn text(content: String, token_count: u64) -> Self {
+    fn text(#[pyo3(from_py_with = crate::args::string)] content: String, token_count: u64) -> Self {
         PyInferenceChunk { inner: InferenceChunk::Text { content, token_count } }
     }
 
@@ -108,7 +111,7 @@ impl PyInferenceChunk {
 
     /// The backend stopped for `finish_reason`.
     #[staticmethod]
-    fn finish(finish_reason: PyInferenceFinishReason) -> Self {
+    fn finish(#[pyo3(from_py_with = crate::args::value::<PyInferenceFinishReason>)] finish_reason: PyInferenceFinishReason) -> Self {
         PyInferenceChunk { inner: InferenceChunk::Finish(finish_reason.into()) }
     }
 
@@ -192,7 +195,12 @@ pub struct PyChatCompletionChunkGenerator {
 impl PyChatCompletionChunkGenerator {
     #[new]
     #[pyo3(signature = (id, model, *, thinking_mode=false, thinking_initial_stage=None))]
-    fn new(id: String, model: String, thinking_mode: bool, thinking_initial_stage: Option<PyThinkingInitialStage>) -> Self {
+    fn new(
+        #[pyo3(from_py_with = crate::args::string)] id: String,
+        #[pyo3(from_py_with = crate::args::string)] model: String,
+        #[pyo3(from_py_with = crate::args::boolean)] thinking_mode: bool,
+        #[pyo3(from_py_with = crate::args::opt_value::<PyThinkingInitialStage>)] thinking_initial_stage: Option<PyThinkingInitialStage>,
+    ) -> Self {
         PyChatCompletionChunkGenerator { inner: Some(ChatGenerator::new(id, model, config(thinking_mode, thinking_initial_stage))) }
     }
 }
@@ -207,7 +215,12 @@ pub struct PyResponsesChunkGenerator {
 impl PyResponsesChunkGenerator {
     #[new]
     #[pyo3(signature = (id, model, *, thinking_mode=false, thinking_initial_stage=None))]
-    fn new(id: String, model: String, thinking_mode: bool, thinking_initial_stage: Option<PyThinkingInitialStage>) -> Self {
+    fn new(
+        #[pyo3(from_py_with = crate::args::string)] id: String,
+        #[pyo3(from_py_with = crate::args::string)] model: String,
+        #[pyo3(from_py_with = crate::args::boolean)] thinking_mode: bool,
+        #[pyo3(from_py_with = crate::args::opt_value::<PyThinkingInitialStage>)] thinking_initial_stage: Option<PyThinkingInitialStage>,
+    ) -> Self {
         PyResponsesChunkGenerator {
             inner: Some(ResponsesGenerator::new(id, model, config(thinking_mode, thinking_initial_stage))),
         }
@@ -217,7 +230,7 @@ impl PyResponsesChunkGenerator {
     /// function names.
     fn with_namespace_tool_map(
         &mut self,
-        namespace_tool_map: std::collections::BTreeMap<String, (String, String)>,
+        #[pyo3(from_py_with = namespace_map)] namespace_tool_map: std::collections::BTreeMap<String, (String, String)>,
     ) -> PyResult<Self> {
         let g = self.inner.take().ok_or_else(consumed)?;
         Ok(PyResponsesChunkGenerator { inner: Some(g.with_namespace_tool_map(namespace_tool_map.into_iter().collect())) })
@@ -237,6 +250,11 @@ impl PyResponsesChunkGenerator {
     }
 }
 
+/// `{"ns::name": ("ns", "name")}` with the official package's type errors.
+fn namespace_map(obj: &Bound<'_, PyAny>) -> PyResult<std::collections::BTreeMap<String, (String, String)>> {
+    crate::args::string_map(obj, crate::args::string_pair)
+}
+
 impl PyResponsesChunkGenerator {
     pub fn take(&mut self) -> PyResult<ResponsesGenerator> {
         self.inner.take().ok_or_else(consumed)
@@ -252,13 +270,13 @@ pub struct PyMessagesChunkGenerator {
 #[pymethods]
 impl PyMessagesChunkGenerator {
     #[new]
-    fn new(id: String, model: String, thinking_mode: bool) -> Self {
+    fn new(#[pyo3(from_py_with = crate::args::string)] id: String, #[pyo3(from_py_with = crate::args::string)] model: String, #[pyo3(from_py_with = crate::args::boolean)] thinking_mode: bool) -> Self {
         PyMessagesChunkGenerator { inner: Some(MessagesGenerator::new(id, model, thinking_mode)) }
     }
 
     /// Consume this generator; the new one ends each thinking block with `signature` (the
     /// default is the response ID).
-    fn with_signature(&mut self, signature: String) -> PyResult<Self> {
+    fn with_signature(&mut self, #[pyo3(from_py_with = crate::args::string)] signature: String) -> PyResult<Self> {
         let g = self.inner.take().ok_or_else(consumed)?;
         Ok(PyMessagesChunkGenerator { inner: Some(g.with_signature(signature)) })
     }
@@ -359,11 +377,17 @@ macro_rules! response_accumulator_class {
         #[pymethods]
         impl $py {
             #[new]
-            fn new(id: String, model: String, created: u64, prompt_tokens: u64, prompt_cache_hit_tokens: u64) -> Self {
+            fn new(
+                #[pyo3(from_py_with = crate::args::string)] id: String,
+                #[pyo3(from_py_with = crate::args::string)] model: String,
+                created: u64,
+                prompt_tokens: u64,
+                prompt_cache_hit_tokens: u64,
+            ) -> Self {
                 $py { inner: <$response>::new(id, model, created, prompt_tokens, prompt_cache_hit_tokens) }
             }
             /// Apply one chunk or event.
-            fn accumulate(&mut self, chunk: PyRef<'_, $item>) {
+            fn accumulate(&mut self, #[pyo3(from_py_with = crate::args::instance::<$item>)] chunk: PyRef<'_, $item>) {
                 self.inner.accumulate(&chunk.inner);
             }
             fn to_json(&self) -> String {
@@ -371,7 +395,7 @@ macro_rules! response_accumulator_class {
             }
             /// The SSE event name a chunk or event is sent under (`None`: an unnamed message).
             #[staticmethod]
-            fn sse_event_name(chunk: PyRef<'_, $item>) -> Option<String> {
+            fn sse_event_name(#[pyo3(from_py_with = crate::args::instance::<$item>)] chunk: PyRef<'_, $item>) -> Option<String> {
                 chunk.sse_event_name()
             }
             /// The data of the message that ends the stream (`None`: the protocol sends none).
@@ -422,7 +446,11 @@ impl PyStreamProcessor {
     /// Consume `generator`; `tokenizer` decodes `tokens` chunks (without one they raise).
     #[new]
     #[pyo3(signature = (generator, options, tokenizer=None))]
-    fn new(generator: &Bound<'_, PyAny>, options: PyRef<'_, PyParsingOptions>, tokenizer: Option<PyRef<'_, PyTokenizer>>) -> PyResult<Self> {
+    fn new(
+        generator: &Bound<'_, PyAny>,
+        #[pyo3(from_py_with = crate::args::instance::<PyParsingOptions>)] options: PyRef<'_, PyParsingOptions>,
+        #[pyo3(from_py_with = crate::args::opt_instance::<PyTokenizer>)] tokenizer: Option<PyRef<'_, PyTokenizer>>,
+    ) -> PyResult<Self> {
         let g = if let Ok(mut g) = generator.downcast::<PyChatCompletionChunkGenerator>().map(|b| b.borrow_mut()) {
             Generator::Chat(g.inner.take().ok_or_else(consumed)?)
         } else if let Ok(mut g) = generator.downcast::<PyResponsesChunkGenerator>().map(|b| b.borrow_mut()) {
@@ -430,9 +458,7 @@ impl PyStreamProcessor {
         } else if let Ok(mut g) = generator.downcast::<PyMessagesChunkGenerator>().map(|b| b.borrow_mut()) {
             Generator::Messages(g.inner.take().ok_or_else(consumed)?)
         } else {
-            return Err(PyTypeError::new_err(
-                "generator must be a ChatCompletionChunkGenerator, ResponsesChunkGenerator or MessagesChunkGenerator",
-            ));
+            return Err(PyTypeError::new_err("expected a protocol chunk generator"));
         };
         Ok(PyStreamProcessor { inner: StreamProcessor::new(g, &options.inner, tokenizer.map(|t| t.inner.clone())) })
     }
@@ -444,7 +470,7 @@ impl PyStreamProcessor {
     }
 
     /// Process one backend chunk; returns the chunks or events it produced.
-    fn push(&mut self, py: Python<'_>, chunk: PyRef<'_, PyInferenceChunk>) -> PyResult<Py<PyList>> {
+    fn push(&mut self, py: Python<'_>, #[pyo3(from_py_with = crate::args::instance::<PyInferenceChunk>)] chunk: PyRef<'_, PyInferenceChunk>) -> PyResult<Py<PyList>> {
         let items = match &chunk.inner {
             InferenceChunk::Tokens { token_ids, logprobs } => self.inner.push_tokens(token_ids, logprobs.as_deref()),
             other => self.inner.push(other.clone()),

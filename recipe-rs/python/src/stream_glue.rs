@@ -23,7 +23,11 @@ impl PyChatCompletionRequest {
     /// A Chat Completions generator for the converted `request`, writing chunks with `id` and
     /// `model`.
     #[staticmethod]
-    fn chunk_generator(request: PyRef<'_, PyConversationRequest>, id: String, model: String) -> PyChatCompletionChunkGenerator {
+    fn chunk_generator(
+        #[pyo3(from_py_with = crate::args::instance::<PyConversationRequest>)] request: PyRef<'_, PyConversationRequest>,
+        #[pyo3(from_py_with = crate::args::string)] id: String,
+        #[pyo3(from_py_with = crate::args::string)] model: String,
+    ) -> PyChatCompletionChunkGenerator {
         PyChatCompletionChunkGenerator { inner: Some(ChatGenerator::new(id, model, config(&request.inner))) }
     }
 }
@@ -34,7 +38,11 @@ impl PyResponsesRequest {
     /// body reports that body's settings (instructions, temperature, reasoning, tools, …) in
     /// its response objects; `with_echo` replaces them.
     #[staticmethod]
-    fn chunk_generator(request: PyRef<'_, PyConversationRequest>, id: String, model: String) -> PyResponsesChunkGenerator {
+    fn chunk_generator(
+        #[pyo3(from_py_with = crate::args::instance::<PyConversationRequest>)] request: PyRef<'_, PyConversationRequest>,
+        #[pyo3(from_py_with = crate::args::string)] id: String,
+        #[pyo3(from_py_with = crate::args::string)] model: String,
+    ) -> PyResponsesChunkGenerator {
         let mut generator = ResponsesGenerator::new(id, model, config(&request.inner));
         if let Some(echo) = &request.inner.responses_echo {
             generator = generator.with_echo(echo.clone());
@@ -47,7 +55,11 @@ impl PyResponsesRequest {
 impl PyMessagesRequest {
     /// A Messages generator for the converted `request`.
     #[staticmethod]
-    fn chunk_generator(request: PyRef<'_, PyConversationRequest>, id: String, model: String) -> PyMessagesChunkGenerator {
+    fn chunk_generator(
+        #[pyo3(from_py_with = crate::args::instance::<PyConversationRequest>)] request: PyRef<'_, PyConversationRequest>,
+        #[pyo3(from_py_with = crate::args::string)] id: String,
+        #[pyo3(from_py_with = crate::args::string)] model: String,
+    ) -> PyMessagesChunkGenerator {
         PyMessagesChunkGenerator { inner: Some(MessagesGenerator::new(id, model, request.inner.conversation.thinking_mode)) }
     }
 }
@@ -56,7 +68,10 @@ impl PyMessagesRequest {
 impl PyResponsesChunkGenerator {
     /// Consume this generator; the new one reports `echo` (the request settings) in its
     /// response objects.
-    fn with_echo(&mut self, echo: PyRef<'_, PyResponsesEcho>) -> PyResult<Self> {
+    fn with_echo(
+        &mut self,
+        #[pyo3(from_py_with = crate::args::instance::<PyResponsesEcho>)] echo: PyRef<'_, PyResponsesEcho>,
+    ) -> PyResult<Self> {
         let g = self.take()?;
         Ok(PyResponsesChunkGenerator { inner: Some(g.with_echo(echo.inner.clone())) })
     }

@@ -164,12 +164,12 @@ impl PyParsingOptions {
     #[pyo3(signature = (*, parse_tool_calls=true, starts_in_tool_calls=false, parse_json_output=false,
         thinking_initial_stage=None, stop_sequences=None, special_tokens=None))]
     fn new(
-        parse_tool_calls: bool,
-        starts_in_tool_calls: bool,
-        parse_json_output: bool,
-        thinking_initial_stage: Option<PyThinkingInitialStage>,
-        stop_sequences: Option<Vec<String>>,
-        special_tokens: Option<PySpecialTokens>,
+        #[pyo3(from_py_with = crate::args::boolean)] parse_tool_calls: bool,
+        #[pyo3(from_py_with = crate::args::boolean)] starts_in_tool_calls: bool,
+        #[pyo3(from_py_with = crate::args::boolean)] parse_json_output: bool,
+        #[pyo3(from_py_with = crate::args::opt_value::<PyThinkingInitialStage>)] thinking_initial_stage: Option<PyThinkingInitialStage>,
+        #[pyo3(from_py_with = crate::args::opt_strings)] stop_sequences: Option<Vec<String>>,
+        #[pyo3(from_py_with = crate::args::opt_value::<PySpecialTokens>)] special_tokens: Option<PySpecialTokens>,
     ) -> Self {
         PyParsingOptions {
             inner: ParsingOptions {
