@@ -127,7 +127,7 @@ static inline float dot_lanes8(const float *a, const float *b, int64_t D) {
     return s;
 }
 
-/* out = exp(x) through vexp8 (eight at a time) and sexp (the rest); exposed for tests. */
+/* out = exp(x) through vexp8 (eight at a time) and sexp (the rest); out may be x. Exposed for tests. */
 void exp_lanes(const float *x, int64_t n, float *out) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -598,14 +598,7 @@ void moe_experts(const float *y, int64_t T, int64_t E, int64_t I, int64_t H, int
                 tmp[i] = -a;
                 act[i] = a;
             }
-            int64_t i8 = 0;
-            for (; i8 + 8 <= I; i8 += 8) {
-                v8f v;
-                memcpy(&v, tmp + i8, sizeof(v));
-                v = vexp8(v);
-                memcpy(tmp + i8, &v, sizeof(v));
-            }
-            for (; i8 < I; i8++) tmp[i8] = sexp(tmp[i8]);
+            exp_lanes(tmp, I, tmp); /* in place */
             for (int64_t i = 0; i < I; i++) {
                 float b = u[i] < -limit ? -limit : (u[i] > limit ? limit : u[i]);
                 act[i] = (act[i] / (1.0f + tmp[i])) * b;
