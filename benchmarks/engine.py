@@ -9,7 +9,7 @@ ratio swings with the load of other processes, the CPU-time ratio much less).
 Both sides run with the same ``torch`` thread count (``--threads``, printed). This
 is a measurement, not a test: nothing here asserts on time.
 
-    /work/main/.venv/bin/python benchmarks/engine.py [--prompts 32] [--max-tokens 32] [--threads 1] [--repeat 3]
+    /work/main/.venv/bin/python benchmarks/engine.py [--prompts 32] [--max-tokens 32] [--threads 1] [--repeat 5]
 """
 
 from __future__ import annotations
@@ -88,9 +88,10 @@ def main(argv: list[str] | None = None) -> None:
                     help="torch threads for both engines (default 1: steadiest on a shared machine)")
     ap.add_argument("--checkpoint", type=Path, help="checkpoint folder (default: .cache/tiny-deepseek-v4[-VOCAB])")
     ap.add_argument("--skip-transformers", action="store_true")
-    ap.add_argument("--repeat", type=int, default=1,
+    ap.add_argument("--repeat", type=int, default=5,
                     help="time each side this many times (alternating, fresh engine each time, so no prefix-cache "
-                         "hits) and report the fastest run of each; helps on a loaded machine")
+                         "hits) and report the fastest run of each (default 5: on these shared machines either side's "
+                         "single runs vary by up to 50%%, the fastest of five much less)")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
 
