@@ -112,9 +112,14 @@ static inline v8f vexp8(v8f x) {
 
 static inline float sexp(float x) { return vexp8((v8f){0} + x)[0]; }
 
-/* Dot product of two [D] rows, D a multiple of 8: eight partial sums added up in lane order
-   (the summation order the attention kernels share). */
-static inline float dot_lanes8(const float *a, const float *b, int64_t D) {
+/* Dot product of two [D] rows: eight partial sums added up in lane order when D is a multiple of
+   8, else one running sum (the summation orders the attention kernels share). */
+static inline float dot_row(const float *a, const float *b, int64_t D) {
+    float s = 0.0f;
+    if ((D & 7) != 0) {
+        for (int64_t d = 0; d < D; d++) s += a[d] * b[d];
+        return s;
+    }
     v8f acc = {0};
     for (int64_t d = 0; d < D; d += 8) {
         v8f x, y;
@@ -122,7 +127,6 @@ static inline float dot_lanes8(const float *a, const float *b, int64_t D) {
         memcpy(&y, b + d, sizeof(y));
         acc = acc + x * y;
     }
-    float s = 0.0f;
     for (int l = 0; l < 8; l++) s += acc[l];
     return s;
 }
@@ -273,13 +277,7 @@ void sink_attention(const float *q, const float *keys, const uint8_t *visible, c
                 for (int64_t k = 0; k < K; k++) {
                     if (!vis[k]) { probs[k] = -INFINITY; continue; }
                     const float *kr = kb + k * D;
-                    float dot = 0.0f;
-                    if ((D & 7) == 0) {
-                        dot = dot_lanes8(qr, kr, D);
-                    } else {
-                        for (int64_t d = 0; d < D; d++) dot += qr[d] * kr[d];
-                    }
-                    dot = dot * scale;
+                    float dot = dot_row(qr, kr, D) * scale;
                     probs[k] = dot;
                     if (dot > mx) mx = dot;
                 }
@@ -710,13 +708,7 @@ void sink_attention_paged(const float *q, int64_t B, int64_t Tq, int64_t H, int6
                 const float *kr = rows[i];
                 for (int64_t h = 0; h < H; h++) {
                     const float *qr = qb + h * D;
-                    float dot = 0.0f;
-                    if ((D & 7) == 0) {
-                        dot = dot_lanes8(qr, kr, D);
-                    } else {
-                        for (int64_t d = 0; d < D; d++) dot += qr[d] * kr[d];
-                    }
-                    dot = dot * scale;
+                    float dot = dot_row(qr, kr, D) * scale;
                     probs[h * K + i] = dot;
                     if (dot > mx[h]) mx[h] = dot;
                 }
