@@ -1,7 +1,10 @@
 """Request body -> token IDs throughput for the three request formats: ours vs the official
 deepseek-recipe 0.2.0, in the same run.
 
-    .venv-codec/bin/python benchmarks/convert.py [--seconds 1.0]
+    python benchmarks/convert.py [--seconds 1.0]
+
+Run it with the interpreter of the environment that has our package (`bash .ci/setup.sh`
+builds it into `.venv`).
 
 Each workload is a JSON body (bytes, as a gateway receives it). One iteration parses it,
 converts it (`convert(ConversionOptions())`), renders and encodes the conversation with the

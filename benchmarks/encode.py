@@ -2,7 +2,7 @@
 
     python benchmarks/encode.py [--seconds 1.0] [--version v4|v41]
 
-Run with the interpreter of the venv that has our package (e.g. .venv-codec/bin/python). The
+Run with the interpreter of the venv that has our package (`bash .ci/setup.sh` builds it into `.venv`). The
 official package runs in the side venv (tests/conformance/official_venv.py) as a subprocess that
 times its own loop on the same conversations. For each workload it prints the time per
 conversation for `encode` and for `render_conversation` alone (so the tokenizer's share is

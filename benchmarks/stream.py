@@ -4,7 +4,7 @@ Feeds one token ID per `InferenceChunk.tokens` (the way a serving loop does) thr
 `StreamProcessor` for each protocol and reports tokens per second. The official package runs in
 its side venv (tests/conformance/official_venv.py), timed by itself in that process.
 
-    .venv-codec/bin/python benchmarks/stream.py [--tokens 20000] [--repeat 3] [--rounds 3]
+    python benchmarks/stream.py [--tokens 20000] [--repeat 3] [--rounds 3]
 
 Build ours optimised first (`maturin develop --release`); a debug build is several times slower.
 """

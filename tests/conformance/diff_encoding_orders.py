@@ -1,6 +1,6 @@
 """Differential check of tool-result ordering against the official package (not part of the suite).
 
-    .venv-codec/bin/python tests/conformance/diff_encoding_orders.py [N] [SEED]
+    python tests/conformance/diff_encoding_orders.py [N] [SEED]
 
 Builds N random "scrambled" message orders (users, reminders, systems, assistants with 0-4 calls
 whose IDs are not in sorted order, tool results with known, unknown, duplicated or missing IDs),

