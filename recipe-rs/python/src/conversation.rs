@@ -116,6 +116,9 @@ fn parse_detail(detail: &str) -> PyResult<ImageDetail> {
 }
 
 /// Base class of image sources; only a placeholder is rendered for an image.
+///
+/// Not constructible: build a `DataUrlImageSource`, `UrlImageSource` or `BytesImageSource`.
+/// Exactly one of `data_url`, `url` and `data` is set, as `kind` says.
 #[pyclass(name = "ImageSource", module = "deepseek_recipe._native", subclass, frozen)]
 #[derive(Clone)]
 pub struct PyImageSource {
@@ -128,6 +131,7 @@ impl PyImageSource {
     fn abstract_new() -> PyResult<Self> {
         Err(PyTypeError::new_err("cannot create 'deepseek_recipe._native.ImageSource' instances"))
     }
+    /// `"data_url"`, `"url"` or `"bytes"`: which of the three sources this is.
     #[getter]
     fn kind(&self) -> &'static str {
         match self.inner.data {
@@ -136,10 +140,12 @@ impl PyImageSource {
             ImageData::Bytes(_) => "bytes",
         }
     }
+    /// The requested detail level: `"low"`, `"high"`, `"original"` or `"auto"`.
     #[getter]
     fn detail(&self) -> &'static str {
         self.inner.detail.as_str()
     }
+    /// The `data:` URL of a `DataUrlImageSource`, else `None`.
     #[getter]
     fn data_url(&self) -> Option<String> {
         match &self.inner.data {
@@ -147,6 +153,7 @@ impl PyImageSource {
             _ => None,
         }
     }
+    /// The external URL of a `UrlImageSource`, else `None`.
     #[getter]
     fn url(&self) -> Option<String> {
         match &self.inner.data {
@@ -154,6 +161,7 @@ impl PyImageSource {
             _ => None,
         }
     }
+    /// The encoded image of a `BytesImageSource`, else `None`.
     #[getter]
     fn data<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
         match &self.inner.data {
@@ -161,6 +169,7 @@ impl PyImageSource {
             _ => None,
         }
     }
+    /// Where the image sat in the request (e.g. `messages.0.content[1]`); may be empty.
     #[getter]
     fn path(&self) -> String {
         self.inner.path.clone()
@@ -191,6 +200,7 @@ pub struct PyDataUrlImageSource;
 impl PyDataUrlImageSource {
     #[new]
     #[pyo3(signature = (data_url, detail=String::from("high"), *, path=String::new()))]
+    #[pyo3(text_signature = "(data_url, detail='high', *, path='')")]
     fn new(#[pyo3(from_py_with = crate::args::string)] data_url: String, #[pyo3(from_py_with = crate::args::string)] detail: String, #[pyo3(from_py_with = crate::args::string)] path: String) -> PyResult<(Self, PyImageSource)> {
         Ok((PyDataUrlImageSource, new_image_source(ImageData::DataUrl(data_url), &detail, path)?))
     }
@@ -204,6 +214,7 @@ pub struct PyUrlImageSource;
 impl PyUrlImageSource {
     #[new]
     #[pyo3(signature = (url, detail=String::from("high"), *, path=String::new()))]
+    #[pyo3(text_signature = "(url, detail='high', *, path='')")]
     fn new(#[pyo3(from_py_with = crate::args::string)] url: String, #[pyo3(from_py_with = crate::args::string)] detail: String, #[pyo3(from_py_with = crate::args::string)] path: String) -> PyResult<(Self, PyImageSource)> {
         Ok((PyUrlImageSource, new_image_source(ImageData::Url(url), &detail, path)?))
     }
@@ -217,6 +228,7 @@ pub struct PyBytesImageSource;
 impl PyBytesImageSource {
     #[new]
     #[pyo3(signature = (data, detail=String::from("high"), *, path=String::new()))]
+    #[pyo3(text_signature = "(data, detail='high', *, path='')")]
     fn new(#[pyo3(from_py_with = crate::args::byte_vec)] data: Vec<u8>, #[pyo3(from_py_with = crate::args::string)] detail: String, #[pyo3(from_py_with = crate::args::string)] path: String) -> PyResult<(Self, PyImageSource)> {
         Ok((PyBytesImageSource, new_image_source(ImageData::Bytes(data), &detail, path)?))
     }
@@ -253,10 +265,12 @@ impl PyToolCall {
     fn new(#[pyo3(from_py_with = crate::args::string)] id: String, #[pyo3(from_py_with = crate::args::string)] name: String, #[pyo3(from_py_with = crate::args::string)] arguments: String) -> Self {
         PyToolCall { inner: ToolCall { id, name, arguments } }
     }
+    /// The call's ID, which a later `ToolMessage.tool_call_id` refers to.
     #[getter]
     fn id(&self) -> String {
         self.inner.id.clone()
     }
+    /// The name of the called tool.
     #[getter]
     fn name(&self) -> String {
         self.inner.name.clone()
@@ -298,10 +312,12 @@ impl PyToolDefinition {
         };
         Ok(PyToolDefinition { inner: ToolDefinition { name, description, parameters, strict, defer_loading } })
     }
+    /// The tool's name.
     #[getter]
     fn name(&self) -> String {
         self.inner.name.clone()
     }
+    /// What the tool does, or `None`.
     #[getter]
     fn description(&self) -> Option<String> {
         self.inner.description.clone()
@@ -311,10 +327,12 @@ impl PyToolDefinition {
     fn parameters(&self, py: Python<'_>) -> PyResult<PyObject> {
         json_to_py(py, &self.inner.parameters)
     }
+    /// The `strict` flag as given, or `None`.
     #[getter]
     fn strict(&self) -> Option<bool> {
         self.inner.strict
     }
+    /// Whether the tool is declared for deferred loading.
     #[getter]
     fn defer_loading(&self) -> bool {
         self.inner.defer_loading
@@ -336,6 +354,9 @@ fn tools_to_py(tools: &[ToolDefinition]) -> Vec<PyToolDefinition> {
 
 /// Base class of every message. Role-specific properties read `None` / `False` / `[]` on other
 /// roles.
+///
+/// Not constructible: build one of `SystemMessage`, `UserMessage`, `AssistantMessage`,
+/// `ToolMessage` or `LatestReminderMessage`.
 #[pyclass(name = "Message", module = "deepseek_recipe._native", subclass, frozen)]
 #[derive(Clone)]
 pub struct PyMessage {
@@ -348,14 +369,17 @@ impl PyMessage {
     fn abstract_new() -> PyResult<Self> {
         Err(PyTypeError::new_err("cannot create 'deepseek_recipe._native.Message' instances"))
     }
+    /// `"system"`, `"user"`, `"assistant"`, `"tool"` or `"latest_reminder"`.
     #[getter]
     fn role(&self) -> &'static str {
         self.inner.role()
     }
+    /// The message text.
     #[getter]
     fn content(&self) -> String {
         self.inner.content().to_owned()
     }
+    /// The reasoning of an assistant message, if it has any.
     #[getter]
     fn reasoning_content(&self) -> Option<String> {
         match &self.inner {
@@ -363,6 +387,7 @@ impl PyMessage {
             _ => None,
         }
     }
+    /// The tool calls of an assistant message, if it has any.
     #[getter]
     fn tool_calls(&self) -> Option<Vec<PyToolCall>> {
         match &self.inner {
@@ -373,6 +398,7 @@ impl PyMessage {
             _ => None,
         }
     }
+    /// The call a tool message answers, if given.
     #[getter]
     fn tool_call_id(&self) -> Option<String> {
         match &self.inner {
@@ -380,6 +406,7 @@ impl PyMessage {
             _ => None,
         }
     }
+    /// The images of a system, user or tool message, in placeholder order.
     #[getter]
     fn image_sources(&self, py: Python<'_>) -> PyResult<Vec<PyObject>> {
         match &self.inner {
@@ -454,6 +481,7 @@ impl PySystemMessage {
         };
         Ok((PySystemMessage, PyMessage { inner: Message::System(msg) }))
     }
+    /// The tool schemas this message announces, or `None`.
     #[getter]
     fn tools(slf: PyRef<'_, Self>) -> Option<Vec<PyToolDefinition>> {
         match &slf.as_super().inner {
@@ -584,6 +612,10 @@ fn parse_effort(s: &str) -> PyResult<ReasoningEffort> {
 }
 
 /// A conversation plus its prompt settings (thinking, tools, tool choice, effort, format).
+///
+/// `response_format` is `"text"` or `"json_object"`; `response_schema` (a JSON Schema) or
+/// `response_regex` select the `json_schema` or `regex` format instead. Combining them raises
+/// `ValueError`.
 #[pyclass(name = "Conversation", module = "deepseek_recipe._native", frozen)]
 #[derive(Clone)]
 pub struct PyConversation {
@@ -616,6 +648,7 @@ impl PyConversation {
     #[new]
     #[pyo3(signature = (messages=None, *, thinking_mode=true, tools=None, tool_choice=String::from("auto"),
         reasoning_effort=None, response_format=String::from("text"), response_schema=None, response_regex=None))]
+    #[pyo3(text_signature = "(messages=None, *, thinking_mode=True, tools=None, tool_choice='auto', reasoning_effort=None, response_format='text', response_schema=None, response_regex=None)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         #[pyo3(from_py_with = crate::args::opt_instances::<PyMessage>)] messages: Option<Vec<PyRef<'_, PyMessage>>>,
@@ -667,22 +700,27 @@ impl PyConversation {
             },
         })
     }
+    /// The messages, each as its own subclass of `Message`.
     #[getter]
     fn messages(&self, py: Python<'_>) -> PyResult<Vec<PyObject>> {
         self.inner.messages.iter().map(|m| message_to_py(py, m)).collect()
     }
+    /// Whether the model reasons before it answers.
     #[getter]
     fn thinking_mode(&self) -> bool {
         self.inner.thinking_mode
     }
+    /// The tools the model may call.
     #[getter]
     fn tools(&self) -> Vec<PyToolDefinition> {
         tools_to_py(&self.inner.tools)
     }
+    /// `"auto"`, `"none"` or `"required"`.
     #[getter]
     fn tool_choice(&self) -> &'static str {
         self.inner.tool_choice.as_str()
     }
+    /// `"low"`, `"high"`, `"xhigh"`, `"max"`, or `None` for the template's default.
     #[getter]
     fn reasoning_effort(&self) -> Option<&'static str> {
         self.inner.reasoning_effort.map(ReasoningEffort::as_str)
@@ -692,6 +730,7 @@ impl PyConversation {
     fn response_format(&self) -> &'static str {
         self.inner.response_format.name()
     }
+    /// The JSON Schema of the `json_schema` format, else `None`.
     #[getter]
     fn response_schema(&self, py: Python<'_>) -> PyResult<PyObject> {
         match &self.inner.response_format {
@@ -699,6 +738,7 @@ impl PyConversation {
             _ => Ok(py.None()),
         }
     }
+    /// The regular expression of the `regex` format, else `None`.
     #[getter]
     fn response_regex(&self) -> Option<String> {
         match &self.inner.response_format {

@@ -12,6 +12,8 @@ use crate::vocabulary::{PySpecialTokens, PyTokenizer};
 pub const IMAGE_SPECIAL_TOKEN_ID: u32 = 129264;
 
 /// A rendered prompt: the text, where the template put control tokens, and the images.
+///
+/// Returned by `render_conversation`; not constructible.
 #[pyclass(name = "RenderedPrompt", module = "deepseek_recipe._native", frozen)]
 pub struct PyRenderedPrompt {
     prompt: String,
@@ -25,6 +27,7 @@ impl PyRenderedPrompt {
     fn no_new() -> PyResult<Self> {
         Err(PyTypeError::new_err("cannot create 'deepseek_recipe._native.RenderedPrompt' instances"))
     }
+    /// The prompt text.
     #[getter]
     fn prompt(&self) -> String {
         self.prompt.clone()
@@ -34,6 +37,7 @@ impl PyRenderedPrompt {
     fn special_ranges(&self) -> Vec<(usize, usize)> {
         self.special_ranges.clone()
     }
+    /// The images, in the order of their placeholders in `prompt`.
     #[getter]
     fn image_sources(&self, py: Python<'_>) -> PyResult<Vec<PyObject>> {
         self.image_sources.iter().map(|s| image_source_to_py(py, s)).collect()
@@ -63,6 +67,9 @@ fn encode(enc: &Encoding, py: Python<'_>, conv: &PyConversation) -> PyResult<Vec
 macro_rules! encoding_class {
     ($rust:ident, $py:literal, $version:expr, $doc:literal) => {
         #[doc = $doc]
+        ///
+        /// Immutable: `with_tokenizer` and `with_special_tokens` return configured copies. `encode`
+        /// needs a tokenizer; `render_conversation` does not.
         #[pyclass(name = $py, module = "deepseek_recipe._native", frozen)]
         #[derive(Clone)]
         pub struct $rust {
@@ -83,6 +90,7 @@ macro_rules! encoding_class {
             fn with_special_tokens(&self, #[pyo3(from_py_with = crate::args::instance::<PySpecialTokens>)] special_tokens: PyRef<'_, PySpecialTokens>) -> Self {
                 $rust { inner: self.inner.clone().with_special_tokens(special_tokens.inner.clone()) }
             }
+            /// The prompt text of `conversation`, its control-token ranges and its images.
             fn render_conversation(&self, py: Python<'_>, #[pyo3(from_py_with = crate::args::instance::<PyConversation>)] conversation: PyRef<'_, PyConversation>) -> PyRenderedPrompt {
                 render(&self.inner, py, &conversation)
             }

@@ -139,6 +139,8 @@ fn body_value(body: &Bound<'_, PyAny>) -> PyResult<Value> {
 // Options
 
 /// Handling of web-search tools and server-tool blocks.
+///
+/// `Drop` removes them from the request; `Reject` refuses the request.
 #[pyclass(name = "WebSearchBehavior", module = "deepseek_recipe._native", eq, eq_int, frozen)]
 #[derive(Clone, Copy, PartialEq)]
 pub enum PyWebSearchBehavior {
@@ -165,6 +167,8 @@ impl From<WebSearchBehavior> for PyWebSearchBehavior {
 }
 
 /// Handling of assistant turns without reasoning content in thinking mode.
+///
+/// `FillEmpty` uses empty reasoning; `Reject` refuses a request that lacks reasoning it needs.
 #[pyclass(name = "ReasoningContentBehavior", module = "deepseek_recipe._native", eq, eq_int, frozen)]
 #[derive(Clone, Copy, PartialEq)]
 pub enum PyReasoningContentBehavior {
@@ -191,6 +195,11 @@ impl From<ReasoningContentBehavior> for PyReasoningContentBehavior {
 }
 
 /// Server-side conversion policy (immutable; the `with_*` methods return modified copies).
+///
+/// By default a request without a thinking setting uses thinking mode, missing reasoning is
+/// filled with an empty string, web search is dropped from Responses and rejected in Messages
+/// requests, `max_tokens` may reach 393216, and the accepted model names are `DeepSeek-V4-Pro`
+/// and `DeepSeek-V4.1-Flash`.
 #[pyclass(name = "ConversionOptions", module = "deepseek_recipe._native", frozen)]
 #[derive(Clone, Default)]
 pub struct PyConversionOptions {
@@ -232,44 +241,54 @@ impl PyConversionOptions {
         }
     }
 
+    /// Whether a request that does not say uses thinking mode.
     #[getter]
     fn default_thinking_mode(&self) -> bool {
         self.inner.default_thinking_mode
     }
+    /// The accepted request `model` names and the version each targets.
     #[getter]
     fn model_versions_by_name(&self) -> BTreeMap<String, PyModelVersion> {
         self.inner.model_versions_by_name.iter().map(|(k, v)| (k.clone(), (*v).into())).collect()
     }
+    /// The largest `max_tokens` accepted in thinking mode.
     #[getter]
     fn thinking_max_tokens_upper_bound(&self) -> u32 {
         self.inner.thinking_max_tokens_upper_bound
     }
+    /// The largest `max_tokens` accepted outside thinking mode.
     #[getter]
     fn non_thinking_max_tokens_upper_bound(&self) -> u32 {
         self.inner.non_thinking_max_tokens_upper_bound
     }
+    /// What to do with assistant history that lacks reasoning in thinking mode.
     #[getter]
     fn reasoning_content_behavior(&self) -> PyReasoningContentBehavior {
         self.inner.reasoning_content_behavior.into()
     }
+    /// What to do with web search in Responses requests.
     #[getter]
     fn responses_web_search(&self) -> PyWebSearchBehavior {
         self.inner.responses_web_search.into()
     }
+    /// What to do with web search in Messages requests.
     #[getter]
     fn messages_web_search(&self) -> PyWebSearchBehavior {
         self.inner.messages_web_search.into()
     }
+    /// The control-token spellings conversion uses.
     #[getter]
     fn special_tokens(&self) -> PySpecialTokens {
         PySpecialTokens { inner: self.inner.special_tokens.clone() }
     }
 
+    /// A copy with another default thinking mode.
     fn with_default_thinking_mode(&self, #[pyo3(from_py_with = crate::args::boolean)] default_thinking_mode: bool) -> Self {
         let mut inner = self.inner.clone();
         inner.default_thinking_mode = default_thinking_mode;
         PyConversionOptions { inner }
     }
+    /// A copy with another handling of missing reasoning content.
     fn with_reasoning_content_behavior(
         &self,
         #[pyo3(from_py_with = crate::args::value::<PyReasoningContentBehavior>)] reasoning_content_behavior: PyReasoningContentBehavior,
@@ -278,21 +297,25 @@ impl PyConversionOptions {
         inner.reasoning_content_behavior = reasoning_content_behavior.into();
         PyConversionOptions { inner }
     }
+    /// A copy with another web-search handling for Responses requests.
     fn with_responses_web_search(&self, #[pyo3(from_py_with = crate::args::value::<PyWebSearchBehavior>)] responses_web_search: PyWebSearchBehavior) -> Self {
         let mut inner = self.inner.clone();
         inner.responses_web_search = responses_web_search.into();
         PyConversionOptions { inner }
     }
+    /// A copy with another web-search handling for Messages requests.
     fn with_messages_web_search(&self, #[pyo3(from_py_with = crate::args::value::<PyWebSearchBehavior>)] messages_web_search: PyWebSearchBehavior) -> Self {
         let mut inner = self.inner.clone();
         inner.messages_web_search = messages_web_search.into();
         PyConversionOptions { inner }
     }
+    /// A copy with other control-token spellings.
     fn with_special_tokens(&self, #[pyo3(from_py_with = crate::args::value::<PySpecialTokens>)] special_tokens: PySpecialTokens) -> Self {
         let mut inner = self.inner.clone();
         inner.special_tokens = special_tokens.inner;
         PyConversionOptions { inner }
     }
+    /// A copy that also accepts `model` as a name of `model_version` (or re-targets it).
     fn with_model_alias(
         &self,
         #[pyo3(from_py_with = crate::args::string)] model: String,
@@ -300,6 +323,7 @@ impl PyConversionOptions {
     ) -> Self {
         PyConversionOptions { inner: self.inner.clone().with_model_alias(model, model_version.into()) }
     }
+    /// A copy whose accepted model names are exactly `model_versions_by_name`.
     fn with_model_versions_by_name(
         &self,
         #[pyo3(from_py_with = model_version_map)] model_versions_by_name: BTreeMap<String, PyModelVersion>,
@@ -309,11 +333,13 @@ impl PyConversionOptions {
             model_versions_by_name.into_iter().map(|(k, v)| (k, v.into())).collect();
         PyConversionOptions { inner }
     }
+    /// A copy with another `max_tokens` bound for thinking mode.
     fn with_thinking_max_tokens_upper_bound(&self, thinking_max_tokens_upper_bound: u32) -> Self {
         let mut inner = self.inner.clone();
         inner.thinking_max_tokens_upper_bound = thinking_max_tokens_upper_bound;
         PyConversionOptions { inner }
     }
+    /// A copy with another `max_tokens` bound outside thinking mode.
     fn with_non_thinking_max_tokens_upper_bound(&self, non_thinking_max_tokens_upper_bound: u32) -> Self {
         let mut inner = self.inner.clone();
         inner.non_thinking_max_tokens_upper_bound = non_thinking_max_tokens_upper_bound;
@@ -333,10 +359,12 @@ pub struct PyOutputConstraint {
 
 #[pymethods]
 impl PyOutputConstraint {
+    /// `"json"`, `"regex"`, `"tool_call"` or `"tool_call_required"`.
     #[getter]
     fn kind(&self) -> &'static str {
         self.inner.kind.as_str()
     }
+    /// The constraint text: compact JSON Schema, regular expression or tool list (may be empty).
     #[getter]
     fn schema(&self) -> String {
         self.inner.schema.clone()
@@ -355,30 +383,37 @@ pub struct PyInferenceOptions {
 
 #[pymethods]
 impl PyInferenceOptions {
+    /// The requested output limit; `None` leaves it to `ConversationRequest.resolve_max_tokens`.
     #[getter]
     fn max_tokens(&self) -> Option<u32> {
         self.inner.max_tokens
     }
+    /// The sampling temperature to use.
     #[getter]
     fn temperature(&self) -> Option<f64> {
         self.inner.temperature.map(f64::from)
     }
+    /// The nucleus-sampling `top_p` to use.
     #[getter]
     fn top_p(&self) -> Option<f64> {
         self.inner.top_p.map(f64::from)
     }
+    /// Whether the request asks for log probabilities of the output tokens.
     #[getter]
     fn logprobs(&self) -> bool {
         self.inner.logprobs
     }
+    /// How many alternatives to report per output token, if asked.
     #[getter]
     fn top_logprobs(&self) -> Option<u32> {
         self.inner.top_logprobs
     }
+    /// The sampling seed, if the request gives one.
     #[getter]
     fn seed(&self) -> Option<u64> {
         self.inner.seed
     }
+    /// What constrained decoding would enforce on the output, if anything.
     #[getter]
     fn output_constraint(&self) -> Option<PyOutputConstraint> {
         self.inner.output_constraint.clone().map(|inner| PyOutputConstraint { inner })
@@ -386,6 +421,9 @@ impl PyInferenceOptions {
 }
 
 /// A converted request: conversation, backend settings, parser settings, target model.
+///
+/// Usually returned by a request's `convert`; the constructor wraps a conversation with default
+/// inference and parsing options, not streamed.
 #[pyclass(name = "ConversationRequest", module = "deepseek_recipe._native", frozen)]
 #[derive(Clone)]
 pub struct PyConversationRequest {
@@ -403,22 +441,27 @@ impl PyConversationRequest {
             inner: ConversationRequest::new(conversation.core().clone(), model_version.into()),
         }
     }
+    /// The conversation to render.
     #[getter]
     fn conversation(&self) -> PyConversation {
         PyConversation::from_core(self.inner.conversation.clone())
     }
+    /// The sampling settings for the backend.
     #[getter]
     fn inference_options(&self) -> PyInferenceOptions {
         PyInferenceOptions { inner: self.inner.inference_options.clone() }
     }
+    /// The parser settings for the output (a copy).
     #[getter]
     fn parsing_options(&self) -> PyParsingOptions {
         PyParsingOptions { inner: self.inner.parsing_options.clone() }
     }
+    /// The model the conversation targets.
     #[getter]
     fn model_version(&self) -> PyModelVersion {
         self.inner.model_version.into()
     }
+    /// Whether the client asked for a streamed response.
     #[getter]
     fn stream(&self) -> bool {
         self.inner.stream
@@ -437,6 +480,9 @@ impl PyConversationRequest {
 }
 
 /// Request settings that a Responses response reports back.
+///
+/// Usually read from a request with `ResponsesRequest.echo`; the constructor gives the settings
+/// of a request that specifies none.
 #[pyclass(name = "ResponsesEcho", module = "deepseek_recipe._native", frozen)]
 #[derive(Clone, Default)]
 pub struct PyResponsesEcho {
@@ -449,26 +495,32 @@ impl PyResponsesEcho {
     fn new() -> Self {
         PyResponsesEcho::default()
     }
+    /// The request's `instructions`.
     #[getter]
     fn instructions(&self) -> Option<String> {
         self.inner.instructions.clone()
     }
+    /// The request's `max_output_tokens`.
     #[getter]
     fn max_output_tokens(&self) -> Option<u64> {
         self.inner.max_output_tokens
     }
+    /// The request's `temperature` (1.0 when unset).
     #[getter]
     fn temperature(&self) -> f64 {
         self.inner.temperature
     }
+    /// The request's `top_p` (1.0 when unset).
     #[getter]
     fn top_p(&self) -> f64 {
         self.inner.top_p
     }
+    /// The request's `top_logprobs` (0 when unset).
     #[getter]
     fn top_logprobs(&self) -> u64 {
         self.inner.top_logprobs
     }
+    /// The request's `user`.
     #[getter]
     fn user(&self) -> Option<String> {
         self.inner.user.clone()
@@ -496,6 +548,7 @@ macro_rules! request_class {
                 let inner = <$request>::from_value(value).map_err(request_error)?;
                 Ok($py { inner: Some(inner) })
             }
+            /// The requested model name (read it before `convert`).
             #[getter]
             fn model(&self) -> PyResult<String> {
                 self.inner.as_ref().map(|r| r.model.clone()).ok_or_else(consumed)

@@ -31,10 +31,12 @@ impl PyPromptUsage {
     fn new(prompt_tokens: u64, prompt_cache_hit_tokens: u64) -> Self {
         PyPromptUsage { inner: PromptUsage { prompt_tokens, prompt_cache_hit_tokens } }
     }
+    /// Tokens in the prompt.
     #[getter]
     fn prompt_tokens(&self) -> u64 {
         self.inner.prompt_tokens
     }
+    /// Prompt tokens served from the prefix cache.
     #[getter]
     fn prompt_cache_hit_tokens(&self) -> u64 {
         self.inner.prompt_cache_hit_tokens
@@ -48,6 +50,9 @@ impl PyPromptUsage {
 }
 
 /// Why the backend stopped; the protocol finish reason also depends on what was parsed.
+///
+/// `Stop`: end of sequence or a stop condition; `Length`: the token limit; `ContentFilter`:
+/// the backend withheld the output.
 #[pyclass(name = "InferenceFinishReason", module = "deepseek_recipe._native", eq, eq_int, frozen)]
 #[derive(Clone, Copy, PartialEq)]
 pub enum PyInferenceFinishReason {
@@ -115,6 +120,7 @@ impl PyInferenceChunk {
         PyInferenceChunk { inner: InferenceChunk::Finish(finish_reason.into()) }
     }
 
+    /// `"ready"`, `"text"`, `"tokens"` or `"finish"`: which constructor built the chunk.
     #[getter]
     fn kind(&self) -> &'static str {
         match self.inner {
@@ -124,6 +130,7 @@ impl PyInferenceChunk {
             InferenceChunk::Finish(_) => "finish",
         }
     }
+    /// The text of a `text` chunk.
     #[getter]
     fn content(&self) -> Option<String> {
         match &self.inner {
@@ -131,6 +138,7 @@ impl PyInferenceChunk {
             _ => None,
         }
     }
+    /// The token IDs of a `tokens` chunk.
     #[getter]
     fn token_ids(&self) -> Option<Vec<u32>> {
         match &self.inner {
@@ -138,6 +146,7 @@ impl PyInferenceChunk {
             _ => None,
         }
     }
+    /// The reason of a `finish` chunk.
     #[getter]
     fn finish_reason(&self) -> Option<PyInferenceFinishReason> {
         match &self.inner {
@@ -145,6 +154,7 @@ impl PyInferenceChunk {
             _ => None,
         }
     }
+    /// The prompt usage of a `ready` chunk, if given.
     #[getter]
     fn prompt_usage(&self) -> Option<PyPromptUsage> {
         match &self.inner {
@@ -152,6 +162,7 @@ impl PyInferenceChunk {
             _ => None,
         }
     }
+    /// The token count of a `text` chunk.
     #[getter]
     fn token_count(&self) -> Option<u64> {
         match &self.inner {
@@ -159,6 +170,7 @@ impl PyInferenceChunk {
             _ => None,
         }
     }
+    /// The backend fingerprint of a `ready` chunk, if given.
     #[getter]
     fn system_fingerprint(&self) -> Option<String> {
         match &self.inner {
@@ -290,6 +302,7 @@ pub struct PyChatCompletionChunk {
 
 #[pymethods]
 impl PyChatCompletionChunk {
+    /// The chunk as compact JSON.
     fn to_json(&self) -> String {
         self.inner.to_value().to_string()
     }
@@ -314,6 +327,7 @@ macro_rules! named_event_class {
 
         #[pymethods]
         impl $py {
+            /// The event as compact JSON.
             fn to_json(&self) -> String {
                 self.inner.to_value().to_string()
             }
@@ -321,6 +335,7 @@ macro_rules! named_event_class {
             fn to_sse(&self) -> String {
                 sse::frame(Some(self.inner.event_type()), &self.to_json())
             }
+            /// The event's `type`, which is also its SSE event name.
             #[getter]
             fn r#type(&self) -> String {
                 self.inner.event_type().to_owned()
@@ -390,6 +405,7 @@ macro_rules! response_accumulator_class {
             fn accumulate(&mut self, #[pyo3(from_py_with = crate::args::instance::<$item>)] chunk: PyRef<'_, $item>) {
                 self.inner.accumulate(&chunk.inner);
             }
+            /// The response accumulated so far, as compact JSON.
             fn to_json(&self) -> String {
                 self.inner.to_value().to_string()
             }
@@ -424,6 +440,9 @@ response_accumulator_class!(
 );
 
 /// Turns backend chunks into protocol chunks or events for one response.
+///
+/// The constructor consumes `generator`, which decides the protocol of the output; `tokenizer`
+/// decodes `tokens` chunks (without one they raise `RuntimeError`).
 #[pyclass(name = "StreamProcessor", module = "deepseek_recipe._native")]
 pub struct PyStreamProcessor {
     inner: StreamProcessor,

@@ -8,6 +8,11 @@ use recipe_core::{ModelVersion, ParsingOptions, SpecialToken, SpecialTokens, Thi
 macro_rules! declare_py_special_token {
     ($($kind:ident => $spelling:literal,)*) => {
         /// A kind of control token.
+        ///
+        /// One member per token the templates know: `Bos`, `Eos`, `ThinkingStart`, `ThinkingEnd`,
+        /// `System`, `User`, `Assistant`, `LatestReminder`, `Dsml`, `Image`, and the grounding pairs
+        /// `Ref`/`RefEnd`, `Box`/`BoxEnd`, `Point`/`PointEnd`, `Polygon`/`PolygonEnd`. A member
+        /// compares equal to its position in that list as an `int`.
         #[pyclass(name = "SpecialToken", module = "deepseek_recipe._native", eq, eq_int, frozen)]
         #[derive(Clone, Copy, PartialEq)]
         pub enum PySpecialToken {
@@ -35,6 +40,9 @@ impl PySpecialToken {
 }
 
 /// The spelling of every control token; keywords override single spellings.
+///
+/// A keyword left as `None` keeps the released spelling. Encodings, `ConversionOptions` and
+/// `ParsingOptions` take a table to render or parse with other spellings.
 #[pyclass(name = "SpecialTokens", module = "deepseek_recipe._native")]
 #[derive(Clone, Default)]
 pub struct PySpecialTokens {
@@ -48,6 +56,7 @@ impl PySpecialTokens {
         user=None, assistant=None, latest_reminder=None, dsml=None, image=None, r#ref=None,
         ref_end=None, r#box=None, box_end=None, point=None, point_end=None, polygon=None,
         polygon_end=None))]
+    #[pyo3(text_signature = "(*, bos=None, eos=None, thinking_start=None, thinking_end=None, system=None, user=None, assistant=None, latest_reminder=None, dsml=None, image=None, ref=None, ref_end=None, box=None, box_end=None, point=None, point_end=None, polygon=None, polygon_end=None)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         #[pyo3(from_py_with = crate::args::opt_string)] bos: Option<String>,
@@ -89,6 +98,10 @@ impl PySpecialTokens {
 }
 
 /// The model a conversation targets.
+///
+/// `DeepseekV4Pro` is rendered by `DeepseekV4Encoding`, `DeepseekV41Flash` by
+/// `DeepseekV41Encoding`. Conversion picks the version from the request's `model` through
+/// `ConversionOptions.model_versions_by_name`. Members are hashable.
 #[pyclass(name = "ModelVersion", module = "deepseek_recipe._native", eq, eq_int, hash, frozen)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PyModelVersion {
@@ -115,6 +128,11 @@ impl From<ModelVersion> for PyModelVersion {
 }
 
 /// Where output parsing begins in thinking mode.
+///
+/// `ReasoningStart`: a new assistant turn, reasoning first (leading newlines dropped).
+/// `ReasoningContinuation`: a prefix continuation still inside its reasoning.
+/// `ContentContinuation`: a prefix continuation whose reasoning already ended. The two
+/// continuations keep leading newlines.
 #[pyclass(name = "ThinkingInitialStage", module = "deepseek_recipe._native", eq, eq_int, frozen)]
 #[derive(Clone, Copy, PartialEq)]
 pub enum PyThinkingInitialStage {
@@ -152,6 +170,9 @@ impl PyThinkingInitialStage {
 }
 
 /// Settings for the output parser.
+///
+/// Every setting is a read-write attribute. `ConversationRequest.parsing_options` holds the
+/// settings conversion derived from a request; a `StreamProcessor` copies them when built.
 #[pyclass(name = "ParsingOptions", module = "deepseek_recipe._native")]
 #[derive(Clone)]
 pub struct PyParsingOptions {
@@ -183,6 +204,7 @@ impl PyParsingOptions {
         }
     }
 
+    /// Whether DSML tool-call blocks in the output become tool calls.
     #[getter]
     fn get_parse_tool_calls(&self) -> bool {
         self.inner.parse_tool_calls
@@ -191,6 +213,9 @@ impl PyParsingOptions {
     fn set_parse_tool_calls(&mut self, v: bool) {
         self.inner.parse_tool_calls = v;
     }
+    /// Whether the prompt already opened the tool-call block (a required tool choice).
+    ///
+    /// Takes precedence over `thinking_initial_stage`.
     #[getter]
     fn get_starts_in_tool_calls(&self) -> bool {
         self.inner.starts_in_tool_calls
@@ -199,6 +224,9 @@ impl PyParsingOptions {
     fn set_starts_in_tool_calls(&mut self, v: bool) {
         self.inner.starts_in_tool_calls = v;
     }
+    /// Whether the answer is reduced to its JSON value (fenced or bare).
+    ///
+    /// The prose around the value is replaced by single spaces.
     #[getter]
     fn get_parse_json_output(&self) -> bool {
         self.inner.parse_json_output
@@ -207,6 +235,7 @@ impl PyParsingOptions {
     fn set_parse_json_output(&mut self, v: bool) {
         self.inner.parse_json_output = v;
     }
+    /// Where parsing begins in thinking mode; `None` when thinking mode is off.
     #[getter]
     fn get_thinking_initial_stage(&self) -> Option<PyThinkingInitialStage> {
         self.inner.thinking_initial_stage.map(Into::into)
@@ -215,6 +244,7 @@ impl PyParsingOptions {
     fn set_thinking_initial_stage(&mut self, v: Option<PyThinkingInitialStage>) {
         self.inner.thinking_initial_stage = v.map(Into::into);
     }
+    /// Strings that end the answer where they appear in the output.
     #[getter]
     fn get_stop_sequences(&self) -> Vec<String> {
         self.inner.stop_sequences.clone()
@@ -223,6 +253,7 @@ impl PyParsingOptions {
     fn set_stop_sequences(&mut self, v: Vec<String>) {
         self.inner.stop_sequences = v;
     }
+    /// The control-token spellings the parser recognises (a copy).
     #[getter]
     fn get_special_tokens(&self) -> PySpecialTokens {
         PySpecialTokens { inner: self.inner.special_tokens.clone() }
@@ -234,6 +265,9 @@ impl PyParsingOptions {
 }
 
 /// A Hugging Face tokenizer (`tokenizer.json`).
+///
+/// An encoding uses it, after `with_tokenizer`, to turn conversations into token IDs; a
+/// `StreamProcessor` uses it to decode `tokens` chunks.
 #[pyclass(name = "Tokenizer", module = "deepseek_recipe._native", frozen)]
 #[derive(Clone)]
 pub struct PyTokenizer {
