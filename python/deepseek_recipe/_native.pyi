@@ -11,7 +11,9 @@
 # which lists every name the module has and the stub lacks ("... is not present in stub"), every
 # name the stub has and the module lacks ("... is not present at runtime"), and every signature,
 # default, `@final` or `__all__` entry that disagrees. It cannot see parameter or return types
-# (PyO3 records none at run time): those are this file's promise, kept by the tests.
+# (PyO3 records none at run time): `tests/python/test_stub_types.py` checks every property and
+# return type here against real values, and `mypy --strict tests/typing/api_usage.py` (also in
+# .ci/run) checks what a caller sees (overloads, `Optional`, `Literal`, enums).
 #
 # Adding a class (or a method, property, function, exception) to the module:
 #   1. Write its doc comment in the binding (`///` above `#[pyclass]`, each `#[pymethods]` fn,
@@ -27,7 +29,9 @@
 #      `hash` has `__hash__: ClassVar[None]`. Accept what the binding accepts (`Sequence[...]` for
 #      a Rust `Vec`, `X | None` where `None` is allowed) and return what it returns (`list[...]`).
 #   3. Export it from `python/deepseek_recipe/__init__.py` (import and `__all__`).
-#   4. Run the stubtest command above and `pytest tests/python/test_api_docs.py`.
+#   4. Build an instance of it in `tests/python/test_stub_types.py` (the test names any class
+#      it has no instance of), then run the stubtest command above and
+#      `pytest tests/python/test_api_docs.py tests/python/test_stub_types.py`.
 # No stubtest allowlist is needed today. Should a genuine limit of PyO3's run-time introspection
 # ever need one, pass `--allowlist FILE` in .ci/run with one commented entry per name.
 
