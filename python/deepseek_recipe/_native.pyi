@@ -778,7 +778,11 @@ class ResponsesEcho:
 
 @final
 class ChatCompletionRequest:
-    """A Chat Completions request body; `convert` consumes it."""
+    """A Chat Completions request body; `convert` consumes it.
+
+    The body is JSON text (`str` or `bytes`) or the decoded object (a `dict`); a body that
+    does not parse, or is not a request of this format, raises `ValueError`.
+    """
 
     @overload
     def __new__(cls, body: _JsonText) -> Self: ...
@@ -797,7 +801,11 @@ class ChatCompletionRequest:
 
 @final
 class ResponsesRequest:
-    """An OpenAI Responses request body; `convert` consumes it."""
+    """An OpenAI Responses request body; `convert` consumes it.
+
+    The body is JSON text (`str` or `bytes`) or the decoded object (a `dict`); a body that
+    does not parse, or is not a request of this format, raises `ValueError`.
+    """
 
     @overload
     def __new__(cls, body: _JsonText) -> Self: ...
@@ -821,7 +829,11 @@ class ResponsesRequest:
 
 @final
 class MessagesRequest:
-    """An Anthropic Messages request body; `convert` consumes it."""
+    """An Anthropic Messages request body; `convert` consumes it.
+
+    The body is JSON text (`str` or `bytes`) or the decoded object (a `dict`); a body that
+    does not parse, or is not a request of this format, raises `ValueError`.
+    """
 
     @overload
     def __new__(cls, body: _JsonText) -> Self: ...
@@ -1000,10 +1012,14 @@ class ChatCompletionResponse:
         """The response accumulated so far, as compact JSON."""
     @staticmethod
     def sse_event_name(chunk: ChatCompletionChunk) -> None:
-        """The SSE event name a chunk or event is sent under (`None`: an unnamed message)."""
+        """The SSE event name a chunk or event is sent under (`None`: an unnamed message).
+        Chat Completions chunks have none; Responses and Messages events use their `type`.
+        """
     @staticmethod
     def sse_done_data() -> str:
-        """The data of the message that ends the stream (`None`: the protocol sends none)."""
+        """The data of the message that ends the stream (`None`: the protocol sends none).
+        Only Chat Completions sends one, `[DONE]`.
+        """
 
 @final
 class ResponsesResponse:
@@ -1016,10 +1032,14 @@ class ResponsesResponse:
         """The response accumulated so far, as compact JSON."""
     @staticmethod
     def sse_event_name(chunk: ResponsesStreamEvent) -> str:
-        """The SSE event name a chunk or event is sent under (`None`: an unnamed message)."""
+        """The SSE event name a chunk or event is sent under (`None`: an unnamed message).
+        Chat Completions chunks have none; Responses and Messages events use their `type`.
+        """
     @staticmethod
     def sse_done_data() -> None:
-        """The data of the message that ends the stream (`None`: the protocol sends none)."""
+        """The data of the message that ends the stream (`None`: the protocol sends none).
+        Only Chat Completions sends one, `[DONE]`.
+        """
 
 @final
 class MessagesResponse:
@@ -1032,10 +1052,14 @@ class MessagesResponse:
         """The response accumulated so far, as compact JSON."""
     @staticmethod
     def sse_event_name(chunk: MessagesStreamEvent) -> str:
-        """The SSE event name a chunk or event is sent under (`None`: an unnamed message)."""
+        """The SSE event name a chunk or event is sent under (`None`: an unnamed message).
+        Chat Completions chunks have none; Responses and Messages events use their `type`.
+        """
     @staticmethod
     def sse_done_data() -> None:
-        """The data of the message that ends the stream (`None`: the protocol sends none)."""
+        """The data of the message that ends the stream (`None`: the protocol sends none).
+        Only Chat Completions sends one, `[DONE]`.
+        """
 
 # The item type a processor yields follows from its generator: `StreamProcessor` is generic in
 # the stub only (not subscriptable at run time; quote `"StreamProcessor[...]"` in annotations).
@@ -1065,7 +1089,12 @@ class StreamProcessor(Generic[_Item]):
     def finished(self) -> bool:
         """Whether the stream completed normally and was not closed."""
     def push(self, chunk: InferenceChunk) -> list[_Item]:
-        """Process one backend chunk; returns the chunks or events it produced."""
+        """Process one backend chunk; returns the chunks or events it produced.
+
+        `RuntimeError` once the stream finished or was closed, and for a `tokens` chunk that cannot
+        be decoded (no tokenizer, an unknown ID, a log-probability count that does not match),
+        which also closes the processor.
+        """
     def finish(self) -> list[_Item]:
         """End the input and flush what is held back; after completion it returns an empty list."""
     def close(self) -> None:

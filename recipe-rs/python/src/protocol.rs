@@ -535,6 +535,9 @@ impl PyResponsesEcho {
 macro_rules! request_class {
     ($(#[$doc:meta])* $py:ident, $name:literal, $request:ty) => {
         $(#[$doc])*
+        ///
+        /// The body is JSON text (`str` or `bytes`) or the decoded object (a `dict`); a body that
+        /// does not parse, or is not a request of this format, raises `ValueError`.
         #[pyclass(name = $name, module = "deepseek_recipe._native")]
         pub struct $py {
             pub inner: Option<$request>,

@@ -410,11 +410,13 @@ macro_rules! response_accumulator_class {
                 self.inner.to_value().to_string()
             }
             /// The SSE event name a chunk or event is sent under (`None`: an unnamed message).
+            /// Chat Completions chunks have none; Responses and Messages events use their `type`.
             #[staticmethod]
             fn sse_event_name(#[pyo3(from_py_with = crate::args::instance::<$item>)] chunk: PyRef<'_, $item>) -> Option<String> {
                 chunk.sse_event_name()
             }
             /// The data of the message that ends the stream (`None`: the protocol sends none).
+            /// Only Chat Completions sends one, `[DONE]`.
             #[staticmethod]
             fn sse_done_data() -> Option<&'static str> {
                 $protocol.done_data()
@@ -489,6 +491,10 @@ impl PyStreamProcessor {
     }
 
     /// Process one backend chunk; returns the chunks or events it produced.
+    ///
+    /// `RuntimeError` once the stream finished or was closed, and for a `tokens` chunk that cannot
+    /// be decoded (no tokenizer, an unknown ID, a log-probability count that does not match),
+    /// which also closes the processor.
     fn push(&mut self, py: Python<'_>, #[pyo3(from_py_with = crate::args::instance::<PyInferenceChunk>)] chunk: PyRef<'_, PyInferenceChunk>) -> PyResult<Py<PyList>> {
         let items = match &chunk.inner {
             InferenceChunk::Tokens { token_ids, logprobs } => self.inner.push_tokens(token_ids, logprobs.as_deref()),
