@@ -12,7 +12,7 @@
 # name the stub has and the module lacks ("... is not present at runtime"), and every signature,
 # default, `@final` or `__all__` entry that disagrees. It cannot see parameter or return types
 # (PyO3 records none at run time): `tests/python/test_stub_types.py` checks every property and
-# return type here against real values, and `mypy --strict tests/typing/api_usage.py` (also in
+# return type here against real values, and `mypy --strict tests/typecheck/api_usage.py` (also in
 # .ci/run) checks what a caller sees (overloads, `Optional`, `Literal`, enums).
 #
 # Adding a class (or a method, property, function, exception) to the module:
