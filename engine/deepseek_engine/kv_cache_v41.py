@@ -89,3 +89,27 @@ def fresh_v41_cache(config: DeepseekV41ModelConfig, num_tokens: int, block_size:
     """A private pool sized for ``num_tokens`` tokens with an identity block table."""
     blocks = max(1, -(-num_tokens // block_size))
     return SequenceCache(V41CachePool(config, blocks, block_size, dtype, device), range(blocks))
+
+
+class WindowRing:
+    """Private sliding-window KV of one sequence, ``window + max_step`` rows per layer, reused in a ring.
+
+    With bounded replay (:meth:`DeepseekV41ForCausalLM.replay_prefix`) a
+    sequence keeps its window KV here instead of in the shared pool blocks:
+    position ``p`` lives in row ``p % rows``. A step of ``t <= max_step`` tokens
+    starting at ``s`` reads positions ``s - window + 1 .. s + t - 1``, all
+    distinct modulo ``rows``.
+    """
+
+    def __init__(self, config: DeepseekV41ModelConfig, max_step: int, dtype: torch.dtype = torch.float32,
+                 device: torch.device | str = "cpu") -> None:
+        self.max_step = max_step
+        self.size = config.sliding_window + max_step
+        self.layers = [torch.zeros(1, self.size, config.head_dim, dtype=dtype, device=device)
+                       for _ in range(config.num_hidden_layers)]
+
+    def rows(self, positions: torch.Tensor) -> torch.Tensor:
+        return positions % self.size
+
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self.layers)

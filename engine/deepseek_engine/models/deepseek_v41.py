@@ -107,16 +107,21 @@ class DeepseekV41Attention(nn.Module):
         q_latent = self.q_norm(self.wq_a(x))
         q = apply_rotary(self.wq_b(q_latent).view(t, self.n_heads, self.head_dim), cos, sin)
         kv = apply_rotary(self.norm(self.wkv(x)), cos, sin)
-        write_rows(lp.kv, cache.slots(positions), kv)
+        ring = getattr(cache, "window_ring", None)
+        if ring is not None and t > ring.max_step:
+            raise ValueError(f"{t} tokens in one step exceed the window ring's max_step={ring.max_step}")
+        store, rows_of = (ring.layers[self.layer_idx], ring.rows) if ring is not None else (lp.kv, cache.slots)
+        write_rows(store, rows_of(positions), kv)
 
         start = int(positions[0])
-        first = max(0, start - self.window + 1)
+        # Bounded replay: window reads never reach below ``replay_start`` (0 otherwise).
+        first = max(0, start - self.window + 1, getattr(cache, "replay_start", 0))
         key_pos = torch.arange(first, start + t, device=x.device)
-        keys = read_rows(lp.kv, cache.slots(key_pos))
+        keys = read_rows(store, rows_of(key_pos))
         visible = (key_pos[None, :] <= positions[:, None]) & (key_pos[None, :] > positions[:, None] - self.window)
 
         if self.ratio > 0:
-            if self.compressor is not None:
+            if self.compressor is not None and not getattr(cache, "replaying", False):
                 self._compress(x, positions, cache, lp)
             r = self.ratio
             total = (start + t) // r
@@ -267,7 +272,8 @@ class DeepseekV41ForCausalLM(nn.Module):
                        capture: tuple[int, ...] = ()):
         """Run the decoder layers; return the final streams ``[T, hc, D]``, the last MoE ``pre`` ``[T, hc]``
         and, for each ``L`` in ``capture``, the mean over streams after ``L`` layers ``[T, D]``."""
-        cache.pool.token_ids.view(-1).index_copy_(0, cache.slots(positions), input_ids)
+        if not getattr(cache, "replaying", False):  # replayed positions' ids are already in the shared blocks
+            cache.pool.token_ids.view(-1).index_copy_(0, cache.slots(positions), input_ids)
         rows, keep = self._engram_inputs(input_ids, positions, cache)
         streams = self.embed(input_ids).unsqueeze(1).expand(-1, self.config.hc_mult, -1).contiguous()
         pre = None
@@ -289,6 +295,39 @@ class DeepseekV41ForCausalLM(nn.Module):
         streams, pre, aux = self.hidden_streams(input_ids, positions, cache, tuple(layers))
         cache.num_tokens += input_ids.numel()
         return self.head(self.norm(collapse(streams, pre))).float(), torch.cat(aux, dim=-1)
+
+    @torch.no_grad()
+    def replay_prefix(self, prefix_ids: torch.Tensor, cache: SequenceCache, ring) -> int:
+        """Bounded SWA replay after a prefix-cache hit of ``len(prefix_ids)`` tokens; return ``replay_start``.
+
+        ``cache`` shares the hit's blocks (compressor rows, entries, index keys and
+        token ids of every position) but not their window KV: ``ring`` (a
+        :class:`~deepseek_engine.kv_cache_v41.WindowRing`) is this sequence's
+        private window store. The last ``window`` hit tokens are run again to
+        rebuild it; their window attention reads nothing below ``replay_start =
+        h - window`` and they write no compressed state (the shared blocks keep
+        the full forward's values). Afterwards ``cache`` continues normally from
+        position ``h`` (its queries' windows lie at or above ``replay_start``).
+
+        Equal to a full forward when ``h <= window`` (the replay is then a full
+        recompute). Otherwise the replayed rows lack the window context below
+        ``replay_start``, so their window KV at layers >= 1, and every later
+        row reading it, differ from a full forward (vLLM's ``swa_bounded_replay``,
+        exact only for a model trained with it).
+        """
+        h = prefix_ids.numel()
+        r0 = max(0, h - self.config.sliding_window)
+        cache.window_ring, cache.replay_start, cache.replaying = ring, r0, True
+        try:
+            for a in range(r0, h, ring.max_step):
+                b = min(h, a + ring.max_step)
+                cache.num_tokens = a
+                ids, pos = self._check(prefix_ids[a:b], torch.arange(a, b), cache)
+                self.hidden_streams(ids, pos, cache)
+        finally:
+            cache.replaying = False
+        cache.num_tokens = h
+        return r0
 
     def _check(self, input_ids: torch.Tensor, positions: torch.Tensor, cache: SequenceCache):
         input_ids = input_ids.reshape(-1).to(self.device, torch.long)
