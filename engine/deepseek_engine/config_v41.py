@@ -157,6 +157,8 @@ def normalize_v41_dict(raw: dict[str, Any]) -> dict[str, Any]:
     text["layer_types"] = [SLIDING if r == 0 else (HCA if r == 2 else CSA) for r in ratios[:n]]
     text["compress_rates"] = {CSA: 1, HCA: 2}
     text["mlp_layer_types"] = ["moe"] * n
+    if "dspark_noise_token_id" not in text and "mask_token_id" in text:  # vLLM reads either name
+        text["dspark_noise_token_id"] = text["mask_token_id"]
     text.pop("compress_ratios", None)
     text.pop("num_hash_layers", None)
     merged = dict(raw)
