@@ -34,6 +34,8 @@ functions on the same inputs. What each case calls in vLLM:
 * ``token_map_tiny`` / ``token_map_real``: ``build_compressed_token_map`` over
   the tiny checkpoint's tokenizer and the real DeepSeek tokenizer
   (``DEEPSEEK_TOKENIZER_JSON``);
+* ``moe_bias_vl``: ``fused_topk_bias`` routing with ``bias_vl`` for image-sentinel ids
+  (its PyTorch branch, softmax scores: vLLM's other branches are compiled ops);
 * ``rope_yarn``: ``DeepseekV4ScalingRotaryEmbedding.forward_native`` of the
   compress rope (ratio 1 and 2 layers) and of the plain sliding-window rope.
 """
@@ -304,8 +306,26 @@ def record_token_maps() -> None:
         save("token_map_real", {"map": torch.tensor(lookup, dtype=torch.int32)}, size=size, vocab=len(lookup))
 
 
+def record_moe_bias_vl() -> None:
+    import vllm.model_executor.layers.fused_moe.router.fused_topk_bias_router as router
+
+    # The CUDA/C++ routing ops are not on a CPU build; the ROCm-enabled branch ends in vLLM's
+    # PyTorch routing (softmax scores), which applies bias_vl the same way.
+    router.rocm_aiter_ops.is_fused_moe_enabled = lambda: True
+    g = gen(10)
+    t, e, k = 7, 16, 4
+    logits = torch.randn(t, e, generator=g)
+    bias = 0.1 * torch.randn(e, generator=g)
+    bias_vl = torch.randn(e, generator=g)
+    ids = torch.tensor([5, 129264, 129266, 129268, 129269, 129263, 7])
+    weights, experts = router.fused_topk_bias(torch.zeros(t, 8), logits, "softmax", bias, k, True, input_tokens=ids,
+                                              routed_scaling_factor=1.5, bias_vl=bias_vl, image_sentinel_lo=129264)
+    save("moe_bias_vl", {"logits": logits, "bias": bias, "bias_vl": bias_vl, "input_ids": ids, "weights": weights,
+                         "experts": experts.long()}, top_k=k, scale=1.5)
+
+
 RECORDERS = [record_mhc, record_rope, record_compressor, record_index_keys, record_index_logits, record_candidates,
-             record_engram_layout, record_engram_hash, record_engram_gate, record_token_maps]
+             record_engram_layout, record_engram_hash, record_engram_gate, record_token_maps, record_moe_bias_vl]
 
 if __name__ == "__main__":
     wanted = set(sys.argv[1:])

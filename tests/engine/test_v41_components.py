@@ -194,3 +194,17 @@ def test_token_map_matches_vllm_real_tokenizer():
     lookup, size = build_compressed_token_map(path)
     assert size == cases()["token_map_real"]["size"]
     assert lookup == c["map"].tolist()
+
+
+def test_bias_vl_routing_matches_vllm():
+    from deepseek_engine.layers.v41_moe import image_sentinel_rows, route_with_bias_vl
+
+    c = case("moe_bias_vl")
+    s = cases()["moe_bias_vl"]
+    scores = torch.softmax(c["logits"], dim=-1)
+    image = image_sentinel_rows(c["input_ids"])
+    assert image.tolist() == [False, True, True, True, False, False, False]
+    experts, weights = route_with_bias_vl(scores, c["bias"], c["bias_vl"], image, s["top_k"], s["scale"])
+    order, want_order = experts.argsort(dim=-1), c["experts"].argsort(dim=-1)
+    assert torch.equal(experts.gather(1, order), c["experts"].gather(1, want_order))
+    torch.testing.assert_close(weights.gather(1, order), c["weights"].gather(1, want_order), atol=1e-6, rtol=1e-6)
