@@ -215,3 +215,15 @@ def test_speculative_config_errors():
         SpeculativeConfig("eagle")
     with pytest.raises(ValueError, match="confidence head"):
         SpeculativeConfig("mtp", adaptive=True)
+
+
+def test_llm_option_turns_speculation_on():
+    from deepseek_engine import LLM
+
+    p = prompt(10, 3, 1024)
+    params = SamplingParams(temperature=0.0, max_tokens=12, ignore_eos=True)
+    spec = LLM(str(TINY_V41), speculative=SpeculativeConfig("dspark", num_speculative_tokens=3)).generate([p], params)[0]
+    plain = LLM(str(TINY_V41)).generate([p], params)[0]
+    assert spec.token_ids == plain.token_ids
+    assert len(spec.spec_accepted_per_step) == len(spec.spec_verify_lengths) > 0
+    assert plain.spec_accepted_per_step is None
