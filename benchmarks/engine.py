@@ -10,6 +10,9 @@ Both sides run with the same ``torch`` thread count (``--threads``, printed). Th
 is a measurement, not a test: nothing here asserts on time.
 
     /work/main/.venv/bin/python benchmarks/engine.py [--prompts 32] [--max-tokens 32] [--threads 1] [--repeat 5]
+
+``--speculative`` runs ``benchmarks/speculative.py`` instead (speculative decoding: plain
+greedy vs DSpark fixed-k vs adaptive verification on the tiny V4.1 checkpoint).
 """
 
 from __future__ import annotations
@@ -72,6 +75,12 @@ def run_engine(folder: Path, prompts: list[list[int]], max_tokens: int, args) ->
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--speculative" in argv:  # plain vs DSpark fixed-k vs adaptive verification (benchmarks/speculative.py)
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        from speculative import main as speculative_main
+
+        return speculative_main([a for a in argv if a != "--speculative"])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--prompts", type=int, default=32)
     ap.add_argument("--max-tokens", type=int, default=32)

@@ -136,6 +136,12 @@ def load(model_dir: str, dtype: torch.dtype | None, device: torch.device) -> tup
 def wrap(model: nn.Module) -> tuple[nn.Module, Any, dict]:
     config = model.config
     eos = config.eos_token_id
+    from .config_v41 import DeepseekV41ModelConfig
+
+    if isinstance(config, DeepseekV41ModelConfig):
+        from .models.v41_serving import wrap_v41
+
+        return wrap_v41(model, min(config.max_position_embeddings, DEFAULT_MAX_MODEL_LEN))
 
     def make_kv(num_blocks: int, block_size: int) -> KVCachePool:
         return KVCachePool(config, num_blocks, block_size, model.dtype, model.device)

@@ -2,7 +2,8 @@
 
 `load_config(path)` reads a Hugging Face style ``config.json`` (a file or the
 checkpoint folder holding it) and returns a validated
-:class:`DeepseekV4ModelConfig`.  Three layouts are understood:
+:class:`DeepseekV4ModelConfig` (a :class:`~deepseek_engine.config_v41.DeepseekV41ModelConfig`
+when the config describes the V4.1 architecture).  Three layouts are understood:
 
 * ``model_type == "deepseek_v4"``: the flat layout written by
   ``transformers`` (``layer_types``, ``mlp_layer_types``, ``compress_rates``
@@ -243,6 +244,15 @@ def load_config(path: str | Path) -> DeepseekV4ModelConfig:
         raise FileNotFoundError(f"no config.json at {p}")
     with p.open("r", encoding="utf-8") as fh:
         raw = json.load(fh)
+    return config_from_dict(raw)
+
+
+def config_from_dict(raw: dict[str, Any]) -> DeepseekV4ModelConfig:
+    """The config of the architecture ``raw`` describes: V4, or V4.1 (see :mod:`deepseek_engine.config_v41`)."""
+    from deepseek_engine.config_v41 import DeepseekV41ModelConfig, is_v41_config
+
+    if isinstance(raw, dict) and is_v41_config(raw):
+        return DeepseekV41ModelConfig.from_dict(raw)
     return DeepseekV4ModelConfig.from_dict(raw)
 
 

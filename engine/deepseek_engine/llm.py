@@ -35,6 +35,10 @@ class RequestOutput:
     stop_token_id: int | None
     num_cached_tokens: int
     logprobs: list[TokenLogprob] | None
+    # With speculative decoding (``LLM(..., speculative=SpeculativeConfig(...))``): drafts accepted
+    # in each step and drafts verified in each step.
+    spec_accepted_per_step: list[int] | None = None
+    spec_verify_lengths: list[int] | None = None
 
 
 def _resolve_dtype(dtype: torch.dtype | str | None) -> torch.dtype | None:
@@ -58,13 +62,23 @@ class LLM:
     """
 
     def __init__(self, model_dir: str | os.PathLike, dtype: torch.dtype | str | None = None, *,
-                 device: str | torch.device = "cpu", **engine_args: Any) -> None:
+                 device: str | torch.device = "cpu", speculative: Any = None, **engine_args: Any) -> None:
+        """``speculative``: a ``deepseek_engine.speculative.SpeculativeConfig`` turns on speculative
+        decoding (drafter from the checkpoint's ``mtp.*`` tensors); ``generate`` then runs one request
+        at a time through it and reports accepted drafts and verify lengths per step."""
         from . import _model_adapter
 
         device = torch.device(device)
         model, make_kv, info = _model_adapter.load(os.fspath(model_dir), _resolve_dtype(dtype), device)
         self._init(model, make_kv, info, device=device, **engine_args)
         self.model_dir = os.fspath(model_dir)
+        if speculative is not None:
+            from .speculative import SpeculativeLLM, load_drafter
+
+            target = model.model
+            self._speculative = SpeculativeLLM.from_models(
+                target, load_drafter(model_dir, target, speculative.method), speculative,
+                max_model_len=self.max_model_len)
 
     @classmethod
     def from_model(cls, model: torch.nn.Module, make_kv: Callable[[int, int], Any] | None = None, *,
@@ -196,6 +210,8 @@ class LLM:
                 raise ValueError(f"{len(prompts)} prompts but {len(params_list)} sampling parameters")
         for p in prompts:
             self._check_prompt(p)
+        if getattr(self, "_speculative", None) is not None:
+            return [self._speculative_output(p, sp) for p, sp in zip(prompts, params_list)]
         ids = [self.add_request(p, sp) for p, sp in zip(prompts, params_list)]
         results: dict[int, RequestOutput] = {}
         bar = None
@@ -211,6 +227,13 @@ class LLM:
         if bar is not None:
             bar.close()
         return [results[i] for i in ids]
+
+    def _speculative_output(self, prompt: Seq[int], params: SamplingParams) -> RequestOutput:
+        out = self._speculative.generate([prompt], params)[0]
+        request_id, self._next_id = self._next_id, self._next_id + 1
+        stop = out.token_ids[-1] if out.finish_reason == "stop" and out.token_ids else None
+        return RequestOutput(request_id, list(prompt), out.token_ids, out.finish_reason, stop, 0, None,
+                             out.accepted_per_step, out.verify_lengths)
 
     def forward_logits(self, token_ids: Seq[int]) -> torch.Tensor:
         """Logits ``[len(token_ids), vocab]`` of one sequence, each row predicting the next token."""

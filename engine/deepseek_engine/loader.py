@@ -29,6 +29,7 @@ unknown tensors and shape mismatches raise ``ValueError``.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from contextlib import ExitStack
 from pathlib import Path
@@ -40,8 +41,13 @@ from deepseek_engine.config import DeepseekV4ModelConfig, load_config
 from deepseek_engine.models.deepseek_v4 import DeepseekV4ForCausalLM
 from deepseek_engine.quantization import dequantize, is_fp8, is_packed_fp4
 
+logger = logging.getLogger(__name__)
+
 _PREFIXES = ("model.language_model.", "language_model.model.", "language_model.", "text_model.", "model.")
 _SKIP = re.compile(r"(^|\.)(mtp|vision_tower|vision_model|visual|mm_projector|multi_modal_projector)\.|inv_freq$")
+# V4.1 checkpoints declare the vision-language model even for text: its tower, aligner and image
+# embeddings are left out (text-only engine), with one log line naming how many.
+_VISION = re.compile(r"^(vision|aligner)\.|^image_|(^|\.)(vision_tower|vision_model|visual|mm_projector|multi_modal_projector)\.")
 _SCALE_SUFFIXES = (".scale", ".weight_scale_inv", ".weight_scale", "_scale_inv", "_scale", "_scales")
 
 # Ordered (pattern, replacement) pairs turning transformers module names into DeepSeek ones.
@@ -151,13 +157,26 @@ class _Sources:
 
 def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu",
                config: DeepseekV4ModelConfig | None = None) -> DeepseekV4ForCausalLM:
-    """Build the model for ``path`` and fill every parameter from its safetensors shards."""
+    """Build the model for ``path`` and fill every parameter from its safetensors shards.
+
+    A V4.1 config (:mod:`deepseek_engine.config_v41`) builds
+    :class:`~deepseek_engine.models.deepseek_v41.DeepseekV41ForCausalLM`; its engram
+    layers read the token map built from the folder's ``tokenizer.json``.
+    """
+    from deepseek_engine.config_v41 import DeepseekV41ModelConfig
+
     folder = Path(path)
     config = config or load_config(folder)
+    v41 = isinstance(config, DeepseekV41ModelConfig)
     with torch.device("meta"):
-        model = DeepseekV4ForCausalLM(config)
+        if v41:
+            from deepseek_engine.models.deepseek_v41 import DeepseekV41ForCausalLM
+
+            model = DeepseekV41ForCausalLM(config)
+        else:
+            model = DeepseekV4ForCausalLM(config)
     model.to_empty(device=device)
-    keep_fp32 = re.compile(r"(hc_|attn_sink|\.ape$|norm\.weight$|gate\.bias$)")
+    keep_fp32 = re.compile(r"(hc_|attn_sink|\.ape$|norm\.weight$|gate\.bias$|gate\.bias_vl$)")
     params: dict[str, torch.Tensor] = {}
     for name, p in list(model.named_parameters()):
         if p.is_floating_point() and not keep_fp32.search(name):
@@ -168,10 +187,14 @@ def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: tor
     filled: dict[str, int] = {}
     hint = _block_hint(config)
 
+    skipped_vision = 0
     with ExitStack() as stack:
         src = _Sources(_shard_files(folder), stack)
         for key in src.where:
             if src.is_scale(key):
+                continue
+            if _VISION.search(key):
+                skipped_vision += 1
                 continue
             name = canonical_name(key[: -len("_blocks")] if key.endswith("_blocks") else key)
             if name is None:
@@ -184,6 +207,9 @@ def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: tor
                 raise ValueError(f"quantised tensor {key} has no sibling scale tensor")
             _assign(name, key, tensor, params, filled, config)
 
+    if skipped_vision:
+        logger.info("text-only engine: skipped %d vision tensors (vision tower, aligner, image embeddings) of %s",
+                    skipped_vision, folder.name)
     if config.tie_word_embeddings and "head.weight" not in filled and "embed.weight" in filled:
         params["head.weight"].copy_(params["embed.weight"].to(params["head.weight"].dtype))
         filled["head.weight"] = 1
@@ -196,8 +222,20 @@ def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: tor
             missing.append(name)
     if missing:
         raise ValueError(f"checkpoint {folder} lacks {len(missing)} tensors, e.g. {missing[:8]}")
+    if v41 and config.engram_layer_ids:
+        _install_token_map(model, folder, config)
     model.eval()
     return model
+
+
+def _install_token_map(model, folder: Path, config) -> None:
+    """Engram layers hash tokenizer-normalised ids: build the map from the checkpoint's tokenizer."""
+    from deepseek_engine.layers.engram import load_token_map, tokenizer_json_in
+
+    tokenizer = tokenizer_json_in(folder)
+    if tokenizer is None:
+        raise ValueError(f"checkpoint {folder} has engram layers but no tokenizer.json to build their token map from")
+    model.set_token_map(load_token_map(tokenizer, config.vocab_size, config.engram_compressed_vocab_size))
 
 
 def _is_stacked(name: str) -> bool:

@@ -1,0 +1,115 @@
+"""Paged per-sequence state of DeepSeek V4.1 models.
+
+Same addressing as :mod:`deepseek_engine.kv_cache` (rows by token position
+through a :class:`~deepseek_engine.kv_cache.SequenceCache` block table; every
+row of block ``b`` depends only on the sequence's tokens up to the end of block
+``b``, so full blocks can be shared by prefix caching), with V4.1's tensors:
+
+* ``token_ids`` ``[num_blocks, block_size]`` (pool-wide): each position's token
+  id, read back as the engram's lookback at a chunk's start;
+* per layer ``kv``: the sliding-window key/value of every token (all layers);
+* KV-source layers only:
+
+  - ``raw`` (ratio 2): the float32 compressor rows ``[kv | score]`` of every
+    token; a group whose first token came in an earlier chunk (or speculative
+    step) is pooled from these rows;
+  - ``entries``: the rotated compressed entry of each group, in the row of the
+    token that closes it (``(g + 1) * r - 1``);
+  - ``index_keys`` (when the layer is also an index source): the group's
+    index key, in the same row.
+
+Other compressed layers own no compressed state: they read their KV source's
+``entries``/``index_keys``. Nothing here depends on a step's batch or on how a
+sequence was split into chunks. A rejected speculative token leaves rows that
+no later step reads before rewriting them (rows are read only below the
+sequence's ``num_tokens``), so rolling back is setting ``num_tokens`` back.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from deepseek_engine.config_v41 import DeepseekV41ModelConfig
+from deepseek_engine.kv_cache import SequenceCache
+
+
+class V41LayerPool:
+    """Tensors of one decoder layer (see the module docstring)."""
+
+    def __init__(self, config: DeepseekV41ModelConfig, layer_idx: int, num_blocks: int, block_size: int,
+                 dtype: torch.dtype, device: torch.device) -> None:
+        shape = (num_blocks, block_size)
+
+        def alloc(width: int, dt: torch.dtype = dtype) -> torch.Tensor:
+            return torch.zeros(*shape, width, dtype=dt, device=device)
+
+        self.ratio = config.ratio(layer_idx)
+        self.kv = alloc(config.head_dim)
+        self.raw = self.entries = self.index_keys = None
+        if layer_idx in config.kv_source_layer_ids:
+            if self.ratio == 2:
+                self.raw = alloc(2 * config.head_dim, torch.float32)
+            self.entries = alloc(config.head_dim)
+            if layer_idx in config.index_source_layer_ids:
+                self.index_keys = alloc(config.index_head_dim)
+
+
+class V41CachePool:
+    """Block-paged storage for every layer of a V4.1 model (interface of :class:`KVCachePool`)."""
+
+    def __init__(self, config: DeepseekV41ModelConfig, num_blocks: int, block_size: int = 16,
+                 dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu") -> None:
+        if num_blocks <= 0 or block_size <= 0:
+            raise ValueError("num_blocks and block_size must be positive")
+        self.config = config
+        self.num_blocks = num_blocks
+        self.block_size = block_size
+        self.dtype = dtype
+        self.device = torch.device(device)
+        self.token_ids = torch.zeros(num_blocks, block_size, dtype=torch.long, device=self.device)
+        self.layers = [V41LayerPool(config, i, num_blocks, block_size, dtype, self.device)
+                       for i in range(config.num_hidden_layers)]
+
+    def blocks_needed(self, num_tokens: int) -> int:
+        return -(-num_tokens // self.block_size)
+
+    def bytes_per_token(self) -> dict[str, int]:
+        """Cache bytes each token occupies, split into sliding-window KV and everything else."""
+        swa = sum(lp.kv[0, 0].numel() * lp.kv.element_size() for lp in self.layers)
+        other = self.token_ids.element_size()
+        for lp in self.layers:
+            for t in (lp.raw, lp.entries, lp.index_keys):
+                if t is not None:
+                    other += t[0, 0].numel() * t.element_size()
+        return {"window_kv": swa, "other": other}
+
+
+def fresh_v41_cache(config: DeepseekV41ModelConfig, num_tokens: int, block_size: int = 16,
+                    dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu") -> SequenceCache:
+    """A private pool sized for ``num_tokens`` tokens with an identity block table."""
+    blocks = max(1, -(-num_tokens // block_size))
+    return SequenceCache(V41CachePool(config, blocks, block_size, dtype, device), range(blocks))
+
+
+class WindowRing:
+    """Private sliding-window KV of one sequence, ``window + max_step`` rows per layer, reused in a ring.
+
+    With bounded replay (:meth:`DeepseekV41ForCausalLM.replay_prefix`) a
+    sequence keeps its window KV here instead of in the shared pool blocks:
+    position ``p`` lives in row ``p % rows``. A step of ``t <= max_step`` tokens
+    starting at ``s`` reads positions ``s - window + 1 .. s + t - 1``, all
+    distinct modulo ``rows``.
+    """
+
+    def __init__(self, config: DeepseekV41ModelConfig, max_step: int, dtype: torch.dtype = torch.float32,
+                 device: torch.device | str = "cpu") -> None:
+        self.max_step = max_step
+        self.size = config.sliding_window + max_step
+        self.layers = [torch.zeros(1, self.size, config.head_dim, dtype=dtype, device=device)
+                       for _ in range(config.num_hidden_layers)]
+
+    def rows(self, positions: torch.Tensor) -> torch.Tensor:
+        return positions % self.size
+
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self.layers)

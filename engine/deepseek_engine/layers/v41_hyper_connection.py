@@ -1,0 +1,46 @@
+"""Hyper-connections of DeepSeek V4.1: the delayed pre-mix.
+
+The mixing weights are computed as in V4 (:mod:`deepseek_engine.layers.hyper_connection`):
+from the RMS-normalised flattened streams, ``pre = sigmoid(.) + eps``,
+``post = 2 * sigmoid(.)`` and a Sinkhorn-normalised ``comb``. What changes is
+which ``pre`` collapses a sub-block's input: the one computed by the
+*previous* sub-block (attention of layer ``i`` uses the MoE ``pre`` of layer
+``i - 1``, the MoE uses its own layer's attention ``pre``). Layer 0's attention
+has no previous ``pre`` and reads stream 0 (the embedding). After the last
+layer the streams are collapsed with the last MoE's ``pre``; V4.1 has no
+learned head mix. Spreading a sub-block's output back over the streams is
+V4's ``hyper_merge``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def mhc_pre_delayed(streams: torch.Tensor, fn: torch.Tensor, scale: torch.Tensor, base: torch.Tensor,
+                    norm_eps: float, hc_eps: float, sinkhorn_iters: int, pre_mix: torch.Tensor | None):
+    """Return ``(post [T, hc], comb [T, hc, hc], layer_input [T, D], pre [T, hc])``.
+
+    ``streams``: ``[T, hc, D]``; ``fn``: ``[(2 + hc) * hc, hc * D]``; ``scale``:
+    ``[3]``; ``base``: ``[(2 + hc) * hc]``. ``layer_input`` collapses ``streams``
+    with ``pre_mix`` (``None``: stream 0); ``pre`` is for the next sub-block.
+    """
+    t, hc, _ = streams.shape
+    x = streams.reshape(t, -1).float()
+    mixes = (x @ fn.float().t()) * torch.rsqrt(x.square().mean(-1, keepdim=True) + norm_eps)
+    scale, base = scale.float(), base.float()
+    pre = torch.sigmoid(mixes[:, :hc] * scale[0] + base[:hc]) + hc_eps
+    post = torch.sigmoid(mixes[:, hc:2 * hc] * scale[1] + base[hc:2 * hc]) * 2.0
+    comb = mixes[:, 2 * hc:].view(t, hc, hc) * scale[2] + base[2 * hc:].view(1, hc, hc)
+    comb = torch.softmax(comb, dim=-1) + hc_eps
+    comb = comb / (comb.sum(dim=-2, keepdim=True) + hc_eps)
+    for _ in range(sinkhorn_iters - 1):
+        comb = comb / (comb.sum(dim=-1, keepdim=True) + hc_eps)
+        comb = comb / (comb.sum(dim=-2, keepdim=True) + hc_eps)
+    layer_input = streams[:, 0] if pre_mix is None else collapse(streams, pre_mix)
+    return post, comb, layer_input, pre
+
+
+def collapse(streams: torch.Tensor, pre: torch.Tensor) -> torch.Tensor:
+    """``sum_i pre_i * streams_i`` in float32, returned in the streams' dtype."""
+    return (pre.float().unsqueeze(-1) * streams.float()).sum(dim=1).to(streams.dtype)

@@ -1,0 +1,84 @@
+"""Bounded sliding-window replay after a prefix-cache hit (V4.1, as vLLM's ``swa_bounded_replay``).
+
+The hit's blocks give the compressed state; the window KV is not taken from them but
+rebuilt by replaying the last ``window`` hit tokens into a private ring. The bound:
+the replay never reads window KV below ``replay_start = h - window`` (checked by
+poisoning everything it must not read with NaN), and the result equals a full forward
+exactly when ``h <= window``; beyond that it differs (only the model's training makes
+the truncated context harmless), which the test shows too.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import torch
+
+from deepseek_engine.kv_cache import SequenceCache
+from deepseek_engine.kv_cache_v41 import V41CachePool, WindowRing
+from deepseek_engine.loader import load_model
+
+TINY = Path(__file__).resolve().parent / "data" / "tiny_v41"
+torch.set_num_threads(1)
+
+
+@lru_cache(maxsize=None)
+def tiny():
+    return load_model(TINY)
+
+
+def ids(n: int, seed: int) -> torch.Tensor:
+    return torch.randint(3, 1024, (n,), generator=torch.Generator().manual_seed(seed))
+
+
+def hit(m, prefix: torch.Tensor, suffix: torch.Tensor, poison: bool):
+    """Compute ``prefix`` in sequence A, then run ``suffix`` as sequence B sharing A's prefix blocks."""
+    bs = 4
+    pool = V41CachePool(m.config, 32, bs)
+    n_shared = prefix.numel() // bs
+    a = SequenceCache(pool, range(0, n_shared + 2))
+    m(torch.cat([prefix, ids(5, 99)]), torch.arange(prefix.numel() + 5), a)
+    b = SequenceCache(pool, list(range(n_shared)) + list(range(16, 24)), num_tokens=prefix.numel())
+    ring = WindowRing(m.config, max_step=8)
+    if poison:  # nothing below replay_start may be read: neither the ring nor the pool's window KV
+        for t in ring.layers:
+            t.fill_(float("nan"))
+        for lp in pool.layers:
+            lp.kv.view(-1, lp.kv.shape[-1])[: n_shared * bs] = float("nan")
+    r0 = m.replay_prefix(prefix, b, ring)
+    logits = torch.cat([m(suffix[i:i + 4], torch.arange(prefix.numel() + i, prefix.numel() + min(i + 4, suffix.numel())), b)
+                        for i in range(0, suffix.numel(), 4)])
+    return logits, r0, ring, b
+
+
+def test_replay_within_window_equals_full_forward():
+    m = tiny()
+    prefix, suffix = ids(8, 1), ids(6, 2)  # hit of 8 tokens = window: the replay recomputes everything
+    logits, r0, _, _ = hit(m, prefix, suffix, poison=True)
+    assert r0 == 0
+    full = m.forward_full(torch.cat([prefix, suffix]), block_size=4)[8:]
+    torch.testing.assert_close(logits, full, atol=2e-5, rtol=0)
+
+
+def test_replay_beyond_window_reads_nothing_below_replay_start():
+    m = tiny()
+    prefix, suffix = ids(20, 3), ids(6, 4)
+    logits, r0, ring, b = hit(m, prefix, suffix, poison=True)
+    assert r0 == 20 - m.config.sliding_window
+    assert torch.isfinite(logits).all()
+    # Layer 0's window KV depends on the token alone: the replayed rows equal the full forward's.
+    full_cache = m.new_cache(26, 4)
+    full = m(torch.cat([prefix, suffix]), torch.arange(26), full_cache)[20:]
+    pos = torch.arange(r0, 26)
+    kv0 = full_cache.pool.layers[0].kv.view(-1, m.config.head_dim)[full_cache.slots(pos)]
+    torch.testing.assert_close(ring.layers[0].view(-1, m.config.head_dim)[ring.rows(pos)], kv0, atol=1e-6, rtol=0)
+    # Deeper layers saw a truncated window, so the suffix differs from a full forward.
+    assert not torch.allclose(logits, full, atol=1e-3)
+
+
+def test_ring_memory_is_bounded():
+    m = tiny()
+    ring = WindowRing(m.config, max_step=8)
+    per_token = sum(lp.kv[0, 0].numel() * lp.kv.element_size() for lp in V41CachePool(m.config, 1, 4).layers)
+    assert ring.nbytes() == per_token * (m.config.sliding_window + 8)
