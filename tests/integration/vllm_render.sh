@@ -3,12 +3,13 @@
 #
 #   VLLM_VENV=path/to/venv-with-vllm-0.33 bash tests/integration/vllm_render.sh
 #
-# Not part of .ci/run (vLLM is about 9 GB; the venv is created with vllm==0.33.0 if it does not
-# exist). Builds our wheel (`maturin build --release`), installs it into the vLLM venv with --no-deps --force-reinstall (so our `deepseek_recipe`
-# replaces any other), runs the fast tier (tests/integration with vLLM importable), writes a weightless DeepseekV41ForCausalLM model folder with the real
-# tokenizer, then starts `vllm launch render` on 127.0.0.1 twice: once with the plugin
-# (vllm_render_check.py ours: render, derender and injection checks) and once with vLLM's
-# built-in V4.1 renderer (vllm_render_check.py builtin: typed spellings become control IDs).
+# Not part of .ci/run (vLLM is about 9 GB; the venv is created with vllm==0.33.0 if missing).
+# Builds our wheel (`maturin build --release`), installs it into the vLLM venv with --no-deps
+# --force-reinstall (so our `deepseek_recipe` replaces any other), runs the fast tier
+# (tests/integration, with vLLM importable), writes a weightless DeepseekV41ForCausalLM model
+# folder with the real tokenizer, then starts `vllm launch render` on 127.0.0.1 twice: once with
+# the plugin (vllm_render_check.py ours: render, derender and injection checks) and once with
+# vLLM's built-in V4.1 renderer (vllm_render_check.py builtin: typed spellings become control IDs).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
