@@ -84,7 +84,11 @@ def chat_body(messages: list, kwargs: dict, tool_choice: Any, response_format: A
     if tools:
         body["tools"] = [_tool(t) for t in tools]
         if tool_choice is not None:
-            body["tool_choice"] = plain(tool_choice)
+            choice = plain(tool_choice)
+            # A Responses request names a function at the top level; Chat nests it.
+            if isinstance(choice, dict) and "name" in choice and "function" not in choice:
+                choice = {"type": "function", "function": {"name": choice["name"]}}
+            body["tool_choice"] = choice
     if response_format is not None:
         fmt = plain(response_format)
         # A structural tag is enforced by vLLM's grammar; the prompt does not describe it.
