@@ -46,8 +46,9 @@ Command line (used inside the official venv by `generate_sglang.py`)::
 from __future__ import annotations
 
 import json
-import re
 import sys
+
+from stream_replay import normalise
 
 MODEL_NAMES = {"dsv4": "DeepSeek-V4-Pro", "dsv41": "DeepSeek-V4.1-Flash"}
 # The image spelling of the released checkpoints' tokenizer, which SGLang passes as an override.
@@ -55,9 +56,6 @@ CHECKPOINT_IMAGE_TOKEN = "<｜deepseek_image｜>"
 # Added-vocabulary entries the stock tokenizer lacks but a V4.1 checkpoint tokenizer carries.
 CHECKPOINT_ADDED = {"<｜System｜>": 129280, CHECKPOINT_IMAGE_TOKEN: 129281}
 
-# Call IDs end in 24 random characters; records keep the prefix only.
-CALL_ID = re.compile(r"(call_\d{2}_(?:ET_)?)[A-Za-z0-9]{24}")
-WALL_CLOCK_KEYS = ("created",)
 
 
 def checkpoint_tokenizer_json(stock_json_text: str) -> str:
@@ -68,16 +66,6 @@ def checkpoint_tokenizer_json(stock_json_text: str) -> str:
                                      "lstrip": False, "rstrip": False, "normalized": False,
                                      "special": True})
     return json.dumps(data, ensure_ascii=False)
-
-
-def _normalise(value):
-    if isinstance(value, dict):
-        return {k: (0 if k in WALL_CLOCK_KEYS else _normalise(v)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_normalise(v) for v in value]
-    if isinstance(value, str):
-        return CALL_ID.sub(r"\1<random>", value)
-    return value
 
 
 def _error(e: BaseException) -> str:
@@ -158,7 +146,7 @@ class Server:
         if processor.finished:
             return {"skipped": True}
         try:
-            return {"chunks": [_normalise(json.loads(c.to_json())) for c in action()],
+            return {"chunks": [normalise(json.loads(c.to_json())) for c in action()],
                     "finished": processor.finished}
         except Exception as e:  # noqa: BLE001
             return {"error": _error(e)}

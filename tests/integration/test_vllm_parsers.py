@@ -17,7 +17,7 @@ vllm = pytest.importorskip("vllm", reason="vLLM is not installed (see tests/inte
 
 import deepseek_recipe as dr  # noqa: E402
 from make_model_dir import main as make_model_dir  # noqa: E402
-from vllm_render_check import CALL, output_ids  # noqa: E402
+from vllm_render_check import CALL, our_parse, output_ids  # noqa: E402
 
 from deepseek_recipe.integrations.vllm import register  # noqa: E402
 
@@ -51,14 +51,7 @@ def _request(body):
 def _codec_parse(tok, body, ids):
     converted = dr.ChatCompletionRequest({"model": "DeepSeek-V4.1-Flash", **body}).convert(dr.ConversionOptions())
     prompt = list(dr.DeepseekV41Encoding().with_tokenizer(tok).encode(converted.conversation))
-    processor = dr.StreamProcessor(dr.ChatCompletionRequest.chunk_generator(converted, "x", "m"),
-                                   converted.parsing_options, tok)
-    response = dr.ChatCompletionResponse("x", "m", 0, 0, 0)
-    for chunk in list(processor.push(dr.InferenceChunk.tokens(ids))) + list(processor.finish()):
-        response.accumulate(chunk)
-    message = json.loads(response.to_json())["choices"][0]["message"]
-    calls = [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in message.get("tool_calls") or []]
-    return prompt, (message.get("reasoning_content") or None, message.get("content") or None, calls)
+    return prompt, our_parse(tok, converted, ids, "m")
 
 
 CASES = [
