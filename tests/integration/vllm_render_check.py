@@ -176,6 +176,41 @@ def vllm_parse(message):
     return reasoning, message.get("content") or None, calls
 
 
+# Requests whose meaning vLLM's Messages / Responses -> chat translation may change. Reported,
+# not failed: they measure what vLLM loses (docs/serving-at-scale.md), not the plugin.
+LOSS_PROBES = [
+    ("messages", "system_blocks", {"max_tokens": 64, "system": [{"type": "text", "text": "A"},
+                                                                 {"type": "text", "text": "B"}],
+                                   "messages": [{"role": "user", "content": "Hi"}]}),
+    ("messages", "tool_choice_any", {"max_tokens": 64, "tool_choice": {"type": "any"},
+                                     "tools": [ANTHROPIC_WEATHER], "messages": [{"role": "user", "content": "Hi"}]}),
+    ("messages", "document", {"max_tokens": 64, "messages": [{"role": "user", "content": [
+        {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "doc"}},
+        {"type": "text", "text": "Hi"}]}]}),
+    ("messages", "thinking_disabled", {"max_tokens": 64, "thinking": {"type": "disabled"},
+                                       "messages": [{"role": "user", "content": "Hi"}]}),
+    ("messages", "effort_max", {"max_tokens": 64, "output_config": {"effort": "max"},
+                                "messages": [{"role": "user", "content": "Hi"}]}),
+    ("responses", "json_format", {"text": {"format": {"type": "json_object"}}, "input": "reply in json"}),
+    ("responses", "effort_none", {"reasoning": {"effort": "none"}, "input": "Hi"}),
+    ("responses", "developer", {"input": [{"role": "developer", "content": "Be brief."},
+                                          {"role": "user", "content": "Hi"}]}),
+]
+
+
+def report_losses(url, encoding) -> None:
+    for kind, name, body in LOSS_PROBES:
+        status, got = post(url + ENDPOINTS[kind], {"model": SERVED, **body})
+        try:
+            want = our_ids(encoding, kind, {"model": MODEL, **body})[0]
+        except Exception as error:  # noqa: BLE001 - the codec's own answer is the reference
+            want = f"{type(error).__name__}: {error}"
+        same = status == 200 and got.get("token_ids") == want
+        outcome = "same IDs" if same else (f"differs (vLLM status {status})" if status == 200 or isinstance(want, list)
+                                           else f"both reject (vLLM {status}, codec {want[:60]})")
+        print(f"INFO vLLM translation of {kind}/{name}: {outcome}")
+
+
 # ------------------------------------------------------------------------------------------
 
 def check_ours(url, model_dir) -> int:
@@ -215,6 +250,7 @@ def check_ours(url, model_dir) -> int:
         failures += not ok
         print(f"{'PASS' if ok else 'FAIL'} derender {name}: {json.dumps(have, ensure_ascii=False)[:200]}"
               + ("" if ok else f" want {json.dumps(want, ensure_ascii=False)[:200]} status={status} {json.dumps(got)[:300]}"))
+    report_losses(url, encoding)
     return failures
 
 
