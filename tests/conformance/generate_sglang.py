@@ -5,6 +5,10 @@ Run with any Python 3.9+: the script re-runs itself inside the side venv that ho
 hand-written corpus plus `RANDOM_CASES` seeded ones), runs them through `sglang_calls.py` and
 writes `tests/conformance/sglang/cases.json`: every case with its `expected` record.
 `tests/python/test_sglang_conformance.py` replays them through our package.
+
+`--known` (run with our package's interpreter, no side venv) rewrites
+`sglang/known_differences.json`, the streams where ours differs, after a deliberate change to the
+stream processor; the test then checks every listed stream differs only as its kind allows.
 """
 
 from __future__ import annotations
@@ -32,7 +36,26 @@ def build_and_run(dr, stock_json):
     return cases
 
 
+def write_known_differences():
+    import deepseek_recipe as dr
+    from encoding_spec import tokenizer_path
+    from sglang_calls import run_cases
+
+    sys.path.insert(0, str(HERE.parent / "python"))
+    from test_sglang_conformance import _diff, difference_kind
+
+    cases = json.loads(OUT.read_text(encoding="utf-8"))
+    records = run_cases(dr, cases, Path(tokenizer_path()).read_text(encoding="utf-8"))
+    known = {c["name"]: difference_kind(c) for c, r in zip(cases, records) if _diff(c["expected"], r)}
+    (OUT.parent / "known_differences.json").write_text(json.dumps(known, indent=1, sort_keys=True) + "\n",
+                                                       encoding="utf-8")
+    print(f"known_differences.json: {len(known)} streams")
+
+
 def main():
+    if "--known" in sys.argv:
+        write_known_differences()
+        return
     if "--inside" not in sys.argv:
         from official_venv import run_in_official
         run_in_official(__file__, "--inside", capture=False)
