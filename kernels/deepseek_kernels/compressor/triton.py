@@ -17,6 +17,7 @@ def compress_pool_kernel(kv_ptr, gate_ptr, out_ptr, R, C, BLOCK_R: tl.constexpr,
     m = (rs[:, None] < R) & (cs[None, :] < C)
     offs = n * R * C + rs[:, None] * C + cs[None, :]
     g = tl.load(gate_ptr + offs, mask=m, other=float("-inf")).to(tl.float32)
+    g = tl.where(cs[None, :] < C, g, 0.0)  # columns past the edge: finite, so their (unused) lanes stay NaN-free
     kv = tl.load(kv_ptr + offs, mask=m, other=0.0).to(tl.float32)
     e = tl.exp(g - tl.max(g, axis=0)[None, :])
     e = tl.where(m, e, 0.0)
