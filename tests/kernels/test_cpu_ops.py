@@ -37,7 +37,7 @@ def close(a, b, atol=1e-5, rtol=1e-5):
 
 
 def test_every_op_is_registered_with_a_cpu_kernel() -> None:
-    names = ["rms_norm", "rope", "hc_mix", "hc_merge", "hc_step", "sink_attention", "sink_attention_paged",
+    names = ["rms_norm", "rope", "hc_mix", "hc_merge", "hc_step", "sink_attention", "sink_attention_paged", "moe_route",
              "indexer_scores", "moe_dense_experts", "attn_front", "attn_back", "head_argmax", "head_argmax_q8",
              "compress_pool", "dequantize_fp8_blocks", "dequantize_mxfp4", "fp8_gemm", "mxfp4_gemm", "sample_tokens",
              "exp_lanes"]
@@ -179,6 +179,23 @@ def test_moe_dense_experts(score_func, hashed, tokens) -> None:
     bias = torch.randn(e, generator=g) * 0.1
     args = (tid2eid, ids, None) if hashed else (None, None, bias)
     close(*both(ops.moe_dense_experts, y, e, inter, topk, score_func, *args, 1.5, 7.0, down), atol=1e-5)
+
+
+@pytest.mark.parametrize("score_func", ["sqrtsoftplus", "softmax", "sigmoid"])
+@pytest.mark.parametrize("hashed", [False, True])
+@pytest.mark.parametrize("experts", [8, 64, 256])
+def test_moe_route(score_func, hashed, experts) -> None:
+    g = gen(experts)
+    t, topk, vocab = 17, 6, 40
+    logits = torch.randn(t, experts, generator=g) * 2
+    ids = torch.randint(0, vocab, (t,), generator=g)
+    tid2eid = torch.stack([torch.randperm(experts, generator=g)[:topk] for _ in range(vocab)])
+    kw = dict(tid2eid=tid2eid, input_ids=ids) if hashed else dict(bias=torch.randn(experts, generator=g) * 0.1)
+    (e1, w1), (e2, w2) = both(ops.route, logits, topk, score_func, scale=2.5, **kw)
+    # The same experts with the same weights; the slot order within a row may differ (torch.topk's is unspecified).
+    o1, o2 = e1.argsort(dim=-1), e2.argsort(dim=-1)
+    assert torch.equal(e1.gather(-1, o1), e2.gather(-1, o2))
+    close(w1.gather(-1, o1), w2.gather(-1, o2), atol=1e-6)
 
 
 def test_moe_routing_reference_matches_stacked_experts() -> None:

@@ -13,6 +13,40 @@
    expert(x) = down^T (silu(min(gate, limit)) * clamp(up, -limit, limit)). Needs 1 <= topk <= E. */
 static inline float softplus1(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 
+/* Routing of one token from its router logits yt [E]: scores (score_func 0 sqrt(softplus), 1 softmax, 2 sigmoid),
+   experts from hash_row [topk] (hash routing) or the topk largest score + bias (ties to the lower expert, chosen
+   in decreasing order), weights = chosen scores / (their sum + 1e-20) * scale. score, pick: [E] scratch. */
+static inline void route_one(const float *yt, int64_t E, int64_t topk, int score_func, const int64_t *hash_row,
+                             const float *bias, float scale, float *score, float *pick, int64_t *chosen, float *wt) {
+    if (score_func == 1) {
+        float mx = -INFINITY, s = 0.0f;
+        for (int64_t e = 0; e < E; e++) if (yt[e] > mx) mx = yt[e];
+        for (int64_t e = 0; e < E; e++) { score[e] = expf(yt[e] - mx); s += score[e]; }
+        for (int64_t e = 0; e < E; e++) score[e] = score[e] / s;
+    } else {
+        for (int64_t e = 0; e < E; e++)
+            score[e] = score_func == 0 ? sqrtf(softplus1(yt[e])) : 1.0f / (1.0f + expf(-yt[e]));
+    }
+    if (hash_row) {
+        for (int64_t j = 0; j < topk; j++) chosen[j] = hash_row[j];
+    } else {
+        for (int64_t e = 0; e < E; e++) pick[e] = score[e] + (bias ? bias[e] : 0.0f);
+        for (int64_t j = 0; j < topk; j++) {
+            int64_t best = -1;
+            for (int64_t e = 0; e < E; e++) {
+                int taken = 0;
+                for (int64_t i = 0; i < j; i++) taken |= chosen[i] == e;
+                if (!taken && (best < 0 || pick[e] > pick[best])) best = e;
+            }
+            chosen[j] = best;
+        }
+    }
+    float sum = 0.0f;
+    for (int64_t j = 0; j < topk; j++) { wt[j] = score[chosen[j]]; sum += wt[j]; }
+    sum = sum + 1e-20f;
+    for (int64_t j = 0; j < topk; j++) wt[j] = (wt[j] / sum) * scale;
+}
+
 static inline void moe_experts(const float *y, int64_t T, int64_t E, int64_t I, int64_t H, int64_t topk, int score_func,
                  const int64_t *tid2eid, const int64_t *ids, const float *bias, float scale, float limit,
                  const float *down, float *out) {
@@ -24,33 +58,8 @@ static inline void moe_experts(const float *y, int64_t T, int64_t E, int64_t I, 
     int64_t *chosen = chosen_v.data();
     for (int64_t t = 0; t < T; t++) {
         const float *yt = y + t * width;
-        if (score_func == 1) {
-            float mx = -INFINITY, s = 0.0f;
-            for (int64_t e = 0; e < E; e++) if (yt[e] > mx) mx = yt[e];
-            for (int64_t e = 0; e < E; e++) { score[e] = expf(yt[e] - mx); s += score[e]; }
-            for (int64_t e = 0; e < E; e++) score[e] = score[e] / s;
-        } else {
-            for (int64_t e = 0; e < E; e++)
-                score[e] = score_func == 0 ? sqrtf(softplus1(yt[e])) : 1.0f / (1.0f + expf(-yt[e]));
-        }
-        if (tid2eid) {
-            for (int64_t j = 0; j < topk; j++) chosen[j] = tid2eid[ids[t] * topk + j];
-        } else {
-            for (int64_t e = 0; e < E; e++) pick[e] = score[e] + (bias ? bias[e] : 0.0f);
-            for (int64_t j = 0; j < topk; j++) {
-                int64_t best = -1;
-                for (int64_t e = 0; e < E; e++) {
-                    int taken = 0;
-                    for (int64_t i = 0; i < j; i++) taken |= chosen[i] == e;
-                    if (!taken && (best < 0 || pick[e] > pick[best])) best = e;
-                }
-                chosen[j] = best;
-            }
-        }
-        float sum = 0.0f;
-        for (int64_t j = 0; j < topk; j++) { wt[j] = score[chosen[j]]; sum += wt[j]; }
-        sum = sum + 1e-20f;
-        for (int64_t j = 0; j < topk; j++) wt[j] = (wt[j] / sum) * scale;
+        route_one(yt, E, topk, score_func, tid2eid ? tid2eid + ids[t] * topk : nullptr, bias, scale, score, pick,
+                  chosen, wt);
         /* increasing expert order (stable) */
         for (int64_t j = 1; j < topk; j++)
             for (int64_t i = j; i > 0 && chosen[i - 1] > chosen[i]; i--) {
@@ -89,3 +98,13 @@ static inline void moe_experts(const float *y, int64_t T, int64_t E, int64_t I, 
     }
 }
 
+
+/* Expert choice and weights for T tokens from their router logits [T, E] (route_one per token); experts [T, topk]
+   in the order chosen, weights [T, topk]. scratch: 2 * E floats. */
+static inline void moe_route(const float *logits, int64_t T, int64_t E, int64_t topk, int score_func,
+                             const int64_t *tid2eid, const int64_t *ids, const float *bias, float scale,
+                             int64_t *experts, float *weights, float *scratch) {
+    for (int64_t t = 0; t < T; t++)
+        route_one(logits + t * E, E, topk, score_func, tid2eid ? tid2eid + ids[t] * topk : nullptr, bias, scale,
+                  scratch, scratch + E, experts + t * topk, weights + t * topk);
+}
