@@ -63,13 +63,15 @@ def _specs() -> list[Spec]:
         out.append(Spec(f"sink_attention[bf16,D={bd}]", "attention.triton:sink_attention_kernel",
                         _sig("q_ptr k_ptr vis_ptr sink_ptr out_ptr TQ H K D scale",
                              "*bf16 *bf16 *u8 *fp32 *bf16 i32 i32 i32 i32 fp32"),
-                        {"BLOCK_H": 64, "BLOCK_K": 32, "BLOCK_D": bd, "UPCAST": False, "PRECISION": "tf32"},
+                        {"BLOCK_H": 64, "BLOCK_K": 32, "BLOCK_D": bd, "UPCAST": False, "PRECISION": "ieee"},
                         num_warps=4, num_stages=2, mma=True))
     out.append(Spec("indexer_scores[bf16]", "indexer.triton:indexer_scores_kernel",
                     _sig("q_ptr w_ptr pool_ptr slots_ptr thr_ptr out_ptr TQ HI DI N qscale wscale",
                          "*bf16 *fp32 *bf16 *i64 *i64 *fp32 i32 i32 i32 i32 fp32 fp32"),
-                    {"BLOCK_H": 64, "BLOCK_N": 32, "BLOCK_D": 128, "UPCAST": False, "PRECISION": "tf32"},
+                    {"BLOCK_H": 64, "BLOCK_N": 32, "BLOCK_D": 128, "UPCAST": False, "PRECISION": "ieee"},
                     mma=True))
+    out.append(Spec("compress_pool[bf16]", "compressor.triton:compress_pool_kernel",
+                    _sig("kv_ptr gate_ptr out_ptr R C", "*bf16 *bf16 *bf16 i32 i32"), {"BLOCK_R": 8, "BLOCK_C": 128}))
     out.append(Spec("sample_tokens", "sampling.triton:sample_tokens_kernel",
                     _sig("p_ptr e_ptr out_ptr V", "*fp32 *fp32 *i64 i32"), {"BLOCK_V": 1024}))
     from deepseek_kernels.quant.triton import FP8_CONFIGS

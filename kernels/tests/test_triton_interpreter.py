@@ -15,7 +15,6 @@ from deepseek_kernels.attention.reference import sink_attention_paged_reference,
 from deepseek_kernels.compressor.reference import compress_pool_reference
 from deepseek_kernels.hyper_connection.reference import hc_merge_reference, hc_mix_reference
 from deepseek_kernels.indexer.reference import indexer_scores_reference
-from deepseek_kernels.quant.reference import fp8_gemm_reference, mxfp4_gemm_reference
 from deepseek_kernels.rms_norm.reference import rms_norm_reference
 from deepseek_kernels.rope.reference import rope_reference
 from deepseek_kernels.sampling.reference import sample_tokens_reference
@@ -23,7 +22,6 @@ from deepseek_kernels.attention.triton import sink_attention_kernel, sink_attent
 from deepseek_kernels.compressor.triton import compress_pool_triton
 from deepseek_kernels.hyper_connection.triton import hc_merge_triton, hc_mix_triton
 from deepseek_kernels.indexer.triton import indexer_scores_triton
-from deepseek_kernels.quant.triton import fp8_gemm_triton, mxfp4_gemm_triton
 from deepseek_kernels.rms_norm.triton import rms_norm_triton
 from deepseek_kernels.rope.triton import rope_triton
 from deepseek_kernels.sampling.triton import sample_tokens_triton
@@ -144,25 +142,3 @@ def test_sample_tokens(vocab) -> None:
     probs = torch.softmax(torch.randn(4, vocab, generator=g), -1)
     noise = torch.empty(4, vocab).exponential_(generator=g)
     assert torch.equal(sample_tokens_triton(probs, noise), sample_tokens_reference(probs, noise))
-
-
-@pytest.mark.parametrize("m,n,k", [(5, 130, 256), (130, 128, 128)])
-def test_fp8_gemm(m, n, k) -> None:
-    g = gen(m + n)
-    a = (torch.randn(m, k, generator=g) * 3).to(torch.float8_e4m3fn)
-    b = (torch.randn(n, k, generator=g) * 3).to(torch.float8_e4m3fn)
-    a_scale = torch.rand(m, k // 128, generator=g) + 0.1
-    b_scale = torch.rand(-(-n // 128), k // 128, generator=g) + 0.1
-    got = fp8_gemm_triton(a, a_scale, b, b_scale)
-    torch.testing.assert_close(got, fp8_gemm_reference(a, a_scale, b, b_scale), atol=1e-3, rtol=1e-5)
-
-
-@pytest.mark.parametrize("m,n,k", [(5, 130, 256)])
-def test_mxfp4_gemm(m, n, k) -> None:
-    g = gen(m)
-    a = (torch.randn(m, k, generator=g) * 3).to(torch.float8_e4m3fn)
-    a_exp = torch.randint(120, 130, (m, k // 32), dtype=torch.uint8, generator=g)
-    packed = torch.randint(0, 256, (n, k // 2), dtype=torch.uint8, generator=g)
-    b_exp = torch.randint(120, 130, (n, k // 32), dtype=torch.uint8, generator=g)
-    got = mxfp4_gemm_triton(a, a_exp, packed, b_exp)
-    torch.testing.assert_close(got, mxfp4_gemm_reference(a, a_exp, packed, b_exp), atol=1e-3, rtol=1e-5)

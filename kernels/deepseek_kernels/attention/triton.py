@@ -61,7 +61,7 @@ def sink_attention_triton(q: torch.Tensor, keys: torch.Tensor, visible: torch.Te
     out = torch.empty_like(q)
     if out.numel():
         bh = min(pow2(h), 64)
-        precision = "ieee" if q.dtype == torch.float32 else "tf32"
+        precision = "ieee"  # exact float32 products (narrow dtypes ignore it; Ascend rejects tf32)
         sink_attention_kernel[(b * tq, triton.cdiv(h, bh))](
             q, keys, vis, sink.float().contiguous(), out, tq, h, k, d, scale, BLOCK_H=bh, BLOCK_K=32,
             BLOCK_D=pow2(d), UPCAST=upcast(q), PRECISION=precision)

@@ -43,7 +43,7 @@ def indexer_scores_triton(q, weights, entry_pool, entry_slots, threshold, qscale
     out = torch.empty(b, tq, n, device=q.device)
     if out.numel():
         q = q.contiguous()
-        precision = "ieee" if q.dtype == torch.float32 else "tf32"
+        precision = "ieee"  # exact float32 products (narrow dtypes ignore it; Ascend rejects tf32)
         indexer_scores_kernel[(b * tq, triton.cdiv(n, 32))](
             q, weights.contiguous(), entry_pool.contiguous(), entry_slots.contiguous(), threshold.contiguous(), out,
             tq, hi, di, n, qscale, wscale, BLOCK_H=pow2(hi), BLOCK_N=32, BLOCK_D=pow2(di), UPCAST=upcast(q),

@@ -14,7 +14,6 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
-from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .._triton_common import interpreting
 
@@ -94,6 +93,8 @@ def _byte_scales(scale: torch.Tensor) -> torch.Tensor:
 
 
 def fp8_gemm_triton(a, a_scale, b, b_scale, block_m: int = 128, num_warps: int = 4, num_stages: int = 3):
+    from triton.tools.tensor_descriptor import TensorDescriptor  # (Triton >= 3.4; imported when launched)
+
     m, k = a.shape
     n = b.shape[0]
     if k % 16:
@@ -111,6 +112,8 @@ def fp8_gemm_triton(a, a_scale, b, b_scale, block_m: int = 128, num_warps: int =
 
 
 def mxfp4_gemm_triton(a, a_scale, b, b_scale, block_m: int = 128, block_n: int = 128, num_warps: int = 4):
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
     m, k = a.shape
     n = b.shape[0]
     if k % 128:
