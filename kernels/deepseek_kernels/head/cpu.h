@@ -139,7 +139,44 @@ static inline void head_argmax_q8(const float *h, int64_t M, int64_t K, int64_t 
             thr[r] = INT32_MIN;
         }
         int32_t *rc = cand + m0 * cap, *rv = cval + m0 * cap;
-        for (int64_t b = 0; b < nblocks; b++) {
+        int64_t b_first = 0;
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+        if (K4 == 32) {
+            /* Two blocks per 512-bit register (lanes 0-7: block b, 8-15: block b + 1); vpdpbusd adds four exact
+               byte products per lane, so every D[v] equals the maddubs path's. Per row the blocks reach q8_take in
+               the same order as below, so the candidates and thresholds are the same too. */
+            for (; b_first + 2 <= nblocks; b_first += 2) {
+                const int8_t *w0 = wq + b_first * K4 * 8, *w1 = w0 + K4 * 8;
+                __m512i wg[8];
+                for (int g = 0; g < 8; g++)
+                    wg[g] = _mm512_inserti64x4(
+                        _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)(w0 + g * 32))),
+                        _mm256_loadu_si256((const __m256i *)(w1 + g * 32)), 1);
+                const __m512i off = _mm512_mullo_epi32(_mm512_loadu_si512((const void *)(rowsum + b_first * 8)),
+                                                       _mm512_set1_epi32(QOFF));
+                for (int64_t r = 0; r < mc; r++) {
+                    const int32_t *x = (const int32_t *)hu[r];
+                    __m512i a0 = _mm512_setzero_si512(), a1 = _mm512_setzero_si512();
+                    for (int g = 0; g < 8; g += 2) {
+                        a0 = _mm512_dpbusd_epi32(a0, _mm512_set1_epi32(x[g]), wg[g]);
+                        a1 = _mm512_dpbusd_epi32(a1, _mm512_set1_epi32(x[g + 1]), wg[g + 1]);
+                    }
+                    const __m512i dv = _mm512_sub_epi32(_mm512_add_epi32(a0, a1), off);
+                    const __mmask16 hit = _mm512_cmpgt_epi32_mask(dv, _mm512_set1_epi32(thr[r]));
+                    if (!hit) continue;
+                    int32_t lanes[16];
+                    _mm512_storeu_si512((void *)lanes, dv);
+                    if (hit & 0xFF)
+                        q8_take(b_first, lanes, cap, rc + r * cap, rv + r * cap, &n[r], &runmax[r], delta[r], &thr[r],
+                                &dead[r]);
+                    if (hit >> 8)
+                        q8_take(b_first + 1, lanes + 8, cap, rc + r * cap, rv + r * cap, &n[r], &runmax[r], delta[r],
+                                &thr[r], &dead[r]);
+                }
+            }
+        }
+#endif
+        for (int64_t b = b_first; b < nblocks; b++) {
             const int8_t *wb = wq + b * K4 * 8;
 #if defined(__AVX2__)
             const __m256i ones = _mm256_set1_epi16(1);
