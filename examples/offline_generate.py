@@ -26,6 +26,7 @@ except ImportError:
     sys.path.insert(0, str(ROOT / "engine"))
 
 from deepseek_engine import LLM  # noqa: E402
+from deepseek_engine.protocol_api import ProtocolEngine  # noqa: E402
 from deepseek_engine.tiny_checkpoint import ensure_tiny_checkpoint  # noqa: E402
 
 REQUEST = {
@@ -57,7 +58,7 @@ def main() -> None:
     torch.set_num_threads(1)
     checkpoint = ensure_tiny_checkpoint(ROOT / ".cache" / "tiny-deepseek-v4")
     llm = LLM(checkpoint, dtype="float32", max_model_len=1024)
-    protocol = llm.protocol()
+    protocol = ProtocolEngine(llm)  # the protocol entry point; LLM itself is token IDs only
 
     print("request:", json.dumps(REQUEST, ensure_ascii=False))
     prep = protocol.prepare("chat.completions", REQUEST)  # convert + encode

@@ -27,7 +27,7 @@ import uuid
 from pathlib import Path
 from typing import Any, TextIO
 
-from .protocol_api import URLS, ProtocolError
+from .protocol_api import URLS, ProtocolEngine, ProtocolError
 
 
 def _error_line(custom_id: str | None, err: ProtocolError, line: int | None = None) -> dict[str, Any]:
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
 
     llm = LLM(args.model_dir, dtype=args.dtype, device=args.device, max_model_len=args.max_model_len,
               max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens)
-    counts = run_batch(llm.protocol(args.tokenizer), args.input, args.output, progress=not args.no_progress)
+    counts = run_batch(ProtocolEngine(llm, args.tokenizer), args.input, args.output, progress=not args.no_progress)
     print(f"done: {counts['ok']} ok, {counts['errors']} errors, {counts['skipped']} already done "
           f"-> {args.output}", file=sys.stderr)
     return 0

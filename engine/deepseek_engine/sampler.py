@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import torch
 
+import deepseek_kernels as ops
+
 from .sampling_params import SamplingParams
 from .sequence import TokenLogprob
 
@@ -41,7 +43,7 @@ def sample_row(logits: torch.Tensor, params: SamplingParams, generator: torch.Ge
         return int(torch.argmax(logits))
     probs = filtered_probs(logits, params)
     noise = torch.empty_like(probs).exponential_(generator=generator).clamp_min_(1e-30)
-    return int(torch.argmax(probs / noise))
+    return int(ops.sample_tokens(probs[None], noise[None])[0])
 
 
 def row_logprobs(logits: torch.Tensor, token: int, num_top: int) -> TokenLogprob:

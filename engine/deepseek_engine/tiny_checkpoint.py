@@ -49,8 +49,11 @@ def _randomize(model, seed: int) -> None:
             b.copy_(0.1 * torch.randn(b.shape, generator=g))
 
 
-def ensure_tiny_checkpoint(folder: str | Path, vocab_size: int = 129280, seed: int = 0) -> Path:
-    """Create the tiny checkpoint in ``folder`` unless it is already there; return the folder."""
+def ensure_tiny_checkpoint(folder: str | Path, vocab_size: int = 129280, seed: int = 0,
+                           config: dict | None = None) -> Path:
+    """Create the tiny checkpoint in ``folder`` unless it is already there; return the folder.
+
+    ``config`` replaces ``TINY_CONFIG`` (other sizes, e.g. the benchmark's larger random model)."""
     folder = Path(folder)
     if (folder / "config.json").is_file() and any(folder.glob("*.safetensors")):
         return folder
@@ -58,7 +61,7 @@ def ensure_tiny_checkpoint(folder: str | Path, vocab_size: int = 129280, seed: i
         from transformers import DeepseekV4Config, DeepseekV4ForCausalLM
     except ImportError as err:
         raise RuntimeError("creating the tiny checkpoint needs transformers >= 5.23 (DeepseekV4ForCausalLM)") from err
-    config = DeepseekV4Config(vocab_size=vocab_size, **TINY_CONFIG)
+    config = DeepseekV4Config(vocab_size=vocab_size, **(TINY_CONFIG if config is None else config))
     torch.manual_seed(seed)
     model = DeepseekV4ForCausalLM(config).eval()
     _randomize(model, seed)

@@ -95,3 +95,19 @@ def toy_llm(model: ToyCausalLM | None = None, **kw) -> LLM:
     kw.setdefault("max_model_len", 256)
     kw.setdefault("eos_token_id", None)
     return LLM.from_model(model, model.make_kv, vocab_size=model.vocab_size, **kw)
+
+
+#: The real tokenizer's vocabulary size, and the ordinary-text token IDs a ``text_model`` prefers.
+REAL_VOCAB = 129280
+TEXT_IDS = (1000, 2000)
+
+
+def text_model(seed: int = 0) -> ToyCausalLM:
+    """A toy model with the real vocabulary whose head is zero outside ``TEXT_IDS``: its greedy answers are
+    ordinary text tokens, which the real codec parses into plain answer text."""
+    model = ToyCausalLM(vocab_size=REAL_VOCAB, dim=32, seed=seed)
+    with torch.no_grad():
+        model.head[:, : TEXT_IDS[0]] = 0
+        model.head[:, TEXT_IDS[1]:] = 0
+    return model
+

@@ -6,25 +6,25 @@ import json
 
 import pytest
 
-import fake_codec
-from deepseek_engine.batch_cli import main, run_batch
-from deepseek_engine.protocol_api import ProtocolEngine
-from serving_toy import ToyCausalLM, toy_llm
+import deepseek_recipe as dr
 
-MODEL = ToyCausalLM(seed=0)
+from deepseek_engine.batch_cli import main, run_batch
+from deepseek_engine.protocol_api import ProtocolEngine, find_tokenizer_json
+from serving_toy import text_model, toy_llm
+
+MODEL = text_model()
 
 
 def line(custom_id, url="/v1/chat/completions", body=None, **extra) -> str:
     body = body if body is not None else {"model": "DeepSeek-V4.1-Flash", "max_tokens": 3, "temperature": 0,
+                                          "thinking": {"type": "disabled"},
                                           "messages": [{"role": "user", "content": f"hello {custom_id}"}]}
     return json.dumps({"custom_id": custom_id, "method": "POST", "url": url, "body": body, **extra})
 
 
 @pytest.fixture
-def protocol(tmp_path):
-    tok = tmp_path / "tokenizer.json"
-    tok.write_text("{}")
-    return ProtocolEngine(toy_llm(MODEL), tok, codec=fake_codec)
+def protocol():
+    return ProtocolEngine(toy_llm(MODEL))
 
 
 def read(path):
@@ -52,11 +52,12 @@ def test_every_line_gets_a_response_or_an_error(protocol, tmp_path):
     recs = read(dst)
     assert len(recs) == 12
     by_id = {r["custom_id"]: r for r in recs if r["custom_id"] and "line" not in r}
-    for cid, kind in [("chat", "ChatCompletionResponse"), ("resp", "ResponsesResponse"),
-                      ("msg", "MessagesResponse"), ("last", "ChatCompletionResponse")]:
+    for cid, kind in [("chat", "chat.completion"), ("resp", "response"),
+                      ("msg", "message"), ("last", "chat.completion")]:
         r = by_id[cid]
         assert r["error"] is None and r["response"]["status_code"] == 200
-        assert r["response"]["body"]["object"] == kind
+        got = r["response"]["body"]
+        assert got.get("object", got.get("type")) == kind
         assert r["response"]["request_id"] == r["response"]["body"]["id"]
         assert r["id"].startswith("batch_req_")
     errors = {r.get("line", r["custom_id"]): r["error"] for r in recs if r["error"]}
@@ -68,11 +69,14 @@ def test_every_line_gets_a_response_or_an_error(protocol, tmp_path):
     assert "body" in errors[8]["message"]
     assert errors[9]["code"] == "duplicate_custom_id"
     assert errors[13]["code"] == "invalid_json"  # not UTF-8
-    assert errors["unknown-model"]["message"] == "unsupported model gpt-x"
+    assert "you passed gpt-x" in errors["unknown-model"]["message"]
     # The content of a good line is the decoded greedy continuation of its prompt.
-    prompt = [0, 3] + fake_codec.Tokenizer().encode("hello chat")
-    assert by_id["chat"]["response"]["body"]["content"] == fake_codec.Tokenizer().decode(
-        MODEL.reference_greedy(prompt, 3))
+    body = json.loads(line("chat"))["body"]
+    tokenizer = dr.Tokenizer.from_file(str(find_tokenizer_json()))
+    conv = dr.ChatCompletionRequest(body).convert(dr.ConversionOptions())
+    prompt = list(dr.DeepseekV41Encoding().with_tokenizer(tokenizer).encode(conv.conversation))
+    content = by_id["chat"]["response"]["body"]["choices"][0]["message"]["content"]
+    assert content == tokenizer.decode(MODEL.reference_greedy(prompt, 3))
 
 
 def test_rerun_skips_what_is_already_written(protocol, tmp_path):

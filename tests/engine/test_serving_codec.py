@@ -16,7 +16,7 @@ import torch
 import deepseek_recipe as dr
 from deepseek_engine import LLM
 from deepseek_engine.batch_cli import main
-from deepseek_engine.protocol_api import ProtocolError, find_tokenizer_json
+from deepseek_engine.protocol_api import ProtocolEngine, ProtocolError, find_tokenizer_json
 from deepseek_engine.tiny_checkpoint import ensure_tiny_checkpoint
 
 torch.set_num_threads(1)  # a tiny model: one thread is fastest on a shared box
@@ -32,7 +32,8 @@ def checkpoint(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def llm(checkpoint):
-    return LLM(checkpoint, max_model_len=1024)
+    """The protocol entry point around the engine (``LLM`` itself takes and returns token IDs only)."""
+    return ProtocolEngine(LLM(checkpoint, max_model_len=1024))
 
 
 def encoded_prompt(body: dict) -> list[int]:

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from deepseek_engine.layers.norm import unweighted_rms_norm
-from deepseek_engine.native import hc_merge, hc_mix
+import deepseek_kernels as ops
 
 
 def hyper_weights(streams: torch.Tensor, fn: torch.Tensor, base: torch.Tensor, scale: torch.Tensor,
@@ -22,33 +22,13 @@ def hyper_weights(streams: torch.Tensor, fn: torch.Tensor, base: torch.Tensor, s
     t = streams.shape[0]
     flat = unweighted_rms_norm(streams.reshape(t, -1).float(), norm_eps)
     mixes = F.linear(flat, fn.float())
-    native = hc_mix(mixes, base.float(), scale.float(), hc, iters, hc_eps, streams)
-    if native is not None:
-        _, post, comb, collapsed = native
-        return post, comb, collapsed
-    pre_w, post_w, comb_w = mixes.split([hc, hc, hc * hc], dim=-1)
-    pre_b, post_b, comb_b = base.float().split([hc, hc, hc * hc])
-    pre_s, post_s, comb_s = scale.float().unbind(0)
-    pre = torch.sigmoid(pre_w * pre_s + pre_b) + hc_eps
-    post = 2 * torch.sigmoid(post_w * post_s + post_b)
-    comb = torch.softmax(comb_w.view(t, hc, hc) * comb_s + comb_b.view(hc, hc), dim=-1) + hc_eps
-    comb = comb / (comb.sum(dim=-2, keepdim=True) + hc_eps)
-    for _ in range(iters - 1):
-        comb = comb / (comb.sum(dim=-1, keepdim=True) + hc_eps)
-        comb = comb / (comb.sum(dim=-2, keepdim=True) + hc_eps)
-    collapsed = (pre.unsqueeze(-1) * streams).sum(dim=1).to(streams.dtype)
+    _, post, comb, collapsed = ops.hc_mix(mixes, base, scale, hc, iters, hc_eps, streams)
     return post, comb, collapsed
 
 
 def hyper_merge(streams: torch.Tensor, block_out: torch.Tensor, post: torch.Tensor, comb: torch.Tensor) -> torch.Tensor:
     """New streams: ``post`` spreads ``block_out`` over the streams, ``comb`` mixes the old ones."""
-    native = hc_merge(streams, block_out, post, comb)
-    if native is not None:
-        return native
-    dtype = streams.dtype
-    return post.to(dtype).unsqueeze(-1) * block_out.unsqueeze(-2) + torch.matmul(
-        comb.to(dtype).transpose(-1, -2), streams
-    )
+    return ops.hc_merge(streams, block_out, post, comb)
 
 
 def hyper_head(streams: torch.Tensor, fn: torch.Tensor, base: torch.Tensor, scale: torch.Tensor,

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from deepseek_engine.config import DeepseekV4ModelConfig
-from deepseek_engine.native import moe_experts
+import deepseek_kernels as ops
 
 
 def clamped_swiglu(gate: torch.Tensor, up: torch.Tensor, limit: float) -> torch.Tensor:
@@ -78,19 +78,10 @@ class Router(nn.Module):
 
     def route(self, logits: torch.Tensor, input_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Experts and weights from the router logits ``x @ weight.T``."""
-        if self.score_func == "sqrtsoftplus":
-            scores = F.softplus(logits).sqrt()
-        elif self.score_func == "softmax":
-            scores = logits.softmax(dim=-1)
-        else:
-            scores = torch.sigmoid(logits)
         if self.hash_routed:
-            experts = self.tid2eid[input_ids].long()
-        else:
-            experts = torch.topk(scores + self.bias.to(scores.dtype), self.top_k, dim=-1, sorted=False).indices
-        w = scores.gather(1, experts)
-        w = w / (w.sum(dim=-1, keepdim=True) + 1e-20)
-        return experts, w * self.scale
+            return ops.route(logits, self.top_k, self.score_func, tid2eid=self.tid2eid, input_ids=input_ids,
+                             scale=self.scale)
+        return ops.route(logits, self.top_k, self.score_func, bias=self.bias, scale=self.scale)
 
 
 class DeepseekV4MoE(nn.Module):
@@ -111,19 +102,18 @@ class DeepseekV4MoE(nn.Module):
 
     def _stacked(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Router, gate and up weights of all experts (routed, then shared) as one matrix; down weights stacked."""
-        mods = self._modules
-        gate, experts, shared = mods["gate"]._parameters, mods["experts"]._parameters, mods["shared_experts"]._modules
-        params = (gate["weight"], experts["w1"], experts["w3"], experts["w2"], shared["w1"]._parameters["weight"],
-                  shared["w3"]._parameters["weight"], shared["w2"]._parameters["weight"])
+        shared = self.shared_experts
+        params = (self.gate.weight, self.experts.w1, self.experts.w3, self.experts.w2, shared.w1.weight,
+                  shared.w3.weight, shared.w2.weight)
         key = tuple((p.data_ptr(), p._version) for p in params)
-        cached = self.__dict__.get("_stack")
+        cached = getattr(self, "stacked_weights", None)
         if cached is None or cached[0] != key:
             router, w1, w3, w2, s1, s3, s2 = (p.detach() for p in params)
             with torch.no_grad():
                 up = torch.cat([router, w1.flatten(0, 1), s1, w3.flatten(0, 1), s3], dim=0)
                 down = torch.cat([w2, s2[None]], dim=0).transpose(1, 2).contiguous()  # [E + 1, I, H]
             cached = (key, up, down)
-            self.__dict__["_stack"] = cached
+            self.stacked_weights = cached  # a plain attribute: derived, never saved
         return cached[1], cached[2]
 
     def _all_experts(self, x: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
@@ -136,22 +126,7 @@ class DeepseekV4MoE(nn.Module):
         n, inter = self.experts.w1.shape[:2]
         y = F.linear(x, up_w)
         gate = self.gate
-        native = moe_experts(y, n, inter, gate.top_k, gate.score_func,
-                             gate.tid2eid if gate.hash_routed else None, input_ids,
-                             None if gate.hash_routed else gate.bias, gate.scale, self.experts.limit, down_w)
-        if native is not None:
-            return native.to(x.dtype)
-        experts, weights = self.gate.route(y[:, :n], input_ids)
-        gate_up = y[:, n:].view(x.shape[0], 2, n + 1, inter)
-        act = clamped_swiglu(gate_up[:, 0], gate_up[:, 1], self.experts.limit)  # [T, E + 1, I]
-        out_all = torch.bmm(act.transpose(0, 1), down_w)  # [E + 1, T, H]
-        order = experts.argsort(dim=-1)
-        experts, weights = experts.gather(-1, order), weights.gather(-1, order)
-        t = x.shape[0]
-        picked = experts * t + torch.arange(t, device=x.device)[:, None]  # rows of out_all viewed [(E + 1) * T, H]
-        terms = (out_all.view(-1, x.shape[1]).index_select(0, picked.flatten()).view(t, -1, x.shape[1])
-                 * weights[..., None]).to(x.dtype)
-        out = terms[:, 0]
-        for slot in range(1, experts.shape[-1]):
-            out = out + terms[:, slot]
-        return out + out_all[n]
+        hashed = gate.hash_routed
+        return ops.moe_dense_experts(y, n, inter, gate.top_k, gate.score_func, gate.tid2eid if hashed else None,
+                                     input_ids if hashed else None, None if hashed else gate.bias, gate.scale,
+                                     self.experts.limit, down_w).to(x.dtype)

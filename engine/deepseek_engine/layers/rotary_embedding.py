@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from deepseek_engine.config import RopeSpec, yarn_mscale
-from deepseek_engine.native import rope_apply
+import deepseek_kernels as ops
 
 
 def _inverse_frequencies(spec: RopeSpec, rope_dim: int) -> tuple[torch.Tensor, float]:
@@ -88,16 +88,7 @@ def apply_rotary_tables(x: torch.Tensor, c: torch.Tensor, s: torch.Tensor) -> to
     Pair ``(e, o)`` becomes ``(e*cos - o*sin, o*cos + e*sin)``: the swapped pair
     ``(o, e)`` times ``s`` supplies the sine terms, exactly as in ``apply_rotary``.
     """
-    if x.numel():
-        native = rope_apply(x, c, s)
-        if native is not None:
-            return native
-    rope_dim = c.shape[-1]
-    shape = (c.shape[0],) + (1,) * (x.dim() - 2) + (rope_dim,)
-    rope = x[..., -rope_dim:]
-    swapped = rope.unflatten(-1, (rope_dim // 2, 2)).flip(-1).flatten(-2)
-    rotated = rope.float() * c.view(shape) + swapped.float() * s.view(shape)
-    return torch.cat([x[..., :-rope_dim], rotated.to(x.dtype)], dim=-1)
+    return ops.rope(x, c, s)
 
 
 def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:

@@ -11,16 +11,45 @@ The cache contract is documented in :mod:`deepseek_engine.kv_cache`.
 
 from __future__ import annotations
 
+from typing import Callable, Iterable
+
 import torch
 from torch import nn
 
+import deepseek_kernels as ops
 from deepseek_engine.config import DeepseekV4ModelConfig
 from deepseek_engine.kv_cache import KVCachePool, SequenceCache
 from deepseek_engine.layers.attention import DeepseekV4Attention
-from deepseek_engine.layers.hyper_connection import hyper_head, hyper_merge, hyper_weights
+from deepseek_engine.layers.hyper_connection import hyper_head
 from deepseek_engine.layers.moe import DeepseekV4MoE
 from deepseek_engine.layers.norm import RMSNorm
 from deepseek_engine.layers.rotary_embedding import RotaryEmbedding
+
+
+#: The sub-blocks of a decoder layer, in order: (hyper-connection site, input norm, block) attribute names.
+SUB_BLOCKS = (("attn", "attn_norm", "attn"), ("ffn", "ffn_norm", "ffn"))
+
+
+def run_layers(layers: Iterable[nn.Module], streams: torch.Tensor, config: DeepseekV4ModelConfig,
+               attend: Callable[[nn.Module, torch.Tensor], torch.Tensor],
+               feed: Callable[[nn.Module, torch.Tensor], torch.Tensor]) -> torch.Tensor:
+    """The decoder stack, the one place its order is written.
+
+    Per layer, attention then the MoE, each wrapped in a hyper-connection. Every boundary between sub-blocks
+    is one ``hc_step``: merge the finished block's output into the streams (with the previous site's
+    ``post`` / ``comb``), compute the next site's weights and the next block's normed input. ``attend(layer,
+    x)`` and ``feed(layer, x)`` run a layer's attention and MoE on their input ``x`` ``[T, hidden]``.
+    """
+    c = config
+    block = post = comb = None
+    for layer in layers:
+        for site, norm_name, _ in SUB_BLOCKS:
+            norm = getattr(layer, norm_name)
+            fn, base, scale = layer.hc_params(site)
+            streams, post, comb, x = ops.hc_step(streams, block, post, comb, fn, base, scale, c.hc_mult,
+                                                 c.hc_sinkhorn_iters, c.hc_eps, c.rms_norm_eps, norm.weight, norm.eps)
+            block = attend(layer, x) if site == "attn" else feed(layer, x)
+    return streams if block is None else ops.hc_merge(streams, block, post, comb)
 
 
 class DeepseekV4DecoderLayer(nn.Module):
@@ -41,18 +70,14 @@ class DeepseekV4DecoderLayer(nn.Module):
             self.register_parameter(f"hc_{site}_base", nn.Parameter(torch.zeros(mix)))
             self.register_parameter(f"hc_{site}_scale", nn.Parameter(torch.ones(3)))
 
-    def _weights(self, site: str, streams: torch.Tensor):
-        c = self.config
-        return hyper_weights(streams, getattr(self, f"hc_{site}_fn"), getattr(self, f"hc_{site}_base"),
-                             getattr(self, f"hc_{site}_scale"), c.hc_mult, c.hc_sinkhorn_iters, c.hc_eps,
-                             c.rms_norm_eps)
+    def hc_params(self, site: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(fn, base, scale)`` of the hyper-connection around sub-block ``site`` (``"attn"`` or ``"ffn"``)."""
+        return getattr(self, f"hc_{site}_fn"), getattr(self, f"hc_{site}_base"), getattr(self, f"hc_{site}_scale")
 
     def forward(self, streams: torch.Tensor, input_ids: torch.Tensor, positions: torch.Tensor,
                 cache: SequenceCache) -> torch.Tensor:
-        post, comb, x = self._weights("attn", streams)
-        streams = hyper_merge(streams, self.attn(self.attn_norm(x), positions, cache), post, comb)
-        post, comb, x = self._weights("ffn", streams)
-        return hyper_merge(streams, self.ffn(self.ffn_norm(x), input_ids), post, comb)
+        return run_layers([self], streams, self.config, lambda layer, x: layer.attn(x, positions, cache),
+                          lambda layer, x: layer.ffn(x, input_ids))
 
 
 class DeepseekV4ForCausalLM(nn.Module):
@@ -111,8 +136,8 @@ class DeepseekV4ForCausalLM(nn.Module):
         cache.check_step(positions)
         h = self.embed(input_ids)
         streams = h.unsqueeze(1).expand(-1, self.config.hc_mult, -1).contiguous()
-        for layer in self.layers:
-            streams = layer(streams, input_ids, positions, cache)
+        streams = run_layers(self.layers, streams, self.config, lambda layer, x: layer.attn(x, positions, cache),
+                             lambda layer, x: layer.ffn(x, input_ids))
         c = self.config
         h = self.norm(hyper_head(streams, self.hc_head_fn, self.hc_head_base, self.hc_head_scale, c.hc_eps,
                                  c.rms_norm_eps))

@@ -1,0 +1,34 @@
+"""DeepSeek V4 hot operations as ``torch.library`` custom ops (namespace ``deepseek_kernels``).
+
+Each op lives in its own folder: ``reference.py`` (the PyTorch definition it is tested against),
+``cpu.h`` / ``cpu.cpp`` (the C++ CPU kernel and its registration, compiled when the package is installed),
+``triton.py`` (the Triton kernel for CUDA and Ascend, where the op has one) and ``__init__.py`` (fake /
+meta and accelerator registrations, and the Python entry point). The model calls the entry point; PyTorch
+dispatches by device. ``DEEPSEEK_KERNELS=reference`` (or :func:`set_mode`) runs the references instead.
+
+Importing this package fails, naming ``deepseek_kernels._C``, when the compiled kernels are missing.
+"""
+
+from __future__ import annotations
+
+from . import _registry  # noqa: F401  (loads the compiled kernels first)
+from ._mode import mode, reference_mode, set_mode, using
+from ._registry import DEVICE_IMPLS
+from .attention import sink_attention, sink_attention_paged
+from .attention_block import attn_back, attn_front
+from .compressor import compress_pool
+from .head import GreedyHead
+from .hyper_connection import hc_merge, hc_mix, hc_step
+from .indexer import indexer_scores, top_entries
+from .moe import moe_dense_experts, route
+from .quant import dequantize_fp8_blocks, dequantize_mxfp4, fp8_gemm, mxfp4_gemm
+from .rms_norm import rms_norm
+from .rope import rope
+from .sampling import sample_tokens
+
+__all__ = [
+    "DEVICE_IMPLS", "GreedyHead", "attn_back", "attn_front", "compress_pool", "dequantize_fp8_blocks", "dequantize_mxfp4",
+    "fp8_gemm", "mxfp4_gemm", "hc_merge", "hc_mix", "hc_step", "indexer_scores", "mode", "moe_dense_experts",
+    "reference_mode", "rms_norm", "rope", "route", "sample_tokens", "set_mode", "sink_attention",
+    "sink_attention_paged", "top_entries", "using",
+]

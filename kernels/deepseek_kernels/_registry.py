@@ -1,0 +1,47 @@
+"""Registration of the Python-side implementations of the ``deepseek_kernels`` ops.
+
+The schemas and CPU implementations come from the compiled extension (each op's ``cpu.cpp``). This module
+adds, per op: the fake (meta) implementation that ``torch.compile`` and meta tensors use, the CUDA
+implementation, and the Ascend one (``PrivateUse1``) when ``torch_npu`` is installed.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Callable
+
+import torch
+
+NAMESPACE = "deepseek_kernels"
+
+try:
+    from . import _C  # noqa: F401  (registers schemas and CPU kernels)
+except ImportError as err:  # no silent fallback: the package is unusable without its compiled kernels
+    raise ImportError(
+        "deepseek_kernels._C (the compiled CPU kernels) cannot be loaded; reinstall deepseek-kernels with a "
+        f"working C++ compiler (pip install --no-build-isolation ./kernels): {err}"
+    ) from err
+
+_LIB = torch.library.Library(NAMESPACE, "IMPL")
+_HAS_NPU = importlib.util.find_spec("torch_npu") is not None
+#: op name -> {"CUDA": description, "PrivateUse1": description}: what each device runs (docs and tests read it).
+DEVICE_IMPLS: dict[str, dict[str, str]] = {}
+
+
+def op(name: str):
+    """The dispatcher handle ``torch.ops.deepseek_kernels.<name>``."""
+    return getattr(getattr(torch.ops, NAMESPACE), name)
+
+
+def fake(name: str) -> Callable:
+    """Decorator: the fake (shape-only) implementation of ``name``."""
+    return torch.library.register_fake(f"{NAMESPACE}::{name}")
+
+
+def device_impl(name: str, fn: Callable, what: str, devices: tuple[str, ...] = ("CUDA", "PrivateUse1")) -> None:
+    """Register ``fn`` for the accelerator ``devices`` (``PrivateUse1`` only when torch_npu is present)."""
+    for key in devices:
+        if key == "PrivateUse1" and not _HAS_NPU:
+            continue
+        _LIB.impl(name, fn, key)
+        DEVICE_IMPLS.setdefault(name, {})[key] = what

@@ -1,0 +1,93 @@
+"""Manifold-constrained hyper-connection ops.
+
+* ``hc_mix``: the site weights after the linear map (sigmoids, row softmax, Sinkhorn) and the collapsed input.
+* ``hc_merge``: the block output spread over the streams plus the ``comb`` mix of the old streams.
+* ``hc_step``: one boundary between decoder sub-blocks (merge, next site's weights, normed block input);
+  ``norm_eps`` is the epsilon of the streams' unweighted norm, ``block_eps`` that of the block's input norm.
+
+CPU: ``cpu.cpp`` (Sinkhorn for eight tokens at once, sums in index order). CUDA / Ascend: ``hc_merge`` and
+``hc_mix`` run the Triton kernels of ``triton.py``; ``hc_step`` is composed from them and the RMS norm op.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from .._mode import reference_mode
+from .._registry import device_impl, fake, op
+from .reference import hc_merge_reference, hc_mix_reference, hc_step_reference
+
+_mix, _merge, _step = op("hc_mix"), op("hc_merge"), op("hc_step")
+
+
+@fake("hc_mix")
+def _(mixes, base, scale, hc, iters, hc_eps, streams):
+    t, d = streams.shape[0], streams.shape[-1]
+    new = mixes.new_empty
+    return new(t, hc), new(t, hc), new(t, hc, hc), streams.new_empty(t, d)
+
+
+@fake("hc_merge")
+def _(streams, block, post, comb):
+    return torch.empty_like(streams)
+
+
+@fake("hc_step")
+def _(streams, block, post_prev, comb_prev, fn, base, scale, hc, iters, hc_eps, norm_eps, norm_weight, block_eps):
+    t, _, d = streams.shape
+    new = streams.new_empty
+    return torch.empty_like(streams), new(t, hc, dtype=torch.float32), new(t, hc, hc, dtype=torch.float32), new(t, d)
+
+
+def _merge_accelerator(streams, block, post, comb):
+    from .triton import hc_merge_triton
+
+    return hc_merge_triton(streams, block, post, comb)
+
+
+def _mix_accelerator(mixes, base, scale, hc, iters, hc_eps, streams):
+    from .triton import hc_mix_triton
+
+    return hc_mix_triton(mixes, base, scale, hc, iters, hc_eps, streams)
+
+
+def _step_accelerator(streams, block, post_prev, comb_prev, fn, base, scale, hc, iters, hc_eps, norm_eps,
+                      norm_weight, block_eps):
+    if block is not None:
+        streams = _merge(streams, block, post_prev, comb_prev)
+    else:
+        streams = streams.clone()
+    t = streams.shape[0]
+    flat = op("rms_norm")(streams.reshape(t, -1).float(), None, norm_eps)
+    _, post, comb, collapsed = _mix(F.linear(flat, fn.float()), base, scale, hc, iters, hc_eps, streams)
+    return streams, post, comb, op("rms_norm")(collapsed, norm_weight, block_eps)
+
+
+device_impl("hc_merge", _merge_accelerator, "triton")
+device_impl("hc_mix", _mix_accelerator, "triton")
+device_impl("hc_step", _step_accelerator, "composed: hc_merge, rms_norm, hc_mix ops and one GEMM")
+
+
+def hc_mix(mixes, base, scale, hc: int, iters: int, hc_eps: float, streams):
+    if reference_mode():
+        return hc_mix_reference(mixes, base, scale, hc, iters, hc_eps, streams)
+    return _mix(mixes, base, scale, hc, iters, hc_eps, streams)
+
+
+def hc_merge(streams, block, post, comb):
+    if reference_mode():
+        return hc_merge_reference(streams, block, post, comb)
+    return _merge(streams, block, post, comb)
+
+
+def hc_step(streams, block, post_prev, comb_prev, fn, base, scale, hc: int, iters: int, hc_eps: float,
+            norm_eps: float, norm_weight, block_eps: float):
+    if reference_mode():
+        return hc_step_reference(streams, block, post_prev, comb_prev, fn, base, scale, hc, iters, hc_eps, norm_eps,
+                                 norm_weight, block_eps)
+    return _step(streams, block, post_prev, comb_prev, fn, base, scale, hc, iters, hc_eps, norm_eps, norm_weight,
+                 block_eps)
+
+
+__all__ = ["hc_mix", "hc_merge", "hc_step", "hc_mix_reference", "hc_merge_reference", "hc_step_reference"]

@@ -1,0 +1,42 @@
+"""Lightning-indexer ops: ``indexer_scores`` (scores of the compressed entries read from the paged pool) and
+``top_entries`` (the per-query top-k with the reference model's tie order).
+
+CPU: ``cpu.cpp`` for the scores. ``top_entries`` is ``torch.topk`` over rows of the reference's length on every
+device: the tie order is part of its contract, and it is the order ``torch.topk`` produces.
+CUDA / Ascend scores: ``triton.py``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .._mode import reference_mode
+from .._registry import device_impl, fake, op
+from .reference import indexer_scores_reference, top_entries_reference
+
+_scores = op("indexer_scores")
+
+
+@fake("indexer_scores")
+def _(q, weights, entry_pool, entry_slots, threshold, qscale, wscale):
+    return q.new_empty(q.shape[0], q.shape[1], entry_slots.shape[1], dtype=torch.float32)
+
+
+def _accelerator(q, weights, entry_pool, entry_slots, threshold, qscale, wscale):
+    from .triton import indexer_scores_triton
+
+    return indexer_scores_triton(q, weights, entry_pool, entry_slots, threshold, qscale, wscale)
+
+
+device_impl("indexer_scores", _accelerator, "triton")
+
+
+def indexer_scores(q, weights, entry_pool, entry_slots, threshold, qscale: float, wscale: float):
+    if reference_mode():
+        return indexer_scores_reference(q, weights, entry_pool, entry_slots, threshold, qscale, wscale)
+    return _scores(q, weights, entry_pool, entry_slots, threshold, qscale, wscale)
+
+
+top_entries = top_entries_reference
+
+__all__ = ["indexer_scores", "indexer_scores_reference", "top_entries", "top_entries_reference"]
