@@ -84,6 +84,8 @@ pub struct Parser {
     think_end: String,
     dsml: String,
     dsml_open: String,
+    /// The tags that open a tool-call block (`<｜DSML｜ calls>`, `<｜DSML｜ invoke name="`, …).
+    block_tags: Vec<String>,
     stops: Vec<String>,
     parse_tool_calls: bool,
     tool_calls: usize,
@@ -109,6 +111,7 @@ impl Parser {
             held_textual: true,
             think_end: options.special_tokens.get(SpecialToken::ThinkingEnd).to_owned(),
             dsml_open: format!("<{dsml}"),
+            block_tags: block_open_tags(&dsml),
             dsml,
             stops: options.stop_sequences.iter().filter(|s| !s.is_empty()).cloned().collect(),
             parse_tool_calls: options.parse_tool_calls,
@@ -378,6 +381,14 @@ impl Parser {
                         out.push(ParseEvent::StopSequence(stop));
                         self.mode = Mode::Ended;
                         return;
+                    }
+                    Marker::Dsml if matches!(match_tags(&text[start..], &self.block_tags), Match::None) => {
+                        // Prose that only mentions the marker: it stays in the held text, and
+                        // the search goes on after its `<`. Deciding here, without entering the
+                        // block parser, keeps a run of such mentions linear and flat.
+                        let from = start + 1;
+                        next[1] = Some(text[from..].find(self.dsml_open.as_str()).map_or(usize::MAX, |i| i + from));
+                        continue;
                     }
                     Marker::Dsml => {
                         let (before_end, _) = trim_newlines_end(&text[pos..start]);
@@ -685,12 +696,26 @@ fn match_tags(s: &str, tags: &[String]) -> Match {
     }
 }
 
+/// The tags that may open a tool-call block: a calls tag or an invoke tag, in both dialects.
+fn block_open_tags(d: &str) -> Vec<String> {
+    let mut tags = open_calls_tags(d);
+    tags.extend(invoke_open_tags(d));
+    tags
+}
+
+fn open_calls_tags(d: &str) -> Vec<String> {
+    ["calls>", "tool_calls>"].iter().flat_map(|a| [format!("<{d} {a}"), format!("<{d}{a}")]).collect()
+}
+
+fn invoke_open_tags(d: &str) -> Vec<String> {
+    vec![format!("<{d} invoke name=\""), format!("<{d}invoke name=\"")]
+}
+
 impl Dsml {
     fn new(d: &str, committed: bool, prev: TextMode, lead: String) -> Self {
         let both = |a: &str| vec![format!("<{d} {a}"), format!("<{d}{a}")];
-        let mut open_tags = both("calls>");
-        open_tags.extend(both("tool_calls>"));
-        let invoke_tags = both("invoke name=\"");
+        let open_tags = open_calls_tags(d);
+        let invoke_tags = invoke_open_tags(d);
         let mut close_calls_tags = vec![format!("</{d} calls>"), format!("</{d}calls>")];
         close_calls_tags.extend([format!("</{d} tool_calls>"), format!("</{d}tool_calls>")]);
         let param_tags = both("parameter name=");
