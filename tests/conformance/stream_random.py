@@ -55,6 +55,8 @@ def param(rng: random.Random, sp: str, d: str) -> tuple[str, set]:
     key = rng.choice(KEYS)
     r = rng.random()
     devs = set()
+    if " " in key or '"' in key:
+        devs.add(6)
     if r < 0.55:
         attr, value = ' string="true"', rng.choice(VALUES)
     elif r < 0.9:
