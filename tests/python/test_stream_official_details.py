@@ -117,10 +117,11 @@ def test_echoed_text_format_has_the_fields_of_its_type():
         assert list(got["format"]) == list(want["format"])
 
 
-def test_newlines_right_after_a_lt_stay_text_before_a_block():
+def test_one_newline_after_an_unfinished_marker_stays_text_before_a_block():
     block = f'<{D} calls>\n<{D} invoke name="f">\n</{D} invoke>\n</{D} calls>'
     for pushes, want in ((["ab\n" + block], ["ab", "f", "{}"]), (["a<\n" + block], ["a<\n", "f", "{}"]),
-                         (["a<", "\n" + block], ["a<", "\n", "f", "{}"]), (["a<b\n\n" + block], ["a<b", "f", "{}"])):
+                         (["a<", "\n" + block], ["a<", "\n", "f", "{}"]), (["a<b\n\n" + block], ["a<b", "f", "{}"]),
+                         (["<\n\n" + block], ["<\n", "f", "{}"]), ([f"<{D[:1]}\n" + block], [f"<{D[:1]}\n", "f", "{}"])):
         sp = dr.StreamProcessor(chat_gen(), dr.ParsingOptions())
         assert [d for row in deltas(sp, pushes) for d in row] == want
 

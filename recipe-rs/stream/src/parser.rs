@@ -91,8 +91,8 @@ pub struct Parser {
     tool_calls: usize,
     stopped_by: Option<String>,
     eos_seen: bool,
-    /// Whether the text released last ended with `<` (newlines right after a `<` stay text
-    /// when a tool-call block follows them, as in the reference).
+    /// Whether the text released last ended with an unfinished `<｜DSML｜` (the first newline
+    /// after it stays text when a tool-call block follows, as in the reference).
     last_lt: bool,
 }
 
@@ -211,8 +211,9 @@ impl Parser {
                     let joined = self.take_joined();
                     let lt = joined.text.len() - 1;
                     let (before_end, _) = trim_newlines_end(&joined.text[..lt]);
-                    let after_lt = if before_end > 0 { joined.text[..before_end].ends_with('<') } else { self.last_lt };
-                    let before_end = if after_lt { lt } else { before_end };
+                    let after_partial = if before_end > 0 { partial_suffix_start(&joined.text[..before_end], &self.dsml_open).is_some() } else { self.last_lt };
+                    // The first newline after an unfinished marker start stays text.
+                    let before_end = if after_partial && before_end < lt { before_end + 1 } else { before_end };
                     self.emit_units(mode, &joined, 0, before_end, out);
                     let raw = format!("<{spelling}");
                     let trailing = joined.text[before_end..lt].to_owned();
@@ -420,8 +421,9 @@ impl Parser {
                     Marker::Dsml => {
                         let (before_end, _) = trim_newlines_end(&text[pos..start]);
                         let before_end = pos + before_end;
-                        let after_lt = if before_end > pos { text[..before_end].ends_with('<') } else { self.last_lt };
-                        let before_end = if after_lt { start } else { before_end };
+                        let after_partial = if before_end > pos { partial_suffix_start(&text[..before_end], &self.dsml_open).is_some() } else { self.last_lt };
+                        // The first newline after an unfinished marker start stays text.
+                        let before_end = if after_partial && before_end < start { before_end + 1 } else { before_end };
                         self.emit_units(mode, &joined, pos, before_end, out);
                         let lead = text[before_end..start].to_owned();
                         self.mode = Mode::Dsml(Box::new(Dsml::new(&self.dsml, false, mode, lead)));
@@ -539,7 +541,7 @@ impl Parser {
         if text.is_empty() {
             return;
         }
-        self.last_lt = text.ends_with('<');
+        self.last_lt = partial_suffix_start(&text, &self.dsml_open).is_some();
         out.push(match mode {
             TextMode::Reasoning => ParseEvent::Reasoning { text, logprobs },
             TextMode::Content => ParseEvent::Content { text, logprobs },
