@@ -907,7 +907,7 @@ class InferenceChunk:
         """The reason of a `finish` chunk."""
     @property
     def prompt_usage(self) -> PromptUsage | None:
-        """The prompt usage of a `ready` chunk, if given."""
+        """The prompt usage of a `ready` chunk (zero counts when none was given), else `None`."""
     @property
     def token_count(self) -> int | None:
         """The token count of a `text` chunk."""

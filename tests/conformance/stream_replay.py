@@ -46,6 +46,8 @@ def inference_chunk(dr, c: dict):
     """One recorded backend update as an `InferenceChunk` of `dr`."""
     if "ready" in c:
         r = c["ready"]
+        if "prompt_tokens" not in r:
+            return dr.InferenceChunk.ready(system_fingerprint=r.get("system_fingerprint"))
         return dr.InferenceChunk.ready(
             prompt_usage=dr.PromptUsage(prompt_tokens=r["prompt_tokens"],
                                         prompt_cache_hit_tokens=r["prompt_cache_hit_tokens"]),
@@ -72,8 +74,8 @@ def replay(dr, case: dict, chunk_generator, tokenizer) -> dict:
                             tokenizer if case["tokenizer"] else None)
     cls = getattr(dr, RESPONSE_CLASS_NAMES[gen["format"]])
     ready = next((c["ready"] for c in case["input"] if "ready" in c), None)
-    resp = cls(gen["id"], gen["model"], 0, ready["prompt_tokens"] if ready else 0,
-               ready["prompt_cache_hit_tokens"] if ready else 0)
+    resp = cls(gen["id"], gen["model"], 0, ready.get("prompt_tokens", 0) if ready else 0,
+               ready.get("prompt_cache_hit_tokens", 0) if ready else 0)
     pushes, error, items = [], None, []
     try:
         for c in case["input"]:

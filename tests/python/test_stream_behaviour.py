@@ -98,6 +98,16 @@ def test_missing_string_attribute_gives_valid_arguments():
     assert json.loads(call["function"]["arguments"]) == {"q": "abc", "n": 7}
 
 
+def test_parameter_names_with_spaces_give_valid_arguments():
+    """Deviation 6: the official package cuts the name at the space and writes invalid JSON."""
+    t = (f'<{D} calls>\n<{D} invoke name="f">\n<{D} parameter name="a b" string="true">v</{D} parameter>\n'
+         f'</{D} invoke>\n</{D} calls>')
+    sp = dr.StreamProcessor(chat_gen(), dr.ParsingOptions())
+    _, resp = collect(sp, [dr.InferenceChunk.text(t, 1), dr.InferenceChunk.finish(dr.InferenceFinishReason.Stop)])
+    call = resp["choices"][0]["message"]["tool_calls"][0]
+    assert json.loads(call["function"]["arguments"]) == {"a b": "v"}
+
+
 def test_eos_ends_output_and_unknown_ids_raise():
     tok = tokenizer()
     ids = tok.encode("Hi") + [1] + tok.encode(" junk")

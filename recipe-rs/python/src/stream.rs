@@ -154,11 +154,11 @@ impl PyInferenceChunk {
             _ => None,
         }
     }
-    /// The prompt usage of a `ready` chunk, if given.
+    /// The prompt usage of a `ready` chunk (zero counts when none was given), else `None`.
     #[getter]
     fn prompt_usage(&self) -> Option<PyPromptUsage> {
         match &self.inner {
-            InferenceChunk::Ready { prompt_usage, .. } => prompt_usage.map(|inner| PyPromptUsage { inner }),
+            InferenceChunk::Ready { prompt_usage, .. } => Some(PyPromptUsage { inner: prompt_usage.unwrap_or_default() }),
             _ => None,
         }
     }

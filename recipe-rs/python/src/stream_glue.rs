@@ -6,6 +6,7 @@
 
 use pyo3::prelude::*;
 use recipe_protocol::ConversationRequest;
+use recipe_stream::generator::namespace_map_from_tools;
 use recipe_stream::{ChatGenerator, GeneratorConfig, MessagesGenerator, ResponsesGenerator};
 
 use crate::protocol::{PyChatCompletionRequest, PyConversationRequest, PyMessagesRequest, PyResponsesEcho, PyResponsesRequest};
@@ -45,6 +46,10 @@ impl PyResponsesRequest {
     ) -> PyResponsesChunkGenerator {
         let mut generator = ResponsesGenerator::new(id, model, config(&request.inner));
         if let Some(echo) = &request.inner.responses_echo {
+            // Calls into the request's namespace tools are reported by name and namespace.
+            if let Some(tools) = &echo.tools {
+                generator = generator.with_namespace_tool_map(namespace_map_from_tools(tools));
+            }
             generator = generator.with_echo(echo.clone());
         }
         PyResponsesChunkGenerator { inner: Some(generator) }

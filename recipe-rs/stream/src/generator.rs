@@ -269,6 +269,11 @@ impl ChatGenerator {
         };
         let mut c = self.chunk(ChatDelta::Final, Vec::new());
         c.finish_reason = Some(reason);
+        // Reasoning tokens are reported for a conversation in thinking mode only.
+        let mut usage = usage;
+        if !self.config.thinking_mode {
+            usage.reasoning_tokens = None;
+        }
         c.usage = Some(usage);
         out.push(c);
     }
@@ -363,6 +368,47 @@ fn with_nulls(v: &Option<Value>, keys: &[&str], default: Value) -> Value {
     }
 }
 
+/// The request's `text` setting as a response reports it: `format` and `verbosity` only, the
+/// format reduced to the fields of its type (a `json_schema` format always shows `name`,
+/// `schema`, `description` and `strict`, null when the request left them out).
+fn text_echo(text: &Option<Value>) -> Value {
+    let Some(Value::Object(t)) = text else {
+        return text.clone().unwrap_or_else(|| json!({"format": {"type": "text"}, "verbosity": null}));
+    };
+    let format = match t.get("format") {
+        None | Some(Value::Null) => json!({"type": "text"}),
+        Some(Value::Object(f)) => match f.get("type").and_then(Value::as_str) {
+            Some("json_schema") => {
+                let field = |k: &str| f.get(k).cloned().unwrap_or(Value::Null);
+                json!({"type": "json_schema", "name": field("name"), "schema": field("schema"),
+                       "description": field("description"), "strict": field("strict")})
+            }
+            Some(kind) => json!({"type": kind}),
+            None => Value::Object(f.clone()),
+        },
+        Some(other) => other.clone(),
+    };
+    json!({"format": format, "verbosity": t.get("verbosity").cloned().unwrap_or(Value::Null)})
+}
+
+/// The namespace map a Responses request's tools imply: each function inside a `namespace`
+/// tool is called as `ns::name` and reported as `name` in namespace `ns`.
+pub fn namespace_map_from_tools(tools: &Value) -> Vec<(String, (String, String))> {
+    let mut map = Vec::new();
+    for tool in tools.as_array().into_iter().flatten() {
+        if tool.get("type").and_then(Value::as_str) != Some("namespace") {
+            continue;
+        }
+        let Some(ns) = tool.get("name").and_then(Value::as_str) else { continue };
+        for inner in tool.get("tools").and_then(Value::as_array).into_iter().flatten() {
+            if let Some(name) = inner.get("name").and_then(Value::as_str) {
+                map.push((format!("{ns}::{name}"), (ns.to_owned(), name.to_owned())));
+            }
+        }
+    }
+    map
+}
+
 impl ResponsesGenerator {
     pub fn new(id: impl Into<String>, model: impl Into<String>, config: GeneratorConfig) -> Self {
         ResponsesGenerator {
@@ -437,7 +483,7 @@ impl ResponsesGenerator {
         m.insert("service_tier".into(), json!("default"));
         m.insert("store".into(), json!(false));
         m.insert("temperature".into(), json!(shortest_f32(e.temperature)));
-        m.insert("text".into(), with_nulls(&e.text, &["format", "verbosity"], json!({"format": {"type": "text"}, "verbosity": null})));
+        m.insert("text".into(), text_echo(&e.text));
         m.insert("tool_choice".into(), e.tool_choice.clone().unwrap_or(json!("auto")));
         m.insert("tools".into(), tools);
         m.insert("top_logprobs".into(), json!(e.top_logprobs));
@@ -754,7 +800,9 @@ impl MessagesGenerator {
         Self::emit(out, json!({"type": "message_start", "message": {"id": self.id, "type": "message",
             "role": "assistant", "model": self.model, "content": [], "stop_reason": null,
             "stop_sequence": null, "usage": usage}}));
-        if self.thinking_mode || self.parser_starts_in_reasoning {
+        // In thinking mode the thinking block opens with the message; otherwise (a parser that
+        // starts in reasoning without thinking mode) it opens with the first reasoning text.
+        if self.thinking_mode {
             self.open_block(MBlock::Thinking, None, out);
         }
     }

@@ -84,11 +84,16 @@ pub struct Parser {
     think_end: String,
     dsml: String,
     dsml_open: String,
+    /// The tags that open a tool-call block (`<｜DSML｜ calls>`, `<｜DSML｜ invoke name="`, …).
+    block_tags: Vec<String>,
     stops: Vec<String>,
     parse_tool_calls: bool,
     tool_calls: usize,
     stopped_by: Option<String>,
     eos_seen: bool,
+    /// Whether the text released last ended with an unfinished `<｜DSML｜` (the first newline
+    /// after it stays text when a tool-call block follows, as in the reference).
+    last_lt: bool,
 }
 
 /// Marker kinds the text scanner looks for.
@@ -109,12 +114,14 @@ impl Parser {
             held_textual: true,
             think_end: options.special_tokens.get(SpecialToken::ThinkingEnd).to_owned(),
             dsml_open: format!("<{dsml}"),
+            block_tags: block_open_tags(&dsml),
             dsml,
             stops: options.stop_sequences.iter().filter(|s| !s.is_empty()).cloned().collect(),
             parse_tool_calls: options.parse_tool_calls,
             tool_calls: 0,
             stopped_by: None,
             eos_seen: false,
+            last_lt: false,
         };
         if options.starts_in_tool_calls {
             p.mode = Mode::Dsml(Box::new(Dsml::new(&p.dsml, true, TextMode::Content, String::new())));
@@ -174,7 +181,7 @@ impl Parser {
                 self.held.push(Unit { text, logprobs });
                 self.scan(out);
             }
-            Mode::Dsml(_) => self.feed_dsml(&text, out),
+            Mode::Dsml(_) => self.feed_dsml(&text, textual, out),
             Mode::Dropped | Mode::Ended => {}
         }
     }
@@ -196,21 +203,29 @@ impl Parser {
         }
         match &mut self.mode {
             Mode::Dropped | Mode::Ended => {}
-            Mode::Dsml(_) => self.feed_dsml(&spelling, out),
+            Mode::Dsml(_) => self.feed_dsml(&spelling, false, out),
             Mode::Text(mode) => {
                 let mode = *mode;
                 if kind == Some(SpecialToken::Dsml) && self.parse_tool_calls && self.held_ends_with_lt() {
                     // `<` followed by the DSML token: a tool-call block may start here.
                     let joined = self.take_joined();
                     let lt = joined.text.len() - 1;
-                    let (before_end, newlines) = trim_newlines_end(&joined.text[..lt]);
+                    let (before_end, _) = trim_newlines_end(&joined.text[..lt]);
+                    let after_partial = if before_end > 0 { partial_suffix_start(&joined.text[..before_end], &self.dsml_open).is_some() } else { self.last_lt };
+                    // The first newline after an unfinished marker start stays text.
+                    let before_end = if after_partial && before_end < lt { before_end + 1 } else { before_end };
                     self.emit_units(mode, &joined, 0, before_end, out);
                     let raw = format!("<{spelling}");
                     let trailing = joined.text[before_end..lt].to_owned();
-                    debug_assert!(newlines == trailing.len());
                     self.mode = Mode::Dsml(Box::new(Dsml::new(&self.dsml, false, mode, trailing)));
-                    self.feed_dsml(&raw, out);
+                    self.feed_dsml(&raw, false, out);
                     return;
+                }
+                if kind == Some(SpecialToken::ThinkingEnd) && mode == TextMode::Reasoning && !self.held.is_empty() {
+                    // The newlines that end reasoning are not part of it.
+                    let joined = self.take_joined();
+                    let (end, _) = trim_newlines_end(&joined.text);
+                    self.emit_units(mode, &joined, 0, end, out);
                 }
                 self.end_text(out);
                 let mode = match &self.mode {
@@ -239,6 +254,10 @@ impl Parser {
     fn may_touch_marker(&self, mode: TextMode, textual: bool, text: &str) -> bool {
         let b = text.as_bytes();
         if self.parse_tool_calls && b.iter().any(|&c| c == b'<' || c == b'\n') {
+            return true;
+        }
+        // Newlines at the end of reasoning are dropped when `</think>` follows them.
+        if mode == TextMode::Reasoning && b.contains(&b'\n') {
             return true;
         }
         let first = |m: &str| m.as_bytes().first().copied();
@@ -297,8 +316,9 @@ impl Parser {
         }
     }
 
-    fn feed_dsml(&mut self, text: &str, out: &mut Vec<ParseEvent>) {
+    fn feed_dsml(&mut self, text: &str, textual: bool, out: &mut Vec<ParseEvent>) {
         let Mode::Dsml(d) = &mut self.mode else { return };
+        d.textual = textual;
         let status = d.feed(text, &mut self.tool_calls, out);
         match status {
             DsmlStatus::Continue => {}
@@ -335,7 +355,7 @@ impl Parser {
                 Mode::Text(m) => *m,
                 Mode::Dsml(_) => {
                     let rest = text[pos..].to_owned();
-                    self.feed_dsml(&rest, out);
+                    self.feed_dsml(&rest, textual, out);
                     return;
                 }
                 _ => return,
@@ -348,22 +368,33 @@ impl Parser {
                     Marker::Dsml => &self.dsml_open,
                     Marker::Stop(i) => &self.stops[i],
                 };
+                // Newlines that open the content are dropped before anything else sees them,
+                // so a stop sequence cannot match inside them.
+                let from = if matches!(marker, Marker::Stop(_)) && self.strip_leading_newlines {
+                    pos + (text.len() - pos - text[pos..].trim_start_matches('\n').len())
+                } else {
+                    pos
+                };
                 let found = match next[slot] {
-                    Some(p) if p == usize::MAX || p >= pos => p,
+                    Some(p) if p == usize::MAX || p >= from => p,
                     _ => {
-                        let p = text[pos..].find(pat).map_or(usize::MAX, |i| i + pos);
+                        let p = text[from..].find(pat).map_or(usize::MAX, |i| i + from);
                         next[slot] = Some(p);
                         p
                     }
                 };
-                if found != usize::MAX && best.is_none_or(|(b, _, _)| found < b) {
+                // The marker that is complete first wins (the earliest end, as when reading
+                // the text one character at a time); on a tie, the earlier in the list.
+                if found != usize::MAX && best.is_none_or(|(_, e, _)| found + pat.len() < e) {
                     best = Some((found, found + pat.len(), marker));
                 }
             }
             if let Some((start, end, marker)) = best {
                 match marker {
                     Marker::ThinkEnd => {
-                        self.emit_units(mode, &joined, pos, start, out);
+                        // The newlines that end reasoning are not part of it.
+                        let cut = if mode == TextMode::Reasoning { pos + trim_newlines_end(&text[pos..start]).0 } else { start };
+                        self.emit_units(mode, &joined, pos, cut, out);
                         if mode == TextMode::Reasoning {
                             out.push(ParseEvent::ReasoningEnd);
                             self.mode = Mode::Text(TextMode::Content);
@@ -379,9 +410,20 @@ impl Parser {
                         self.mode = Mode::Ended;
                         return;
                     }
+                    Marker::Dsml if matches!(match_tags(&text[start..], &self.block_tags), Match::None) => {
+                        // Prose that only mentions the marker: it stays in the held text, and
+                        // the search goes on after its `<`. Deciding here, without entering the
+                        // block parser, keeps a run of such mentions linear and flat.
+                        let from = start + 1;
+                        next[1] = Some(text[from..].find(self.dsml_open.as_str()).map_or(usize::MAX, |i| i + from));
+                        continue;
+                    }
                     Marker::Dsml => {
                         let (before_end, _) = trim_newlines_end(&text[pos..start]);
                         let before_end = pos + before_end;
+                        let after_partial = if before_end > pos { partial_suffix_start(&text[..before_end], &self.dsml_open).is_some() } else { self.last_lt };
+                        // The first newline after an unfinished marker start stays text.
+                        let before_end = if after_partial && before_end < start { before_end + 1 } else { before_end };
                         self.emit_units(mode, &joined, pos, before_end, out);
                         let lead = text[before_end..start].to_owned();
                         self.mode = Mode::Dsml(Box::new(Dsml::new(&self.dsml, false, mode, lead)));
@@ -457,6 +499,12 @@ impl Parser {
                 consider(pos + nl_start);
             }
         }
+        if mode == TextMode::Reasoning {
+            let (nl_start, n) = trim_newlines_end(tail);
+            if n > 0 {
+                consider(pos + nl_start);
+            }
+        }
         best
     }
 
@@ -493,6 +541,7 @@ impl Parser {
         if text.is_empty() {
             return;
         }
+        self.last_lt = partial_suffix_start(&text, &self.dsml_open).is_some();
         out.push(match mode {
             TextMode::Reasoning => ParseEvent::Reasoning { text, logprobs },
             TextMode::Content => ParseEvent::Content { text, logprobs },
@@ -598,6 +647,9 @@ enum DsmlStatus {
 
 #[derive(Clone, Debug)]
 enum ValueMode {
+    /// `string="true"` before its opening quote is written: the quote waits while all that
+    /// follows the tag could still be the closing tag.
+    StrUnopened,
     /// `string="true"`: JSON-string-escaped between quotes.
     Str,
     /// `string="false"`: copied verbatim.
@@ -627,6 +679,12 @@ struct Dsml {
     buf: String,
     /// Consumed prefix of `buf`.
     at: usize,
+    /// Whether the latest input came from a text chunk (control tokens spelled out) rather
+    /// than from token IDs (control tokens arrive as their own pieces).
+    textual: bool,
+    /// Where each input unit fed since the buffer was last emptied begins in `buf`: value
+    /// text is reported one unit portion at a time, like text outside the block.
+    unit_starts: std::collections::VecDeque<usize>,
     state: DState,
     committed: bool,
     prev: TextMode,
@@ -654,7 +712,7 @@ fn emit_arg(out: &mut Vec<ParseEvent>, index: usize, kind: ArgKind, text: &str) 
         return;
     }
     if let Some(ParseEvent::ToolCallArgs { index: i, kind: k, text: t }) = out.last_mut() {
-        if *i == index && *k == kind && matches!(kind, ArgKind::Key | ArgKind::Value) {
+        if *i == index && *k == kind && kind == ArgKind::Key {
             t.push_str(text);
             return;
         }
@@ -685,18 +743,34 @@ fn match_tags(s: &str, tags: &[String]) -> Match {
     }
 }
 
+/// The tags that may open a tool-call block: a calls tag or an invoke tag, in both dialects.
+fn block_open_tags(d: &str) -> Vec<String> {
+    let mut tags = open_calls_tags(d);
+    tags.extend(invoke_open_tags(d));
+    tags
+}
+
+fn open_calls_tags(d: &str) -> Vec<String> {
+    ["calls>", "tool_calls>"].iter().flat_map(|a| [format!("<{d} {a}"), format!("<{d}{a}")]).collect()
+}
+
+fn invoke_open_tags(d: &str) -> Vec<String> {
+    vec![format!("<{d} invoke name=\""), format!("<{d}invoke name=\"")]
+}
+
 impl Dsml {
     fn new(d: &str, committed: bool, prev: TextMode, lead: String) -> Self {
         let both = |a: &str| vec![format!("<{d} {a}"), format!("<{d}{a}")];
-        let mut open_tags = both("calls>");
-        open_tags.extend(both("tool_calls>"));
-        let invoke_tags = both("invoke name=\"");
+        let open_tags = open_calls_tags(d);
+        let invoke_tags = invoke_open_tags(d);
         let mut close_calls_tags = vec![format!("</{d} calls>"), format!("</{d}calls>")];
         close_calls_tags.extend([format!("</{d} tool_calls>"), format!("</{d}tool_calls>")]);
         let param_tags = both("parameter name=");
         Dsml {
             buf: String::new(),
             at: 0,
+            textual: true,
+            unit_starts: std::collections::VecDeque::new(),
             state: DState::Between,
             committed,
             prev,
@@ -730,12 +804,17 @@ impl Dsml {
         // Drop the consumed prefix now and then so the buffer stays small.
         if self.at > 0 && self.at * 2 >= self.buf.len() {
             self.buf.drain(..self.at);
+            let at = self.at;
+            self.unit_starts.retain(|s| *s > at);
+            self.unit_starts.iter_mut().for_each(|s| *s -= at);
             self.at = 0;
         }
+        self.unit_starts.push_back(self.buf.len());
         self.buf.push_str(text);
         let status = self.run(tool_calls, out);
         if self.at >= self.buf.len() {
             self.buf.clear();
+            self.unit_starts.clear();
             self.at = 0;
         }
         status
@@ -743,6 +822,34 @@ impl Dsml {
 
     fn rest(&self) -> &str {
         &self.buf[self.at..]
+    }
+
+    /// Start (in `buf`) of the input unit that holds byte `p`, but not before `at`.
+    fn unit_start_of(&self, p: usize) -> usize {
+        let i = self.unit_starts.partition_point(|s| *s <= p);
+        let s = if i == 0 { 0 } else { self.unit_starts[i - 1] };
+        s.max(self.at)
+    }
+
+    /// Report `buf[from..to]` as parameter value text, one delta per input-unit portion.
+    fn emit_value(&self, mode: &mut ValueMode, from: usize, to: usize, out: &mut Vec<ParseEvent>) {
+        if from >= to {
+            return;
+        }
+        if let ValueMode::Buffered(b) = mode {
+            b.push_str(&self.buf[from..to]);
+            return;
+        }
+        let first = self.unit_starts.partition_point(|s| *s <= from);
+        let mut a = from;
+        for &s in self.unit_starts.iter().skip(first).take_while(|s| **s < to).chain(std::iter::once(&to)) {
+            let piece = &self.buf[a..s];
+            if !piece.is_empty() {
+                let text = if matches!(mode, ValueMode::Raw) { piece.to_owned() } else { escape_json(piece) };
+                out.push(ParseEvent::ToolCallArgs { index: self.index, kind: ArgKind::Value, text });
+            }
+            a = s;
+        }
     }
 
     fn skip_ws(&mut self) {
@@ -926,36 +1033,36 @@ impl Dsml {
                         Some(i) => {
                             attrs.push_str(&r[..i]);
                             self.at += i + 1;
-                            let mode = string_attr(&attrs);
-                            if let ValueMode::Str = mode {
-                                emit_arg(out, self.index, ArgKind::ValueOpen, "\"");
-                            }
-                            self.state = DState::Value(mode);
+                            self.state = DState::Value(string_attr(&attrs));
                         }
                     }
                 }
                 DState::Value(mut mode) => {
-                    let r = self.rest();
-                    let (value, closed) = match r.find(self.close_prefix.as_str()) {
-                        Some(i) if !tag_tail_pending(&r[i + self.close_prefix.len()..]) => (&r[..i], true),
-                        Some(i) => (&r[..i], false),
-                        None => {
-                            // Like text, value text whose tail may start the closing tag is held
-                            // back whole until later input decides.
-                            let keep = if partial_suffix_start(r, &self.close_prefix).is_some() { 0 } else { r.len() };
-                            (&r[..keep], false)
+                    if let ValueMode::StrUnopened = mode {
+                        let r = self.rest();
+                        // With token IDs the marker in a closing tag is a control token of its
+                        // own, so only `<` can still grow into one here.
+                        let prefix = if self.textual { self.close_prefix.as_str() } else { "</" };
+                        if !r.is_empty() && r.len() < prefix.len() && prefix.starts_with(r) {
+                            // Only the start of a closing tag follows: wait before opening.
+                            self.state = DState::Value(mode);
+                            return DsmlStatus::Continue;
                         }
-                    };
-                    let consumed = value.len();
-                    match &mut mode {
-                        ValueMode::Str => {
-                            let s = escape_json(value);
-                            emit_arg(out, self.index, ArgKind::Value, &s);
-                        }
-                        ValueMode::Raw => emit_arg(out, self.index, ArgKind::Value, value),
-                        ValueMode::Buffered(b) => b.push_str(value),
+                        emit_arg(out, self.index, ArgKind::ValueOpen, "\"");
+                        mode = ValueMode::Str;
                     }
-                    self.at += consumed;
+                    let r = self.rest();
+                    let (end, closed) = match r.find(self.close_prefix.as_str()) {
+                        Some(i) => (self.at + i, !tag_tail_pending(&r[i + self.close_prefix.len()..])),
+                        // Like text, the input unit whose tail may start the closing tag is held
+                        // back whole until later input decides.
+                        None => match partial_suffix_start(r, &self.close_prefix) {
+                            Some(p) => (self.unit_start_of(self.at + p), false),
+                            None => (self.buf.len(), false),
+                        },
+                    };
+                    self.emit_value(&mut mode, self.at, end, out);
+                    self.at = end;
                     if !closed {
                         self.state = DState::Value(mode);
                         return DsmlStatus::Continue;
@@ -963,7 +1070,7 @@ impl Dsml {
                     self.at += self.close_prefix.len();
                     match mode {
                         ValueMode::Str => emit_arg(out, self.index, ArgKind::ValueClose, "\""),
-                        ValueMode::Raw => {}
+                        ValueMode::StrUnopened | ValueMode::Raw => {}
                         ValueMode::Buffered(b) => {
                             if serde_json::from_str::<serde_json::Value>(&b).is_ok() {
                                 emit_arg(out, self.index, ArgKind::Value, &b);
@@ -1006,7 +1113,7 @@ fn string_attr(attrs: &str) -> ValueMode {
     let rest = &attrs[i + "string=\"".len()..];
     let value = rest.split('"').next().unwrap_or("");
     match value {
-        "true" => ValueMode::Str,
+        "true" => ValueMode::StrUnopened,
         "false" => ValueMode::Raw,
         _ => ValueMode::Buffered(String::new()),
     }

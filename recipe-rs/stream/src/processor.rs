@@ -77,6 +77,21 @@ fn flush_text(bytes: &mut Vec<u8>, lps: &mut Vec<TokenLogprob>, pieces: &mut Vec
     pieces.push(Piece::Text { text, logprobs: std::mem::take(lps), textual: false });
 }
 
+/// `flush_text`, recording how many IDs the flushed piece holds.
+fn flush_counted(
+    bytes: &mut Vec<u8>,
+    lps: &mut Vec<TokenLogprob>,
+    pieces: &mut Vec<Piece>,
+    counted: &mut Vec<u64>,
+    run: &mut u64,
+) {
+    let before = pieces.len();
+    flush_text(bytes, lps, pieces);
+    if pieces.len() > before {
+        counted.push(std::mem::take(run));
+    }
+}
+
 fn incomplete_tail(bytes: &[u8]) -> bool {
     match std::str::from_utf8(bytes) {
         Ok(_) => false,
@@ -185,14 +200,21 @@ impl StreamProcessor {
             }
         };
         self.generator.start(&mut out);
-        self.completion_tokens += token_ids.len() as u64;
+        // Tokens are counted piece by piece as they are parsed: a stop sequence leaves the
+        // pieces after it uncounted, as the reference does.
+        let mut counted = 0u64;
         let mut events = Vec::new();
-        for p in pieces {
+        for (p, n) in pieces {
+            counted += n;
             self.parser.push(p, &mut events);
             if self.parser.is_stopped() {
                 break;
             }
         }
+        if !self.parser.is_stopped() {
+            counted = token_ids.len() as u64;
+        }
+        self.completion_tokens += counted;
         self.deliver(events, &mut out);
         Ok(out)
     }
@@ -298,7 +320,9 @@ impl StreamProcessor {
         }
     }
 
-    fn decode(&mut self, ids: &[u32], logprobs: Option<&[(f32, Vec<(u32, f32)>)]>) -> Result<Vec<Piece>, StreamError> {
+    /// The parser pieces of a token chunk, each with the number of this chunk's IDs it holds
+    /// (a UTF-8 character split across chunks counts where its last byte arrives).
+    fn decode(&mut self, ids: &[u32], logprobs: Option<&[(f32, Vec<(u32, f32)>)]>) -> Result<Vec<(Piece, u64)>, StreamError> {
         let Some(tok) = self.tokenizer.clone() else { return Err(StreamError::NoTokenizer) };
         if let Some(lps) = logprobs {
             if lps.len() != ids.len() {
@@ -311,33 +335,36 @@ impl StreamProcessor {
             resolved.push(self.decoder.entry(&tok, id).ok_or(StreamError::UnknownToken(id))?);
         }
         let mut pieces = Vec::new();
+        let mut counted = Vec::new();
+        let mut run = 0u64;
         let mut bytes = std::mem::take(&mut self.decoder.pending);
         let mut lps = std::mem::take(&mut self.decoder.pending_lps);
         for ((i, &id), entry) in ids.iter().enumerate().zip(resolved) {
             match entry {
                 TokenEntry::Special(spelling) => {
-                    flush_text(&mut bytes, &mut lps, &mut pieces);
+                    flush_counted(&mut bytes, &mut lps, &mut pieces, &mut counted, &mut run);
                     let kind = self.special_kinds.iter().find(|(s, _)| **s == *spelling).map(|(_, k)| *k);
                     let logprob = logprobs.map(|l| self.logprob(&tok, id, spelling.as_bytes(), &l[i]));
                     pieces.push(Piece::Special { kind, spelling: spelling.to_string(), logprob });
+                    counted.push(1);
                 }
                 TokenEntry::Bytes(b) => {
                     if let Some(l) = logprobs {
                         lps.push(self.logprob(&tok, id, &b, &l[i]));
                     }
                     bytes.extend_from_slice(&b);
+                    run += 1;
                 }
             }
         }
-        if bytes.is_empty() && lps.is_empty() {
-            return Ok(pieces);
+        if !(bytes.is_empty() && lps.is_empty()) {
+            if incomplete_tail(&bytes) {
+                self.decoder.pending = bytes;
+                self.decoder.pending_lps = lps;
+            } else {
+                flush_counted(&mut bytes, &mut lps, &mut pieces, &mut counted, &mut run);
+            }
         }
-        if incomplete_tail(&bytes) {
-            self.decoder.pending = bytes;
-            self.decoder.pending_lps = lps;
-        } else {
-            flush_text(&mut bytes, &mut lps, &mut pieces);
-        }
-        Ok(pieces)
+        Ok(pieces.into_iter().zip(counted).collect())
     }
 }

@@ -338,3 +338,35 @@ proptest! {
         prop_assert_eq!(tok.count_with_special(&t).unwrap(), tok.encode_with_special(&t).unwrap().len());
     }
 }
+
+// --- Runs of marker spellings: flat, linear, no crash ------------------------------------------
+
+/// One push of `<｜DSML｜` repeated 10,000 times (tools on, thinking off) used to recurse once per
+/// spelling and overflow the stack; every spelling is prose, so all of it is content.
+#[test]
+fn a_run_of_prose_marker_spellings_is_content() {
+    for unit in [format!("<{D}"), format!("<{D}parameter name=\""), format!("<{D} cal")] {
+        let big = unit.repeat(10_000);
+        let (msg, _) = run(&ParsingOptions::default(), vec![text(&big), stop()], None).unwrap();
+        assert_eq!(msg["content"], big.as_str());
+    }
+}
+
+#[test]
+fn a_run_of_prose_marker_spellings_in_reasoning_is_reasoning() {
+    let o = ParsingOptions { thinking_initial_stage: Some(ThinkingInitialStage::ReasoningStart), ..Default::default() };
+    let big = format!("<{D}").repeat(50_000);
+    let (msg, _) = run(&o, vec![text(&format!("r{big}")), stop()], None).unwrap();
+    assert_eq!(msg["reasoning_content"], format!("r{big}").as_str());
+}
+
+/// Inside a tool-call block the same run is one malformed parameter, parsed in one pass.
+#[test]
+fn a_run_of_parameter_openings_inside_a_block_is_one_pass() {
+    let unit = format!("<{D}parameter name=\"");
+    let body = format!("<{D} calls>\n<{D} invoke name=\"f\">\n{}", unit.repeat(87_000));
+    let mut sp = StreamProcessor::new(chat(false), &ParsingOptions::default(), None);
+    let mut items = sp.push(text(&body)).unwrap();
+    items.extend(sp.finish().unwrap());
+    assert!(items.len() < 16, "{} items", items.len());
+}
