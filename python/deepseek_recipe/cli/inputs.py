@@ -4,6 +4,7 @@ module only decides which class receives which input."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -143,10 +144,14 @@ SYSTEM_ID = 129280
 
 
 def load_tokenizer(path: str | None, version: str, add_system: bool = True):
+    return _load_tokenizer(tokenizer_path(path), version, add_system)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_tokenizer(p: str, version: str, add_system: bool):
     """The tokenizer; for V4.1 the stock file lacks `<｜System｜>`, which is then added as ID
     129280 (the ID the project's tests use; pass the V4.1 checkpoint's own tokenizer.json to
-    get its ID) unless `add_system` is false."""
-    p = tokenizer_path(path)
+    get its ID) unless `add_system` is false. Loaded tokenizers are kept (a few at most)."""
     try:
         with open(p, encoding="utf-8") as f:
             text = f.read()
