@@ -36,6 +36,8 @@ def cmd_render(args) -> int:
         print(json.dumps({"format": prep.fmt, "model_version": prep.version, "prompt": rendered.prompt,
                           "special_ranges": [list(r) for r in rendered.special_ranges],
                           "images": len(rendered.image_sources)}, ensure_ascii=False))
+    elif args.highlight == "none":
+        sys.stdout.write(rendered.prompt)  # exactly the prompt, for piping into other tools
     else:
         print(highlight(rendered.prompt, rendered.special_ranges, highlight_style(args.highlight)))
     return 0
