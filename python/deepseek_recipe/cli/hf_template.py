@@ -3,8 +3,10 @@ does, with `transformers`' own renderer (an optional dependency: `pip install tr
 
 from __future__ import annotations
 
+import json
+
 from .conversation_json import chat_messages
-from .inputs import InputError
+from .inputs import InputError, read_text
 
 BOS = "<｜begin▁of▁sentence｜>"
 EOS = "<｜end▁of▁sentence｜>"
@@ -53,8 +55,6 @@ def render_template(template: str, conv, extra: dict | None = None) -> str:
 
 def read_template(path: str) -> str:
     """A template file: raw Jinja, or a tokenizer_config.json holding `chat_template`."""
-    from .inputs import read_text
-    import json
     text = read_text(path)
     if path.endswith(".json"):
         try:

@@ -13,7 +13,8 @@
 //!   tools block, response format, thinking tokens, DSML dialect, tool results (and their
 //!   order), message text; whitespace-only changes are **whitespace**. A block deleted in one
 //!   place and inserted in another is a move, named after the place it left (a tool result that
-//!   moved is a result-order divergence, a system text that moved is system placement).
+//!   moved is a result-order divergence, a system text that moved is system placement). A
+//!   hunk that also turns typed text into control tokens gets an extra injection entry.
 //!
 //! A per-spelling census of control tokens (expected vs found count, positions of the unmatched
 //! ones) and the first differing token with decoded context on both sides complete the report.
@@ -42,6 +43,7 @@ pub enum Class {
     ResponseFormat,
     ThinkingTokens,
     DsmlDialect,
+    ImagePlaceholder,
     ToolResultOrder,
     ToolResults,
     Whitespace,
@@ -61,6 +63,7 @@ impl Class {
             Class::ResponseFormat => "response_format",
             Class::ThinkingTokens => "thinking_tokens",
             Class::DsmlDialect => "dsml_dialect",
+            Class::ImagePlaceholder => "image_placeholder",
             Class::ToolResultOrder => "tool_result_order",
             Class::ToolResults => "tool_results",
             Class::Whitespace => "whitespace",
@@ -206,8 +209,9 @@ impl<'a> Checker<'a> {
 
     fn report(&self) -> Result<Report, CheckError> {
         let hunks = diff::hunks(self.e.ids, self.f.ids, JOIN);
-        let mut divs: Vec<Divergence> = hunks.iter().map(|h| self.classify(h)).collect();
+        let mut divs: Vec<Vec<Divergence>> = hunks.iter().map(|h| self.classify(h)).collect();
         self.name_moves(&hunks, &mut divs);
+        let divs: Vec<Divergence> = divs.into_iter().flatten().collect();
         let mut summary: Vec<(Class, usize)> = Vec::new();
         for d in &divs {
             match summary.iter_mut().find(|(c, _)| *c == d.class) {
@@ -227,17 +231,23 @@ impl<'a> Checker<'a> {
         })
     }
 
-    fn classify(&self, h: &diff::Hunk) -> Divergence {
+    /// One divergence per hunk, plus a control-token-injection entry when the hunk also turns
+    /// plain text into control tokens among other changes.
+    fn classify(&self, h: &diff::Hunk) -> Vec<Divergence> {
         let (ea, fb) = (&self.e.ids[h.a.clone()], &self.f.ids[h.b.clone()]);
         let (e_ctrl, f_ctrl) = (self.ctrl(ea), self.ctrl(fb));
         let extra = multiset_minus(&f_ctrl, &e_ctrl);
         let missing = multiset_minus(&e_ctrl, &f_ctrl);
         let (e_raw, f_raw) = (self.e.raw(h.a.clone()), self.f.raw(h.b.clone()));
         let e_text = String::from_utf8_lossy(e_raw);
-        // The region of the first expected byte of the hunk (or of the byte before an insertion).
-        let at = self.e.offsets[h.a.start];
-        let region = self.regions.at(if h.a.is_empty() { at.saturating_sub(1) } else { at }).0;
-        let injected = extra.iter().any(|s| e_text.contains(s.as_str()));
+        // The region holding most of the expected side (or the byte before an insertion).
+        let (from, to) = (self.e.offsets[h.a.start], self.e.offsets[h.a.end]);
+        let region = if h.a.is_empty() { self.regions.at(from.saturating_sub(1)).0 } else { self.regions.dominant(from, to) };
+        // Extra control tokens whose spelling the canonical side has as plain text here.
+        let injected: Vec<String> = extra.iter().filter(|s| e_text.contains(s.as_str())).cloned().collect();
+        // What is left once the injected tokens are accounted for names the rest of the hunk.
+        let rest = multiset_minus(&extra, &injected);
+        let has = |v: &[String], t: crate::SpecialToken| v.iter().any(|s| s == t.default_str());
         let class = if e_raw == f_raw {
             if !extra.is_empty() {
                 Class::ControlTokenInjection
@@ -246,68 +256,81 @@ impl<'a> Checker<'a> {
             } else {
                 Class::Tokenization
             }
-        } else if injected {
-            Class::ControlTokenInjection
-        } else if extra.iter().chain(&missing).any(|s| Some(s.as_str()) == self.tok.added_token(self.bos_id())) {
+        } else if has(&rest, crate::SpecialToken::Bos) || has(&missing, crate::SpecialToken::Bos) {
             Class::Bos
         } else if strip_ws(e_raw) == strip_ws(f_raw) {
             Class::Whitespace
+        } else if has(&missing, crate::SpecialToken::Image) || has(&rest, crate::SpecialToken::Image) {
+            Class::ImagePlaceholder
         } else {
-            let think = |v: &[String]| v.iter().any(|s| s == "<think>" || s == "</think>");
+            let think = |v: &[String]| has(v, crate::SpecialToken::ThinkingStart) || has(v, crate::SpecialToken::ThinkingEnd);
+            let dsml = |v: &[String]| has(v, crate::SpecialToken::Dsml);
             match region {
                 Region::Bos => Class::Bos,
                 Region::EffortLine => Class::ReasoningEffort,
                 Region::System => Class::SystemPlacement,
                 Region::ToolsBlock => Class::ToolsBlock,
                 Region::ResponseFormat => Class::ResponseFormat,
+                Region::GenerationPrompt if dsml(&rest) || dsml(&missing) => Class::DsmlDialect,
                 Region::Thinking | Region::GenerationPrompt => Class::ThinkingTokens,
                 Region::ToolCalls => Class::DsmlDialect,
                 Region::ToolResult => Class::ToolResults,
-                _ if think(&extra) || think(&missing) => Class::ThinkingTokens,
+                _ if think(&rest) || think(&missing) => Class::ThinkingTokens,
                 _ => Class::MessageText,
             }
         };
-        Divergence {
+        let entry = |class, extra_tokens: Vec<String>, missing_tokens: Vec<String>| Divergence {
             class,
             region,
             expected_tokens: (h.a.start, h.a.end),
             found_tokens: (h.b.start, h.b.end),
-            expected_text: e_text.into_owned(),
+            expected_text: e_text.clone().into_owned(),
             found_text: String::from_utf8_lossy(f_raw).into_owned(),
-            extra_control_tokens: extra,
-            missing_control_tokens: missing,
+            extra_control_tokens: extra_tokens,
+            missing_control_tokens: missing_tokens,
+        };
+        let mut out = Vec::with_capacity(2);
+        if class != Class::ControlTokenInjection && !injected.is_empty() {
+            out.push(entry(Class::ControlTokenInjection, injected, Vec::new()));
         }
-    }
-
-    fn bos_id(&self) -> u32 {
-        self.tok.added_token_id(crate::SpecialToken::Bos.default_str()).unwrap_or(u32::MAX)
+        out.push(entry(class, extra, missing));
+        out
     }
 
     /// A pure deletion and a pure insertion of the same text (up to surrounding whitespace) are
     /// one move; both take the class of the place the text left.
-    fn name_moves(&self, hunks: &[diff::Hunk], divs: &mut [Divergence]) {
+    /// A pure deletion and a pure insertion of the same text (up to surrounding whitespace) are
+    /// one move; both take the class of the place the text left. Each hunk's main divergence
+    /// is the last of its entries.
+    fn name_moves(&self, hunks: &[diff::Hunk], divs: &mut [Vec<Divergence>]) {
         let key = |s: &str| s.trim_matches(|c: char| c.is_whitespace()).to_owned();
+        let main = |divs: &[Vec<Divergence>], i: usize| divs[i].len() - 1;
         for i in 0..hunks.len() {
             if !(hunks[i].b.is_empty() && !hunks[i].a.is_empty()) {
                 continue;
             }
-            let gone = key(&divs[i].expected_text);
+            let mi = main(divs, i);
+            let gone = key(&divs[i][mi].expected_text);
             if gone.is_empty() {
                 continue;
             }
-            let Some(j) = (0..hunks.len()).find(|&j| hunks[j].a.is_empty() && !hunks[j].b.is_empty() && key(&divs[j].found_text) == gone) else {
+            let Some(j) = (0..hunks.len()).find(|&j| {
+                hunks[j].a.is_empty() && !hunks[j].b.is_empty() && key(&divs[j][main(divs, j)].found_text) == gone
+            }) else {
                 continue;
             };
-            let class = match divs[i].region {
+            let class = match divs[i][mi].region {
                 Region::ToolResult => Class::ToolResultOrder,
                 Region::System | Region::EffortLine => Class::SystemPlacement,
                 _ => continue,
             };
-            divs[i].class = class;
-            divs[j].class = class;
+            divs[i][mi].class = class;
+            let mj = main(divs, j);
+            divs[j][mj].class = class;
         }
         // Two results swapped inside one hunk: same bytes, other order.
-        for (h, d) in hunks.iter().zip(divs.iter_mut()) {
+        for (h, ds) in hunks.iter().zip(divs.iter_mut()) {
+            let d = ds.last_mut().expect("one entry per hunk");
             if d.region == Region::ToolResult && d.class == Class::ToolResults {
                 let mut a = self.e.raw(h.a.clone()).to_vec();
                 let mut b = self.f.raw(h.b.clone()).to_vec();

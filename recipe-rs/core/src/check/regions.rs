@@ -65,6 +65,26 @@ impl RegionMap {
         self.starts.get(i.saturating_sub(1)).map_or((Region::Bos, 0), |&(_, r, t)| (r, t))
     }
 
+    /// The region covering most bytes of `[start, end)` (the region at `start` when empty).
+    pub fn dominant(&self, start: usize, end: usize) -> Region {
+        if end <= start {
+            return self.at(start).0;
+        }
+        let first = self.starts.partition_point(|&(o, _, _)| o <= start).saturating_sub(1);
+        let mut best: Option<(usize, Region)> = None;
+        for (i, &(o, r, _)) in self.starts.iter().enumerate().skip(first) {
+            if o >= end {
+                break;
+            }
+            let next = self.starts.get(i + 1).map_or(usize::MAX, |n| n.0);
+            let covered = next.min(end) - o.max(start);
+            if best.is_none_or(|(b, _)| covered > b) {
+                best = Some((covered, r));
+            }
+        }
+        best.map_or(self.at(start).0, |(_, r)| r)
+    }
+
     fn push(&mut self, offset: usize, r: Region, turn: usize) {
         if let Some(last) = self.starts.last_mut() {
             if last.0 == offset {
