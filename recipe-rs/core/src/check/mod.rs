@@ -328,16 +328,26 @@ impl<'a> Checker<'a> {
             let mj = main(divs, j);
             divs[j][mj].class = class;
         }
-        // Two results swapped inside one hunk: same bytes, other order.
-        for (h, ds) in hunks.iter().zip(divs.iter_mut()) {
-            let d = ds.last_mut().expect("one entry per hunk");
+        // Results of one turn in another order: the hunks of that turn hold the same bytes on
+        // both sides, only placed differently.
+        let mut by_turn: std::collections::BTreeMap<usize, Vec<usize>> = std::collections::BTreeMap::new();
+        for (i, (h, ds)) in hunks.iter().zip(divs.iter()).enumerate() {
+            let d = ds.last().expect("one entry per hunk");
             if d.region == Region::ToolResult && d.class == Class::ToolResults {
-                let mut a = self.e.raw(h.a.clone()).to_vec();
-                let mut b = self.f.raw(h.b.clone()).to_vec();
-                a.sort_unstable();
-                b.sort_unstable();
-                if a == b {
-                    d.class = Class::ToolResultOrder;
+                by_turn.entry(self.regions.at(self.e.offsets[h.a.start]).1).or_default().push(i);
+            }
+        }
+        for group in by_turn.values() {
+            let (mut a, mut b): (Vec<u8>, Vec<u8>) = (Vec::new(), Vec::new());
+            for &i in group {
+                a.extend_from_slice(self.e.raw(hunks[i].a.clone()));
+                b.extend_from_slice(self.f.raw(hunks[i].b.clone()));
+            }
+            a.sort_unstable();
+            b.sort_unstable();
+            if a == b {
+                for &i in group {
+                    divs[i].last_mut().expect("one entry per hunk").class = Class::ToolResultOrder;
                 }
             }
         }
