@@ -60,6 +60,12 @@ from ._native import (
     sse_done_message,
 )
 
+# Incremental encoding of agent sessions (recipe-rs/core encoding::session).
+from ._native import EncodingSession, SessionTurn
+
+# Conformance checking of other encoders (recipe-rs/core check); reports are JSON text.
+from ._native import check_prompt_text, check_token_ids
+
 __all__ = [
     "ModelVersion",
     "Tokenizer",
@@ -110,4 +116,8 @@ __all__ = [
     "sse_done_message",
     "ParsingOptions",
     "ThinkingInitialStage",
+    "EncodingSession",
+    "SessionTurn",
+    "check_prompt_text",
+    "check_token_ids",
 ]

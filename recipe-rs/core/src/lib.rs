@@ -2,10 +2,12 @@
 //!
 //! Data flows one way through these modules:
 //! [`conversation`] (what was asked) → [`encoding`] (template → rendered spans) →
-//! [`tokenizer`] (spans → token IDs, control tokens by ID only).
+//! [`tokenizer`] (spans → token IDs, control tokens by ID only). [`check`] compares what another
+//! encoder produced with that canonical result.
 //! [`special_tokens`], [`parsing_options`] and [`responses_echo`] are shared vocabulary for the
 //! protocol and stream crates.
 
+pub mod check;
 pub mod conversation;
 pub mod encoding;
 pub mod parsing_options;

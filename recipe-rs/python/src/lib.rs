@@ -7,9 +7,11 @@
 use pyo3::prelude::*;
 
 mod args;
+mod check;
 pub mod conversation;
 pub mod encoding;
 pub mod protocol;
+mod session;
 mod stream;
 mod stream_glue;
 mod vocabulary;
@@ -22,5 +24,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     encoding::register(m)?;
     protocol::register(m)?;
     stream::register(m)?;
+    session::register(m)?;
+    check::register(m)?;
     Ok(())
 }

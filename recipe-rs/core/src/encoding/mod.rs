@@ -26,6 +26,7 @@
 
 pub mod json;
 mod render;
+pub mod session;
 
 use crate::conversation::{Conversation, ImageSource};
 use crate::special_tokens::{SpecialToken, SpecialTokens};
