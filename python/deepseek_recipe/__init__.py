@@ -60,7 +60,29 @@ from ._native import (
     sse_done_message,
 )
 
+# Images (recipe-rs/images).
+from ._native import (
+    CalcResizeError,
+    ImageError,
+    ImageInfo,
+    ImageQuota,
+    ImageResolver,
+    MultiModalData,
+    OpenCvImagePreprocessor,
+    PreprocessOptions,
+    ReqwestImageFetcher,
+)
+
 __all__ = [
+    "CalcResizeError",
+    "ImageError",
+    "ImageInfo",
+    "ImageQuota",
+    "ImageResolver",
+    "MultiModalData",
+    "OpenCvImagePreprocessor",
+    "PreprocessOptions",
+    "ReqwestImageFetcher",
     "ModelVersion",
     "Tokenizer",
     "SpecialTokens",

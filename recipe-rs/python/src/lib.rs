@@ -7,6 +7,7 @@
 use pyo3::prelude::*;
 
 mod args;
+pub mod images;
 pub mod conversation;
 pub mod encoding;
 pub mod protocol;
@@ -22,5 +23,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     encoding::register(m)?;
     protocol::register(m)?;
     stream::register(m)?;
+    images::register(m)?;
     Ok(())
 }
