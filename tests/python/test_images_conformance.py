@@ -21,8 +21,10 @@ from image_http_server import serve
 CORPUS = Path(__file__).resolve().parents[1] / "conformance" / "images"
 CASES = json.loads((CORPUS / "cases.json").read_text())
 
-# Official results we do not reproduce on purpose: option values of 2^31 and more.
-DEVIATIONS = {"options ['high', 2147483648, 1]"}
+# Official results we do not reproduce on purpose (docs/image-deviations.md): option values of
+# 2^31 and more are refused; an animated PNG with damaged compressed data is an error, not
+# whatever the official decoder salvages (or a crash).
+DEVIATIONS = {"options ['high', 2147483648, 1]", "format apng_corrupt"}
 
 
 @pytest.fixture(scope="module")
@@ -53,3 +55,9 @@ def test_option_values_from_2_31_are_rejected():
     with pytest.raises(ValueError, match="low_detail_max_dimension_px"):
         d.PreprocessOptions("low", 1, 2**31)
     assert d.PreprocessOptions("high", 2**31 - 1, 0).max_dimension_px == 2**31 - 1
+
+
+def test_corrupt_animated_png_is_an_error():
+    case = next(c for c in CASES if c["name"] == "format apng_corrupt")
+    ours = run_case(case, CORPUS / "inputs")
+    assert ours["error"]["kind"] in ("Decode", "EmptyImage") and ours["error"]["class"] == "ImageError"
