@@ -61,3 +61,19 @@ def test_corrupt_animated_png_is_an_error():
     case = next(c for c in CASES if c["name"] == "format apng_corrupt")
     ours = run_case(case, CORPUS / "inputs")
     assert ours["error"]["kind"] in ("Decode", "EmptyImage") and ours["error"]["class"] == "ImageError"
+
+
+def test_public_destinations_only_refuses_loopback_on_every_hop(server):
+    import deepseek_recipe as d
+
+    png = (CORPUS / "inputs" / "rgb.png").read_bytes()
+    open_fetcher = d.ReqwestImageFetcher()
+    assert open_fetcher.fetch(server.base + "/img/rgb.png") == png  # official default: no filter
+    guarded = open_fetcher.with_public_destinations_only()
+    for url in [server.base + "/img/rgb.png", server.base + "/redirect/2/rgb.png",
+                server.base.replace("127.0.0.1", "localhost") + "/img/rgb.png"]:
+        server.hits.clear()
+        with pytest.raises(d.ImageError) as err:
+            guarded.fetch(url)
+        assert err.value.kind == "DestinationRejected" and not err.value.is_retryable
+        assert server.hits == []
