@@ -2,7 +2,7 @@
 //! fuzz_decoders -- [CASES] [SEED]` (default 100000 cases, seed 1). Prints the counts; a panic
 //! or a crash ends the run with a failure.
 
-#[path = "fuzz_support.rs"]
+#[path = "support/fuzz.rs"]
 mod fuzz_support;
 
 fn main() {

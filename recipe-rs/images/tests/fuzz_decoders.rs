@@ -1,7 +1,7 @@
 //! A short seeded fuzz run of the decoders (the long run is `examples/fuzz_decoders.rs`), plus
 //! the malformed inputs kept as regressions: each must return, never panic.
 
-#[path = "../examples/fuzz_support.rs"]
+#[path = "../examples/support/fuzz.rs"]
 mod fuzz_support;
 
 use recipe_images::{preprocess, Detail, PreprocessOptions};

@@ -48,8 +48,8 @@ pub fn mutate(seed: &[u8], rng: &mut Rng) -> Vec<u8> {
             0 => data[at] ^= 1 << rng.below(8),
             1 => data[at] = rng.next() as u8,
             2 => {
-                let n = 1 + rng.below(16).min(data.len() - at);
-                for b in &mut data[at..(at + n).min(data.len())] {
+                let end = (at + 1 + rng.below(16)).min(data.len());
+                for b in &mut data[at..end] {
                     *b = rng.next() as u8;
                 }
             }
