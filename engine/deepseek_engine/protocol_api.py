@@ -6,8 +6,11 @@ back into protocol chunks, which are accumulated into one response. The engine
 only sees token IDs. The codec module is imported lazily and can be injected
 (``codec=``), so the engine itself never depends on it.
 
-Not supported here: images (requests with image parts are rejected) and
-constrained decoding (``inference_options.output_constraint`` is not enforced).
+Images are resolved and preprocessed through the codec (fetched only from public addresses:
+the codec's deny filter is the default) and counted in the prompt, each placeholder standing for
+its image's token count; their pixels are not used, because the vision tower is out of scope
+(the engine is text-only). Not supported: constrained decoding
+(``inference_options.output_constraint`` is not enforced).
 """
 
 from __future__ import annotations
@@ -83,19 +86,23 @@ class Prepared:
     prompt_ids: list[int]
     params: SamplingParams
     responses_extras: tuple[Any, Any] | None  # (echo, namespace tool map) for Responses
+    image_tokens: int = 0  # prompt tokens the images add beyond their one placeholder each
 
 
 class ProtocolEngine:
     """Serves protocol bodies with an ``LLM`` and the codec."""
 
     def __init__(self, llm: LLM, tokenizer_json: str | os.PathLike | None = None, *, options: Any = None,
-                 codec: Any = None) -> None:
+                 codec: Any = None, image_fetcher: Any = None) -> None:
         self.llm = llm
         self.codec = codec if codec is not None else importlib.import_module("deepseek_recipe")
         path = find_tokenizer_json(tokenizer_json, getattr(llm, "model_dir", None))
         self.tokenizer = self.codec.Tokenizer.from_file(str(path))
         self.options = options if options is not None else self.codec.ConversionOptions()
         self._encodings: dict[Any, Any] = {}
+        # SSRF: image URLs are fetched from public addresses only unless a fetcher is given.
+        self.image_fetcher = image_fetcher
+        self._image_resolver: Any = None
 
     # -- request side --------------------------------------------------------------------------
     def encoding(self, version: Any) -> Any:
@@ -133,14 +140,13 @@ class ProtocolEngine:
             conv = req.convert(self.options)
         except codec.ConversionError as err:
             raise self._conversion_error(err) from None
-        if any(m.image_sources for m in conv.conversation.messages):
-            raise ProtocolError(400, "invalid_request_error", "image inputs are not supported by this engine")
+        image_tokens = self._image_tokens(conv)
         try:
             ids = list(self.encoding(conv.model_version).encode(conv.conversation))
         except RuntimeError as err:
             raise ProtocolError(500, "encoding_error", str(err)) from None
         try:
-            max_tokens = conv.resolve_max_tokens(len(ids), self.llm.max_model_len)
+            max_tokens = conv.resolve_max_tokens(len(ids) + image_tokens, self.llm.max_model_len)
         except codec.ConversionError as err:
             raise self._conversion_error(err) from None
         opts = conv.inference_options
@@ -151,7 +157,24 @@ class ProtocolEngine:
             max_tokens=max_tokens,
             logprobs=(opts.top_logprobs or 0) if opts.logprobs else None,
         )
-        return Prepared(api, model, conv, ids, params, extras)
+        return Prepared(api, model, conv, ids, params, extras, image_tokens)
+
+    def _image_tokens(self, conv: Any) -> int:
+        """Resolve and preprocess the request's images; return the tokens they add to the prompt."""
+        sources = [s for m in conv.conversation.messages for s in m.image_sources]
+        if not sources:
+            return 0
+        codec = self.codec
+        if not hasattr(codec, "ImageResolver"):
+            raise ProtocolError(400, "invalid_request_error", "image inputs are not supported by this codec")
+        if self._image_resolver is None:
+            fetcher = self.image_fetcher or codec.ReqwestImageFetcher().with_public_destinations_only()
+            self._image_resolver = codec.ImageResolver(fetcher, codec.OpenCvImagePreprocessor())
+        try:
+            images = self._image_resolver.resolve(sources, codec.ImageQuota())
+            return images.image_token_adjustment()
+        except codec.ImageError as err:
+            raise ProtocolError(400, "invalid_request_error", str(err)) from None
 
     # -- response side -------------------------------------------------------------------------
     def stream(self, prep: Prepared) -> "ResponseStream":
@@ -250,7 +273,7 @@ class ResponseStream:
             echo, ns_map = prep.responses_extras
             gen = gen.with_namespace_tool_map(ns_map).with_echo(echo)
         self.proc = codec.StreamProcessor(gen, prep.request.parsing_options, self.engine.tokenizer)
-        prompt_tokens = len(prep.prompt_ids)
+        prompt_tokens = len(prep.prompt_ids) + prep.image_tokens
         self.response = getattr(codec, response_name)(resp_id, prep.model, int(time.time()), prompt_tokens,
                                                       cached_tokens)
         usage = codec.PromptUsage(prompt_tokens=prompt_tokens, prompt_cache_hit_tokens=cached_tokens)

@@ -66,7 +66,29 @@ from ._native import EncodingSession, SessionTurn
 # Conformance checking of other encoders (recipe-rs/core check); reports are JSON text.
 from ._native import check_prompt_text, check_token_ids
 
+# Images (recipe-rs/images).
+from ._native import (
+    CalcResizeError,
+    ImageError,
+    ImageInfo,
+    ImageQuota,
+    ImageResolver,
+    MultiModalData,
+    OpenCvImagePreprocessor,
+    PreprocessOptions,
+    ReqwestImageFetcher,
+)
+
 __all__ = [
+    "CalcResizeError",
+    "ImageError",
+    "ImageInfo",
+    "ImageQuota",
+    "ImageResolver",
+    "MultiModalData",
+    "OpenCvImagePreprocessor",
+    "PreprocessOptions",
+    "ReqwestImageFetcher",
     "ModelVersion",
     "Tokenizer",
     "SpecialTokens",

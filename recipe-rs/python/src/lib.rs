@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 
 mod args;
 mod check;
+pub mod images;
 pub mod conversation;
 pub mod encoding;
 pub mod protocol;
@@ -26,5 +27,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     stream::register(m)?;
     session::register(m)?;
     check::register(m)?;
+    images::register(m)?;
     Ok(())
 }

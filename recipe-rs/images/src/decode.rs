@@ -1,0 +1,176 @@
+//! Decoding to 8-bit RGB: the first frame of animations, 16-bit samples rounded to 8 bits
+//! (`v/257`), grey copied to three channels, transparency composited on the official
+//! background `#FDFDFD`, EXIF orientation ignored (as the official package does).
+//!
+//! Memory: the header's dimensions are checked against the caller's maximum side and against a
+//! decoded-size budget *before* any pixel buffer is allocated; PNG (the format whose 16-bit
+//! files are the worst case) is decoded row by row straight into the 8-bit buffer, so the peak
+//! is about one 8-bit RGB image plus one row.
+
+use std::io::Cursor;
+
+use image::{ImageDecoder, ImageReader, Limits};
+
+use crate::error::{ImageError, ImageErrorKind};
+use crate::resample::Pixels;
+use crate::sniff::MediaType;
+
+/// Background behind transparent pixels.
+pub const BACKGROUND: u8 = 0xFD;
+
+/// The largest decoded image, in pixels, one decode may produce (8192² by default; the
+/// official default `max_dimension_px` allows that much).
+pub const DEFAULT_PIXEL_BUDGET: u64 = 8192 * 8192;
+
+fn decode_err(e: impl std::fmt::Display) -> ImageError {
+    ImageError::new(ImageErrorKind::Decode, e.to_string())
+}
+
+/// A PNG, JPEG or WebP whose header reads but whose pixels do not: the official decoder
+/// (OpenCV) returns an empty image then, reported as `EmptyImage`.
+fn body_err(e: impl std::fmt::Display) -> ImageError {
+    ImageError::new(ImageErrorKind::EmptyImage, e.to_string())
+}
+
+/// The width and height the header declares.
+pub fn header_dimensions(data: &[u8], media: MediaType) -> Result<(u32, u32), ImageError> {
+    if media == MediaType::Png {
+        let mut decoder = png::Decoder::new(Cursor::new(data));
+        decoder.ignore_checksums(true);
+        let reader = decoder.read_info().map_err(decode_err)?;
+        let info = reader.info();
+        return Ok((info.width, info.height));
+    }
+    let reader = ImageReader::new(Cursor::new(data)).with_guessed_format().map_err(decode_err)?;
+    let decoder = reader.into_decoder().map_err(decode_err)?;
+    Ok(decoder.dimensions())
+}
+
+/// Decode to 8-bit RGB. `pixel_budget` bounds width×height before allocation.
+pub fn decode_rgb(data: &[u8], media: MediaType, pixel_budget: u64) -> Result<Pixels, ImageError> {
+    let pixels = match media {
+        MediaType::Png => decode_png(data, pixel_budget)?,
+        _ => decode_other(data, media, pixel_budget)?,
+    };
+    if pixels.width == 0 || pixels.height == 0 {
+        return Err(ImageError::new(ImageErrorKind::EmptyImage, "no pixels"));
+    }
+    Ok(pixels)
+}
+
+fn check_budget(w: u32, h: u32, budget: u64) -> Result<(), ImageError> {
+    if w as u64 * h as u64 > budget {
+        return Err(ImageError::new(ImageErrorKind::DecodedSizeTooLarge, format!("{w}x{h} exceeds the decode budget")));
+    }
+    Ok(())
+}
+
+fn blend(c: u8, a: u8) -> u8 {
+    ((c as u32 * a as u32 + BACKGROUND as u32 * (255 - a as u32) + 127) / 255) as u8
+}
+
+fn from16(v: u16) -> u8 {
+    // Round half to even of v/257; v/257 is never exactly half-way, so plain rounding matches.
+    ((v as u32 * 2 + 257) / 514) as u8
+}
+
+/// Write one decoded row of `samples` (1–4 channels, 8-bit) as RGB.
+fn put_row(samples: &[u8], channels: usize, out: &mut [u8]) {
+    for (px, o) in samples.chunks_exact(channels).zip(out.chunks_exact_mut(3)) {
+        match channels {
+            1 => o.fill(px[0]),
+            2 => o.fill(blend(px[0], px[1])),
+            3 => o.copy_from_slice(px),
+            _ => {
+                o[0] = blend(px[0], px[3]);
+                o[1] = blend(px[1], px[3]);
+                o[2] = blend(px[2], px[3]);
+            }
+        }
+    }
+}
+
+fn decode_png(data: &[u8], budget: u64) -> Result<Pixels, ImageError> {
+    let mut decoder = png::Decoder::new(Cursor::new(data));
+    // Like the official decoder (libpng as OpenCV sets it up), a bad chunk CRC or zlib
+    // checksum is not fatal: the pixels decode as they are.
+    decoder.ignore_checksums(true);
+    decoder.set_transformations(png::Transformations::EXPAND);
+    let mut reader = decoder.read_info().map_err(decode_err)?;
+    let (w, h) = (reader.info().width, reader.info().height);
+    check_budget(w, h, budget)?;
+    let (color, depth) = reader.output_color_type();
+    let channels = color.samples();
+    let wide = depth == png::BitDepth::Sixteen;
+    let mut out = Pixels::filled(w as usize, h as usize, 3, 0);
+    let row_out = w as usize * 3;
+    if reader.info().interlaced {
+        // Adam7 rows arrive pass by pass: decode the whole frame (still within the budget).
+        let sample_bytes = if wide { 2 } else { 1 };
+        let mut frame = vec![0u8; w as usize * h as usize * channels * sample_bytes];
+        reader.next_frame(&mut frame).map_err(body_err)?;
+        let row_in = w as usize * channels * sample_bytes;
+        let mut narrow = vec![0u8; w as usize * channels];
+        for y in 0..h as usize {
+            let bytes = &frame[y * row_in..(y + 1) * row_in];
+            let samples: &[u8] = if wide {
+                for (n, pair) in narrow.iter_mut().zip(bytes.chunks_exact(2)) {
+                    *n = from16(u16::from_be_bytes([pair[0], pair[1]]));
+                }
+                &narrow
+            } else {
+                bytes
+            };
+            put_row(samples, channels, &mut out.data[y * row_out..(y + 1) * row_out]);
+        }
+        return Ok(out);
+    }
+    let mut narrow = vec![0u8; w as usize * channels];
+    let mut y = 0usize;
+    while let Some(row) = reader.next_row().map_err(body_err)? {
+        if y >= h as usize {
+            break;
+        }
+        let bytes = row.data();
+        let samples: &[u8] = if wide {
+            for (n, pair) in narrow.iter_mut().zip(bytes.chunks_exact(2)) {
+                *n = from16(u16::from_be_bytes([pair[0], pair[1]]));
+            }
+            &narrow
+        } else {
+            bytes
+        };
+        put_row(samples, channels, &mut out.data[y * row_out..(y + 1) * row_out]);
+        y += 1;
+    }
+    if y < h as usize {
+        return Err(body_err("truncated PNG"));
+    }
+    Ok(out)
+}
+
+fn decode_other(data: &[u8], media: MediaType, budget: u64) -> Result<Pixels, ImageError> {
+    let mut reader = ImageReader::new(Cursor::new(data)).with_guessed_format().map_err(decode_err)?;
+    let mut limits = Limits::default();
+    limits.max_alloc = Some(budget.saturating_mul(8));
+    reader.limits(limits);
+    let decoder = reader.into_decoder().map_err(decode_err)?;
+    let (w, h) = decoder.dimensions();
+    check_budget(w, h, budget)?;
+    let body = |e: String| if media == MediaType::Gif { decode_err(e) } else { body_err(e) };
+    let img = image::DynamicImage::from_decoder(decoder).map_err(|e| body(e.to_string()))?;
+    let (channels, bytes): (usize, Vec<u8>) = match img {
+        image::DynamicImage::ImageLuma8(b) => (1, b.into_raw()),
+        image::DynamicImage::ImageLumaA8(b) => (2, b.into_raw()),
+        image::DynamicImage::ImageRgb8(b) => (3, b.into_raw()),
+        image::DynamicImage::ImageRgba8(b) => (4, b.into_raw()),
+        other => (4, other.to_rgba8().into_raw()),
+    };
+    let mut out = Pixels::filled(w as usize, h as usize, 3, 0);
+    let row_in = w as usize * channels;
+    let row_out = w as usize * 3;
+    for y in 0..h as usize {
+        put_row(&bytes[y * row_in..(y + 1) * row_in], channels, &mut out.data[y * row_out..(y + 1) * row_out]);
+    }
+    Ok(out)
+}

@@ -1,0 +1,250 @@
+//! Bindings of the image stage (`recipe-images`): `ImageResolver`, `ReqwestImageFetcher`,
+//! `OpenCvImagePreprocessor`, `PreprocessOptions`, `ImageQuota`, `ImageInfo`, `MultiModalData`
+//! and the `ImageError` / `CalcResizeError` exceptions. Logic lives in the crate.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes};
+use recipe_images::error::LocatedImageError;
+use recipe_images::fetch::ImageFetcher;
+use recipe_images::{Detail, ImageError as CrateImageError, ImageInfo, ImageQuota, ImageResolver, ImageTokenSpec, PreprocessOptions};
+
+use crate::conversation::PyImageSource;
+
+create_exception!(
+    _native,
+    ImageError,
+    PyException,
+    "An image could not be resolved, fetched or preprocessed; `kind` names the failure and `is_retryable` says whether another attempt may succeed."
+);
+create_exception!(_native, CalcResizeError, PyValueError, "Fitting an image to the V4.1 token budget did not converge.");
+
+fn raise(kind: &str, retryable: bool, message: String) -> PyErr {
+    Python::with_gil(|py| {
+        let err = ImageError::new_err(message);
+        let value = err.value(py);
+        let _ = value.setattr("kind", kind);
+        let _ = value.setattr("is_retryable", retryable);
+        err
+    })
+}
+
+/// An error of a call that handles one image with no request location (`image[0]: …`).
+fn image_error(e: &CrateImageError) -> PyErr {
+    raise(e.kind.name(), e.kind.is_retryable(), e.message("", 0))
+}
+
+fn located_error(e: &LocatedImageError) -> PyErr {
+    raise(e.error.kind.name(), e.error.kind.is_retryable(), e.message.clone())
+}
+
+#[pyclass(name = "ImageInfo", module = "deepseek_recipe._native", frozen)]
+#[derive(Clone)]
+pub struct PyImageInfo {
+    inner: ImageInfo,
+}
+
+#[pymethods]
+impl PyImageInfo {
+    #[new]
+    fn new(data: Vec<u8>, width: u32, height: u32) -> Self {
+        Self { inner: ImageInfo { data, width, height } }
+    }
+    #[getter]
+    fn data<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.inner.data)
+    }
+    #[getter]
+    fn width(&self) -> u32 {
+        self.inner.width
+    }
+    #[getter]
+    fn height(&self) -> u32 {
+        self.inner.height
+    }
+}
+
+#[pyclass(name = "MultiModalData", module = "deepseek_recipe._native", frozen)]
+pub struct PyMultiModalData {
+    images: Vec<ImageInfo>,
+}
+
+#[pymethods]
+impl PyMultiModalData {
+    #[new]
+    #[pyo3(signature = (images=None))]
+    fn new(images: Option<Vec<PyRef<'_, PyImageInfo>>>) -> Self {
+        Self { images: images.unwrap_or_default().iter().map(|i| i.inner.clone()).collect() }
+    }
+    #[getter]
+    fn images(&self) -> Vec<PyImageInfo> {
+        self.images.iter().map(|i| PyImageInfo { inner: i.clone() }).collect()
+    }
+    fn is_empty(&self) -> bool {
+        self.images.is_empty()
+    }
+    /// Sum over images of (tokens − 1): each image already holds one placeholder.
+    fn image_token_adjustment(&self) -> PyResult<i64> {
+        let spec = ImageTokenSpec::V41;
+        let mut total = 0i64;
+        for i in &self.images {
+            let t = spec.tokens(i.width as usize, i.height as usize).map_err(|e| CalcResizeError::new_err(e.to_string()))?;
+            total += t as i64 - 1;
+        }
+        Ok(total)
+    }
+}
+
+#[pyclass(name = "ImageQuota", module = "deepseek_recipe._native")]
+pub struct PyImageQuota {
+    inner: ImageQuota,
+}
+
+#[pymethods]
+impl PyImageQuota {
+    #[new]
+    fn new() -> Self {
+        Self { inner: ImageQuota::default() }
+    }
+    fn image_count(&self) -> u64 {
+        self.inner.image_count
+    }
+    fn byte_size(&self) -> u64 {
+        self.inner.byte_size
+    }
+}
+
+#[pyclass(name = "PreprocessOptions", module = "deepseek_recipe._native", frozen)]
+pub struct PyPreprocessOptions {
+    inner: PreprocessOptions,
+}
+
+#[pymethods]
+impl PyPreprocessOptions {
+    #[new]
+    fn new(detail: String, max_dimension_px: i64, low_detail_max_dimension_px: i64) -> PyResult<Self> {
+        let d = Detail::parse(&detail).ok_or_else(|| {
+            PyValueError::new_err(format!("invalid detail {detail:?}; expected \"low\", \"high\", \"original\", or \"auto\""))
+        })?;
+        let in_u32 = |v: i64| (0..=u32::MAX as i64).contains(&v);
+        if !in_u32(max_dimension_px) || !in_u32(low_detail_max_dimension_px) {
+            return Err(pyo3::exceptions::PyOverflowError::new_err("out of range integral type conversion attempted"));
+        }
+        let (max_dimension_px, low_detail_max_dimension_px) = (max_dimension_px as u64, low_detail_max_dimension_px as u64);
+        let inner = PreprocessOptions::new(d, max_dimension_px, low_detail_max_dimension_px)
+            .map_err(|e| PyValueError::new_err(e.public))?;
+        Ok(Self { inner })
+    }
+    #[getter]
+    fn detail(&self) -> &'static str {
+        self.inner.detail.as_str()
+    }
+    #[getter]
+    fn max_dimension_px(&self) -> u32 {
+        self.inner.max_dimension_px
+    }
+    #[getter]
+    fn low_detail_max_dimension_px(&self) -> u32 {
+        self.inner.low_detail_max_dimension_px
+    }
+}
+
+#[pyclass(name = "ReqwestImageFetcher", module = "deepseek_recipe._native", frozen)]
+#[derive(Clone)]
+pub struct PyReqwestImageFetcher {
+    inner: ImageFetcher,
+}
+
+/// Ask a Python callable; an exception or a non-`bool` answer rejects the address.
+fn python_filter(callable: Py<PyAny>) -> recipe_images::DestinationFilter {
+    Arc::new(move |host: &str, addr: &IpAddr| {
+        Python::with_gil(|py| match callable.call1(py, (host, addr.to_string())) {
+            Ok(v) => v.bind(py).downcast::<PyBool>().map(|b| b.is_true()).unwrap_or(false),
+            Err(_) => false,
+        })
+    })
+}
+
+#[pymethods]
+impl PyReqwestImageFetcher {
+    #[new]
+    fn new() -> Self {
+        Self { inner: ImageFetcher::default() }
+    }
+    #[staticmethod]
+    fn with_max_bytes(max_bytes: u64) -> Self {
+        Self { inner: ImageFetcher::with_max_bytes(max_bytes) }
+    }
+    fn with_destination_filter(&self, destination_filter: &Bound<'_, PyAny>) -> PyResult<Self> {
+        if !destination_filter.is_callable() {
+            return Err(PyTypeError::new_err("destination_filter must be callable"));
+        }
+        Ok(Self { inner: self.inner.with_filter(python_filter(destination_filter.clone().unbind())) })
+    }
+    /// A fetcher that refuses loopback, private, link-local, CGNAT/metadata and other
+    /// non-public addresses on every hop (ours; the official package ships no filter).
+    fn with_public_destinations_only(&self) -> Self {
+        Self { inner: self.inner.with_filter(recipe_images::deny_private_destinations()) }
+    }
+    fn fetch<'py>(&self, py: Python<'py>, url: String) -> PyResult<Bound<'py, PyBytes>> {
+        let fetcher = self.inner.clone();
+        let bytes = py.allow_threads(|| fetcher.fetch(&url)).map_err(|e| image_error(&e))?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+}
+
+#[pyclass(name = "OpenCvImagePreprocessor", module = "deepseek_recipe._native", frozen)]
+#[derive(Clone)]
+pub struct PyOpenCvImagePreprocessor;
+
+#[pymethods]
+impl PyOpenCvImagePreprocessor {
+    #[new]
+    fn new() -> Self {
+        Self
+    }
+    fn preprocess(&self, py: Python<'_>, data: Vec<u8>, options: PyRef<'_, PyPreprocessOptions>) -> PyResult<PyImageInfo> {
+        let opts = options.inner;
+        let info = py.allow_threads(|| recipe_images::preprocess(&data, &opts)).map_err(|e| image_error(&e))?;
+        Ok(PyImageInfo { inner: info })
+    }
+}
+
+#[pyclass(name = "ImageResolver", module = "deepseek_recipe._native", frozen)]
+pub struct PyImageResolver {
+    inner: ImageResolver,
+}
+
+#[pymethods]
+impl PyImageResolver {
+    #[new]
+    fn new(fetcher: PyRef<'_, PyReqwestImageFetcher>, preprocessor: PyRef<'_, PyOpenCvImagePreprocessor>) -> Self {
+        let _ = preprocessor;
+        Self { inner: ImageResolver::new(fetcher.inner.clone()) }
+    }
+    fn resolve(&self, py: Python<'_>, sources: Vec<PyRef<'_, PyImageSource>>, mut quota: PyRefMut<'_, PyImageQuota>) -> PyResult<PyMultiModalData> {
+        let sources: Vec<_> = sources.iter().map(|s| s.inner.clone()).collect();
+        let resolver = self.inner.clone();
+        let mut q = quota.inner;
+        let images = py.allow_threads(|| resolver.resolve(&sources, &mut q)).map_err(|e| located_error(&e))?;
+        quota.inner = q;
+        Ok(PyMultiModalData { images })
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("ImageError", m.py().get_type::<ImageError>())?;
+    m.add("CalcResizeError", m.py().get_type::<CalcResizeError>())?;
+    m.add_class::<PyImageInfo>()?;
+    m.add_class::<PyMultiModalData>()?;
+    m.add_class::<PyImageQuota>()?;
+    m.add_class::<PyPreprocessOptions>()?;
+    m.add_class::<PyReqwestImageFetcher>()?;
+    m.add_class::<PyOpenCvImagePreprocessor>()?;
+    m.add_class::<PyImageResolver>()?;
+    Ok(())
+}

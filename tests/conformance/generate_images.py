@@ -1,0 +1,269 @@
+"""Record the image fixtures from the official deepseek-recipe 0.2.0.
+
+Run from the repository root with our own Python (it needs Pillow and numpy to draw the
+inputs); the cases run inside the official side venv (see `official_venv.py`):
+
+    python tests/conformance/generate_images.py
+
+Writes
+* `images/inputs/`: the input files (formats, sizes around every threshold, malformed files);
+* `images/cases.json`: every case with the official outcome (sizes, token counts, errors,
+  quotas, fetch hits and destination-filter calls against a local server on 127.0.0.1);
+* `images/official/NAME.webp`: the official output of the pixel-comparison cases.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import struct
+import sys
+import zlib
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "images"
+INPUTS = OUT / "inputs"
+OFFICIAL = OUT / "official"
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs
+
+
+def photo(w: int, h: int, seed: int) -> np.ndarray:
+    """A photo-like RGB picture: smooth colour fields, edges and a little noise."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:h, 0:w].astype(np.float32)
+    img = np.zeros((h, w, 3), np.float32)
+    for c in range(3):
+        fx, fy, ph = rng.uniform(1, 6, 3)
+        img[..., c] = 128 + 90 * np.sin(x / max(w, 1) * fx * 6.28 + ph) * np.cos(y / max(h, 1) * fy * 6.28)
+    for _ in range(6):
+        cx, cy, r = rng.uniform(0, w), rng.uniform(0, h), rng.uniform(3, max(4, min(w, h) / 3))
+        mask = (x - cx) ** 2 + (y - cy) ** 2 < r * r
+        img[mask] = rng.uniform(0, 255, 3)
+    img += rng.normal(0, 6, img.shape)
+    return np.clip(img, 0, 255).astype(np.uint8)
+
+
+def screenshot(w: int, h: int, seed: int) -> np.ndarray:
+    """A screenshot-like picture: flat panels, thin lines and text-like dashes."""
+    rng = np.random.default_rng(seed)
+    img = np.full((h, w, 3), 245, np.uint8)
+    img[: max(1, h // 12)] = (40, 60, 90)
+    for _ in range(40):
+        x0, y0 = rng.integers(0, max(1, w - 2)), rng.integers(0, max(1, h - 2))
+        img[y0:y0 + rng.integers(1, 4), x0:x0 + rng.integers(5, max(6, w // 4))] = rng.integers(0, 80, 3)
+    return img
+
+
+def save(name: str, data: bytes) -> str:
+    (INPUTS / name).write_bytes(data)
+    return name
+
+
+def pil_bytes(img: Image.Image, fmt: str, **kw) -> bytes:
+    buf = io.BytesIO()
+    img.save(buf, fmt, **kw)
+    return buf.getvalue()
+
+
+def flat_png(w: int, h: int, value: int = 0x50) -> bytes:
+    """A grey PNG written by hand (tiny even for huge sizes)."""
+    def chunk(t, b):
+        return struct.pack(">I", len(b)) + t + b + struct.pack(">I", zlib.crc32(t + b) & 0xFFFFFFFF)
+    comp = zlib.compressobj(9)
+    row = b"\x00" + bytes([value]) * w
+    raw = b"".join(comp.compress(row) for _ in range(h)) + comp.flush()
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0))
+            + chunk(b"IDAT", raw) + chunk(b"IEND", b""))
+
+
+def make_inputs() -> dict:
+    if INPUTS.exists():
+        shutil.rmtree(INPUTS)
+    INPUTS.mkdir(parents=True)
+    f = {}
+    p = photo(320, 240, 1)
+    rgb = Image.fromarray(p)
+    f["png_rgb"] = save("rgb.png", pil_bytes(rgb, "PNG"))
+    f["png_gray"] = save("gray.png", pil_bytes(rgb.convert("L"), "PNG"))
+    f["png_la"] = save("gray_alpha.png", pil_bytes(rgb.convert("LA"), "PNG"))
+    rgba = rgb.convert("RGBA")
+    alpha = np.tile(np.linspace(0, 255, 320, dtype=np.uint8), (240, 1))
+    rgba.putalpha(Image.fromarray(alpha))
+    f["png_rgba"] = save("rgba.png", pil_bytes(rgba, "PNG"))
+    f["png_palette"] = save("palette.png", pil_bytes(rgb.convert("P", palette=Image.ADAPTIVE, colors=64), "PNG"))
+    pal = rgb.convert("P", palette=Image.ADAPTIVE, colors=16)
+    f["png_palette_trns"] = save("palette_trns.png", pil_bytes(pal, "PNG", transparency=3))
+    a16 = (np.asarray(p).astype(np.uint16) * 257 + np.arange(320, dtype=np.uint16)[None, :, None] % 200)
+    f["png_gray16"] = save("gray16.png", png16_rgb(a16[..., :1]))
+    f["png_rgb16"] = save("rgb16.png", png16_rgb(a16))
+    frames = [Image.fromarray(photo(200, 150, s)) for s in (2, 3, 4)]
+    f["apng"] = save("anim.png", pil_bytes(frames[0], "PNG", save_all=True, append_images=frames[1:], duration=100))
+    apng = bytearray((INPUTS / "anim.png").read_bytes())
+    idat = apng.find(b"IDAT")
+    apng[idat + 40: idat + 48] = b"\xff" * 8
+    f["apng_corrupt"] = save("anim_corrupt.png", bytes(apng))
+    f["jpeg"] = save("photo.jpg", pil_bytes(rgb, "JPEG", quality=90))
+    f["jpeg_progressive"] = save("progressive.jpg", pil_bytes(rgb, "JPEG", quality=85, progressive=True))
+    f["jpeg_gray"] = save("gray.jpg", pil_bytes(rgb.convert("L"), "JPEG", quality=90))
+    f["jpeg_exif"] = save("exif_rotated.jpg", pil_bytes(Image.fromarray(photo(300, 200, 9)), "JPEG", quality=90,
+                                                          exif=exif_orientation(6)))
+    f["gif"] = save("still.gif", pil_bytes(rgb.convert("P", palette=Image.ADAPTIVE), "GIF"))
+    f["gif_anim"] = save("anim.gif", pil_bytes(frames[0].convert("P"), "GIF", save_all=True,
+                                               append_images=[fr.convert("P") for fr in frames[1:]], duration=100, loop=0))
+    f["gif_transparent"] = save("transparent.gif", pil_bytes(pal, "GIF", transparency=3))
+    f["webp_lossy"] = save("lossy.webp", pil_bytes(rgb, "WEBP", quality=80))
+    f["webp_lossless"] = save("lossless.webp", pil_bytes(rgb, "WEBP", lossless=True))
+    f["webp_alpha"] = save("alpha.webp", pil_bytes(rgba, "WEBP", quality=80))
+    f["webp_anim"] = save("anim.webp", pil_bytes(frames[0], "WEBP", save_all=True, append_images=frames[1:], duration=100))
+    f["bmp"] = save("image.bmp", pil_bytes(rgb, "BMP"))
+    f["tiff"] = save("image.tiff", pil_bytes(rgb, "TIFF"))
+    f["junk"] = save("junk.bin", b"hello, not an image" * 4)
+    f["png_truncated"] = save("truncated.png", (INPUTS / "rgb.png").read_bytes()[:300])
+    f["png_header_only"] = save("header_only.png", (INPUTS / "rgb.png").read_bytes()[:33])
+    f["jpeg_truncated"] = save("truncated.jpg", (INPUTS / "photo.jpg").read_bytes()[:500])
+    f["gif_truncated"] = save("truncated.gif", (INPUTS / "still.gif").read_bytes()[:40])
+    f["webp_truncated"] = save("truncated.webp", (INPUTS / "lossy.webp").read_bytes()[:60])
+    f["gif_magic_only"] = save("magic.gif", b"GIF89a")
+    f["png_zero"] = save("zero.png", png_with_size(flat_png(1, 1), 0, 0))
+    for i, (w, h) in enumerate([(1920, 1080), (1080, 1920), (1024, 768), (4032, 3024)]):
+        f[f"photo_{w}x{h}"] = save(f"photo_{w}x{h}.jpg", pil_bytes(Image.fromarray(photo(w, h, 20 + i)), "JPEG", quality=85))
+    for i, (w, h) in enumerate([(1280, 800), (2560, 1440), (390, 844)]):
+        f[f"shot_{w}x{h}"] = save(f"shot_{w}x{h}.png", pil_bytes(Image.fromarray(screenshot(w, h, 30 + i)), "PNG"))
+    for w, h in [(40, 30), (3000, 40), (40, 3000), (700, 300), (200, 900)]:
+        f[f"pic_{w}x{h}"] = save(f"pic_{w}x{h}.png", pil_bytes(Image.fromarray(photo(w, h, w + h)), "PNG"))
+    return f
+
+
+def png_with_size(data: bytes, w: int, h: int) -> bytes:
+    """Rewrite the IHDR size of a PNG (and its CRC)."""
+    ihdr = bytearray(data[8:33])
+    ihdr[8:16] = struct.pack(">II", w, h)
+    ihdr[21:25] = struct.pack(">I", zlib.crc32(bytes(ihdr[4:21])) & 0xFFFFFFFF)
+    return data[:8] + bytes(ihdr) + data[33:]
+
+
+def png16_rgb(a: np.ndarray) -> bytes:
+    """A 16-bit PNG (grey or RGB) written by hand from an (h, w, 1|3) array."""
+    h, w, channels = a.shape
+    def chunk(t, b):
+        return struct.pack(">I", len(b)) + t + b + struct.pack(">I", zlib.crc32(t + b) & 0xFFFFFFFF)
+    raw = b"".join(b"\x00" + a[y].astype(">u2").tobytes() for y in range(h))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 16, 2 if channels == 3 else 0, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
+
+
+def exif_orientation(value: int) -> bytes:
+    ex = Image.Exif()
+    ex[0x0112] = value
+    return ex.tobytes()
+
+
+# ---------------------------------------------------------------------------------------------
+# Cases
+
+SIZES = [(1, 1), (2, 1), (1, 2), (14, 14), (15, 15), (40, 30), (543, 544), (544, 544), (545, 545), (546, 546),
+         (532, 560), (520, 560), (546, 532), (640, 480), (800, 600), (1000, 1000), (1260, 1260), (1261, 1261),
+         (1302, 1302), (1303, 1303), (1920, 1080), (1080, 1920), (3000, 10), (10, 3000), (8192, 10), (10, 8192),
+         (8192, 1), (1, 8192), (8193, 10), (5000, 5000), (2000, 500), (1, 1000), (1000, 1)]
+
+
+def cases(f: dict) -> list:
+    out = []
+
+    def add(name, **case):
+        out.append({"name": name, **case})
+
+    for w, h in SIZES:
+        name = f"size_{w}x{h}.png"
+        if not (INPUTS / name).exists():
+            save(name, flat_png(w, h))
+        add(f"size {w}x{h}", op="preprocess", input=name, options=["high", 8192, 512])
+    for det in ["low", "high", "original", "auto"]:
+        for w, h in [(800, 600), (2000, 500), (513, 100), (512, 512), (100, 5000)]:
+            name = f"size_{w}x{h}.png"
+            if not (INPUTS / name).exists():
+                save(name, flat_png(w, h))
+            add(f"detail {det} {w}x{h}", op="preprocess", input=name, options=[det, 8192, 512])
+    for mx, low in [(100, 512), (545, 512), (544, 512), (0, 0), (8192, 0), (8192, 1), (8192, 256), (8192, 1000),
+                    (2 ** 31 - 1, 512)]:
+        add(f"options max={mx} low={low}", op="preprocess", input="size_800x600.png", options=["low", mx, low])
+    for key, name in f.items():
+        keep = not key.startswith(("photo_4032", "shot_2560"))
+        add(f"format {key}", op="preprocess", input=name, options=["high", 8192, 512], keep_webp=keep)
+        if key.startswith(("photo", "shot", "pic", "png_rgb")):
+            add(f"format {key} low", op="preprocess", input=name, options=["low", 8192, 512], keep_webp=True)
+    add("empty bytes", op="preprocess", input="", options=["high", 8192, 512])
+    for o in [["x", 1, 1], ["high", -1, 1], ["high", 2 ** 31, 1], ["high", 2 ** 32, 1], ["high", 1, 2 ** 40],
+              ["auto", 0, 0]]:
+        add(f"options {o}", op="options", options=o)
+    for w, h in [(0, 0), (0, 5), (5, 0), (1, 1), (3, 4), (640, 480), (1024, 1024), (4000, 3000), (16809, 11841),
+                 (1, 100000), (100000, 1), (1, 2000), (2000, 1), (10 ** 6, 10 ** 6), (158, 10000), (10000, 158),
+                 (2 ** 31, 1), (16384, 16384)]:
+        add(f"tokens {w}x{h}", op="tokens", size=[w, h])
+    png = f["png_rgb"]
+    b = lambda **kw: {"type": "bytes", "input": png, "path": "messages.0.content[1]", **kw}  # noqa: E731
+    du = lambda **kw: {"type": "data_url", "input": png, "path": ".messages[0]", **kw}  # noqa: E731
+    add("resolve bytes", op="resolve", calls=[[b()]])
+    add("resolve no path", op="resolve", calls=[[{"type": "bytes", "input": f["junk"]}]])
+    add("resolve details", op="resolve", calls=[[b(detail=d) for d in ["low", "high", "original", "auto"]]])
+    for enc in ["b64", "b64nopad", "urlsafe", "ws", "pct", "b64pct"]:
+        add(f"data url {enc}", op="resolve", calls=[[du(encoding=enc)]])
+    for mime in ["image/png", "image/jpeg", "image/gif", "image/webp", "image/jpg", "IMAGE/PNG", "image/bmp",
+                 "image/svg+xml", "text/plain", "", "application/octet-stream", "image/png;charset=utf-8"]:
+        add(f"data url mime {mime!r}", op="resolve", calls=[[du(mime=mime)]])
+    for url in ["data:image/png;base64,@@@@", "data:image/png;base64,", "data:image/png;base64", "http://x/y.png",
+                "DATA:image/png;base64,iVBORw0KGgo=", "data:image/png;base64,iVBORw0KGgo", "not a url", "",
+                "data:,", "data:image/png;base64,====", " data:image/png;base64,iVBORw0KGgo="]:
+        add(f"data url raw {url!r}", op="resolve", calls=[[{"type": "data_url", "url": url, "path": "p"}]])
+    add("resolve junk then good", op="resolve", calls=[[b(), {"type": "bytes", "input": f["junk"], "path": "m.1"}], [b()]])
+    add("quota across calls", op="resolve", calls=[[b(), b()], [b()], [{"type": "bytes", "input": f["jpeg"], "path": "x"}]])
+    add("resolve many", op="resolve", calls=[[b() for _ in range(40)]])
+    add("resolve too large dims", op="resolve", calls=[[{"type": "bytes", "input": "size_8193x10.png", "path": "q"}]])
+    for u in ["ftp://x/y.png", "file:///etc/passwd", "not a url", "", "http://", "{base}/img/" + png,
+              "{base}/status/404", "{base}/status/500", "{base}/redirect/3/" + png]:
+        add(f"resolve url {u!r}", op="resolve", calls=[[{"type": "url", "url": u, "path": "messages.0.content[0]"}]])
+    for route in ["img/" + png, "status/200", "status/204", "status/301", "status/400", "status/403", "status/404",
+                  "status/408", "status/429", "status/500", "status/502", "status/503", "status/504",
+                  "redirect/1/" + png, "redirect/5/" + png, "redirect/6/" + png, "redirect/11/" + png, "nolocation",
+                  "nolength/" + png, "img/missing.png"]:
+        add(f"fetch {route}", op="fetch", url="{base}/" + route)
+    size = (INPUTS / png).stat().st_size
+    for mb in [0, size - 1, size, size + 1]:
+        for route in ["img/", "nolength/"]:
+            add(f"fetch max_bytes={mb} {route}", op="fetch", url="{base}/" + route + png, max_bytes=mb)
+    for flt in ["allow", "deny", "raise", "int"]:
+        add(f"fetch filter {flt}", op="fetch", url="{base}/redirect/2/" + png, filter=flt)
+    add("fetch filter allow direct", op="fetch", url="{base}/img/" + png, filter="allow")
+    add("fetch bad urls", op="fetch", url="ftp://x/")
+    add("fetch not a url", op="fetch", url="not a url")
+    return out
+
+
+def main() -> int:
+    sys.path.insert(0, str(HERE))
+    from official_venv import run_in_official
+
+    files = make_inputs()
+    spec = cases(files)
+    if OFFICIAL.exists():
+        shutil.rmtree(OFFICIAL)
+    OFFICIAL.mkdir(parents=True)
+    spec_path = OUT / "cases.json"
+    spec_path.write_text(json.dumps(spec, indent=1))
+    run_in_official(HERE / "_record_images.py", str(spec_path), str(INPUTS), str(OFFICIAL), capture=False)
+    done = json.loads(spec_path.read_text())
+    print(f"{len(done)} cases, {len(list(OFFICIAL.iterdir()))} official WebP outputs, "
+          f"{len(list(INPUTS.iterdir()))} inputs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
