@@ -9,7 +9,7 @@ ratio swings with the load of other processes, the CPU-time ratio much less).
 Both sides run with the same ``torch`` thread count (``--threads``, printed). This
 is a measurement, not a test: nothing here asserts on time.
 
-    /work/main/.venv/bin/python benchmarks/engine.py [--prompts 32] [--max-tokens 32] [--threads 1] [--repeat 5]
+    .venv/bin/python benchmarks/engine.py [--prompts 32] [--max-tokens 32] [--threads 1] [--repeat 5]
 """
 
 from __future__ import annotations

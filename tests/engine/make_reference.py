@@ -2,7 +2,7 @@
 
 Run with the torch venv (needs ``transformers`` 5.23, which the tests do not):
 
-    /work/main/.venv/bin/python tests/engine/make_reference.py [fixture names]
+    .venv/bin/python tests/engine/make_reference.py [fixture names]
 
 Writes ``tests/engine/data/`` (only the named fixtures when names are given):
 

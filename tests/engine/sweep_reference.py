@@ -2,8 +2,8 @@
 
 Run with the torch venv (needs ``transformers`` 5.23; not part of the test suite):
 
-    /work/main/.venv/bin/python tests/engine/sweep_reference.py --count 40 --seed 0
-    /work/main/.venv/bin/python tests/engine/sweep_reference.py --seed 0 --only 7 --keep /tmp/sweep
+    .venv/bin/python tests/engine/sweep_reference.py --count 40 --seed 0
+    .venv/bin/python tests/engine/sweep_reference.py --seed 0 --only 7 --keep /tmp/sweep
 
 Each case draws a random valid ``DeepseekV4Config`` (vocabulary, widths, head
 counts, LoRA ranks, output groups, layer / MLP type mixes, compression rates,
