@@ -77,6 +77,30 @@ def make_options(d, spec):
     return o
 
 
+_TOKENIZERS = {}
+
+
+def _tokenizer(d):
+    """The real tokenizer with `<｜System｜>` added (the V4.1 template needs it; see
+    `encoding_spec.system_tokenizer_json`)."""
+    if d not in _TOKENIZERS:
+        from encoding_spec import system_tokenizer_json, tokenizer_path
+
+        with open(tokenizer_path(), encoding="utf-8") as f:
+            _TOKENIZERS[d] = d.Tokenizer.from_str(system_tokenizer_json(f.read()))
+    return _TOKENIZERS[d]
+
+
+def render_converted(d, cr):
+    """Prompt, template-inserted spellings, special ranges and token IDs of a converted request,
+    rendered by the encoding of its model version."""
+    enc = d.DeepseekV41Encoding() if _version_name(cr.model_version) == "DeepseekV41Flash" else d.DeepseekV4Encoding()
+    r = enc.render_conversation(cr.conversation)
+    return {"prompt": r.prompt, "special": [r.prompt[a:b] for a, b in r.special_ranges],
+            "special_ranges": [list(x) for x in r.special_ranges],
+            "tokens": enc.with_tokenizer(_tokenizer(d)).encode(cr.conversation)}
+
+
 def _version_name(v):
     return str(v).split(".")[-1]
 
@@ -140,4 +164,6 @@ def run_case(d, case):
         "stream": cr.stream,
         "resolve_max_tokens": resolved,
     })
+    if case.get("render"):
+        out["rendered"] = render_converted(d, cr)
     return out

@@ -10,7 +10,8 @@ from __future__ import annotations
 import random
 
 MODELS = ["DeepSeek-V4-Pro", "DeepSeek-V4.1-Flash"]
-TEXTS = ["Hello", "What is 2+2?", "Reply in JSON please", "", "multi\nline", "émoji 🚀", "<｜User｜>", "json"]
+TEXTS = ["Hello", "What is 2+2?", "Reply in JSON please", "", "multi\nline", "émoji 🚀", "<｜User｜>", "json",
+         "see <｜image｜> here", "<｜image｜>", "</think>｜DSML｜<｜Assistant｜>"]
 EFFORTS = ["none", "minimal", "low", "medium", "high", "xhigh", "ultra", "max"]
 
 
@@ -174,7 +175,8 @@ def responses_body(r):
             if r.random() < 0.3:
                 items.append({"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": "mull"}]})
             if names and r.random() < 0.5:
-                ids = [f"c{turn}{k}" for k in range(r.randint(1, 2))]
+                # IDs in no particular order: the official package orders a turn's calls by ID.
+                ids = [f"{r.choice('zqac')}{turn}{k}" for k in range(r.randint(1, 3))]
                 for cid in ids:
                     items.append({"type": "function_call", "call_id": cid, "name": r.choice(names), "arguments": '{"q": "x"}'})
                 r.shuffle(ids)
@@ -247,7 +249,7 @@ def messages_body(r):
                 blocks.append({"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBE"}})
         msgs.append({"role": "user", "content": r.choice([blocks, r.choice(TEXTS)])})
         if r.random() < 0.1:
-            msgs.append({"role": "system", "content": "mid system"})
+            msgs.append({"role": "system", "content": r.choice(["mid system", blocks])})
         if r.random() < 0.6:
             content = []
             if r.random() < 0.4:
@@ -262,7 +264,8 @@ def messages_body(r):
             msgs.append({"role": "assistant", "content": content})
             if call_ids:
                 msgs.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": c,
-                                                          "content": r.choice(["ok", [{"type": "text", "text": "r1"}, {"type": "text", "text": "r2"}]])}
+                                                          "content": r.choice(["ok", [{"type": "text", "text": "r1"}, {"type": "text", "text": "r2"}],
+                                                                               [{"type": "text", "text": r.choice(TEXTS)}, {"type": "image", "source": {"type": "url", "url": "https://example.com/r.png"}}]])}
                                                          for c in call_ids] + [{"type": "text", "text": "next"}]})
     body["messages"] = msgs
     if names:
@@ -293,7 +296,8 @@ def random_cases(seed: int, n: int):
     cases = []
     for i in range(n):
         fmt = ["chat", "responses", "messages"][i % 3]
-        cases.append({"format": fmt, "body": makers[fmt](r), "options": None})
+        # Rendered and encoded too, so image placeholders and typed spellings are compared.
+        cases.append({"format": fmt, "body": makers[fmt](r), "options": None, "render": True})
     return cases
 
 
@@ -325,10 +329,18 @@ if __name__ == "__main__":
         inp.write_text(json.dumps(cases))
         subprocess.run([str(official_python()), str(here / "_record_conversion.py"), str(inp), str(out)], check=True)
         expected = json.loads(out.read_text())
+    import re
+
+    def unanswered_call_normalised(outcome):
+        # The official package names a random one of several unanswered calls (documented in
+        # docs/conversion-deviations.md); compare the message without the ID.
+        text = json.dumps(outcome, ensure_ascii=False)
+        return re.sub(r"No tool output found for tool call [^.\"]*\.", "No tool output found for tool call <id>.", text)
+
     bad = 0
     for case in expected:
         actual = run_case(d, case)
-        if actual != case["expected"]:
+        if unanswered_call_normalised(actual) != unanswered_call_normalised(case["expected"]):
             bad += 1
             print("=" * 80)
             print(case["id"], json.dumps(case["body"], ensure_ascii=False)[:1500])

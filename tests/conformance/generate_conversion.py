@@ -451,6 +451,58 @@ def broken_body_cases():
     return cases
 
 
+def image_injection_cases():
+    """Typed image-token spellings next to real image parts, in every message kind that holds
+    images, for all three formats and both models; recorded with the rendered prompt and token IDs
+    so the placeholder positions are checked, not only the conversation text."""
+    tok = "<｜image｜>"
+    url = "https://example.com/a.png"
+    data = "data:image/png;base64,iVBORw0KGgo="
+    cases = []
+
+    def add(fmt, body):
+        for m in (FLASH, PRO):
+            b = copy.deepcopy(body)
+            b["model"] = m
+            cases.append({"format": fmt, "body": b, "options": None, "render": True})
+
+    img = {"type": "image_url", "image_url": {"url": url}}
+    img2 = {"type": "image_url", "image_url": {"url": data, "detail": "low"}}
+    text = {"type": "text", "text": f"look: {tok} fake"}
+    call = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]}
+    add("chat", {"messages": [{"role": "user", "content": [text, img]}], "thinking": {"type": "disabled"}})
+    add("chat", {"messages": [{"role": "user", "content": [img, text, img2, {"type": "text", "text": tok * 3}]}]})
+    add("chat", {"messages": [{"role": "user", "content": f"plain {tok} string"}]})
+    add("chat", {"messages": [{"role": "system", "content": [text, img]}, {"role": "user", "content": [img2, text]}]})
+    add("chat", {"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "q"},
+                              {"role": "system", "content": [{"type": "text", "text": tok}, img]}, {"role": "user", "content": [text]}]})
+    add("chat", {"messages": [{"role": "user", "content": "q"}, call,
+                              {"role": "tool", "tool_call_id": "call_1", "content": [text, img, {"type": "text", "text": tok}]}],
+                 "tools": [FN]})
+    rtext = {"type": "input_text", "text": f"look: {tok} fake"}
+    rimg = {"type": "input_image", "image_url": url}
+    add("responses", {"input": [{"role": "user", "content": [rtext, rimg]}]})
+    add("responses", {"input": [{"role": "system", "content": [rimg, rtext]}, {"role": "developer", "content": [rtext, rimg]},
+                                {"role": "user", "content": [rimg, rtext, rimg]}], "instructions": f"be {tok} brief"})
+    add("responses", {"input": f"text input {tok}", "instructions": tok})
+    add("responses", {"input": [{"role": "user", "content": "q"},
+                                {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{}"},
+                                {"type": "function_call_output", "call_id": "c1", "output": [rtext, rimg]}],
+                      "tools": [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]})
+    mtext = {"type": "text", "text": f"look: {tok} fake"}
+    mimg = {"type": "image", "source": {"type": "url", "url": url}}
+    add("messages", {"max_tokens": 100, "messages": [{"role": "user", "content": [mtext, mimg, mtext]}]})
+    add("messages", {"max_tokens": 100, "system": f"sys {tok}", "messages": [{"role": "user", "content": [mimg, mtext]}]})
+    add("messages", {"max_tokens": 100, "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"},
+                                                     {"role": "system", "content": [mtext, mimg]}, {"role": "user", "content": "u"}]})
+    add("messages", {"max_tokens": 100, "tools": [{"name": "f", "input_schema": {"type": "object"}}], "messages": [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [mtext, mimg]}, mimg, mtext]}]})
+    return cases
+
+
 RANDOM_SEED, RANDOM_COUNT = 1, 600
 # Randomly broken bodies (one node of a random body replaced or deleted).
 MUTATED_SEED, MUTATED_COUNT = 7, 450
@@ -461,7 +513,8 @@ def main() -> int:
     from conversion_random import mutated_cases, random_cases  # noqa: E402
 
     cases = (chat_cases() + chat_n_cases() + responses_cases() + messages_cases() + broken_body_cases()
-             + random_cases(RANDOM_SEED, RANDOM_COUNT) + mutated_cases(MUTATED_SEED, MUTATED_COUNT))
+             + random_cases(RANDOM_SEED, RANDOM_COUNT) + mutated_cases(MUTATED_SEED, MUTATED_COUNT)
+             + image_injection_cases())
     from official_venv import run_in_official  # noqa: E402
 
     OUT.parent.mkdir(parents=True, exist_ok=True)

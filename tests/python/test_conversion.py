@@ -8,6 +8,7 @@ The fixtures (`tests/conformance/conversion/cases.json`) come from
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -47,8 +48,18 @@ def test_fixture_counts():
     assert {c["format"] for c in CASES} == {"chat", "responses", "messages"}
 
 
+_UNANSWERED = re.compile(r"No tool output found for tool call [^.\"]*\.")
+
+
+def _normalised(outcome):
+    """With several unanswered calls the official package names a random one of them
+    (docs/conversion-deviations.md), so that message is compared without the call ID."""
+    text = json.dumps(outcome, ensure_ascii=False)
+    return json.loads(_UNANSWERED.sub("No tool output found for tool call <id>.", text))
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
 def test_conversion_matches_official(case):
     actual = run_case(d, case)
-    differences = _diff(case["expected"], actual)
+    differences = _diff(_normalised(case["expected"]), _normalised(actual))
     assert not differences, "\n".join(differences[:20])

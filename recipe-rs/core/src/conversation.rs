@@ -73,6 +73,107 @@ pub struct ToolDefinition {
     pub defer_loading: bool,
 }
 
+/// Text that may hold image placeholders, built piece by piece so that the placeholders are known
+/// by position and never looked for in the text afterwards.
+///
+/// `placeholders` are the byte offsets in `content` where an image placeholder (the message's
+/// `image_token` spelling) starts, ascending and non-overlapping. Only these are rendered as
+/// image tokens; the same spelling elsewhere in `content` (typed by a user) is plain text.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ImageText {
+    pub content: String,
+    pub placeholders: Vec<usize>,
+}
+
+impl ImageText {
+    /// Plain text without placeholders.
+    pub fn plain(content: impl Into<String>) -> Self {
+        ImageText { content: content.into(), placeholders: Vec::new() }
+    }
+
+    /// Text given as one string with its image count, the way the public message constructors
+    /// take it: the first `images` occurrences of `image_token` are the placeholders, later
+    /// occurrences are plain text.
+    pub fn scan(content: impl Into<String>, image_token: &str, images: usize) -> Self {
+        let content = content.into();
+        let mut placeholders = Vec::new();
+        if !image_token.is_empty() {
+            let mut from = 0;
+            while placeholders.len() < images {
+                match content[from..].find(image_token) {
+                    Some(at) => {
+                        placeholders.push(from + at);
+                        from += at + image_token.len();
+                    }
+                    None => break,
+                }
+            }
+        }
+        ImageText { content, placeholders }
+    }
+
+    pub fn push_text(&mut self, text: &str) {
+        self.content.push_str(text);
+    }
+
+    /// Append an image placeholder spelled `image_token`.
+    pub fn push_placeholder(&mut self, image_token: &str) {
+        self.placeholders.push(self.content.len());
+        self.content.push_str(image_token);
+    }
+
+    /// Append `other`, keeping its placeholders.
+    pub fn push(&mut self, other: &ImageText) {
+        let base = self.content.len();
+        self.content.push_str(&other.content);
+        self.placeholders.extend(other.placeholders.iter().map(|p| p + base));
+    }
+
+    /// Join pieces with `sep` between them.
+    pub fn join(pieces: &[ImageText], sep: &str) -> Self {
+        let mut out = ImageText::default();
+        for (k, p) in pieces.iter().enumerate() {
+            if k > 0 {
+                out.push_text(sep);
+            }
+            out.push(p);
+        }
+        out
+    }
+
+    /// Split `content` into plain pieces and placeholders spelled `image_token`. Offsets that do not point at the spelling (possible only when the
+    /// public fields were set by hand inconsistently) are ignored, so the output never holds a
+    /// placeholder the message did not place.
+    pub fn pieces<'a>(content: &'a str, placeholders: &[usize], image_token: &str) -> Vec<TextPiece<'a>> {
+        let mut out = Vec::with_capacity(2 * placeholders.len() + 1);
+        let mut cursor = 0;
+        for &at in placeholders {
+            let valid = !image_token.is_empty()
+                && at >= cursor
+                && content.get(at..).is_some_and(|rest| rest.starts_with(image_token));
+            if !valid {
+                continue;
+            }
+            if at > cursor {
+                out.push(TextPiece::Text(&content[cursor..at]));
+            }
+            out.push(TextPiece::Image);
+            cursor = at + image_token.len();
+        }
+        if cursor < content.len() {
+            out.push(TextPiece::Text(&content[cursor..]));
+        }
+        out
+    }
+}
+
+/// A piece of an [`ImageText`]: plain text or one image placeholder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TextPiece<'a> {
+    Text(&'a str),
+    Image,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct SystemMessage {
     pub content: String,
@@ -81,6 +182,28 @@ pub struct SystemMessage {
     pub tools: Option<Vec<ToolDefinition>>,
     /// Spelling of the image placeholder in `content`.
     pub image_token: String,
+    /// Byte offsets of the image placeholders in `content` (see [`ImageText`]).
+    pub placeholders: Vec<usize>,
+}
+
+impl SystemMessage {
+    /// A system message from its parts; placeholders as in [`ImageText::scan`].
+    pub fn new(content: impl Into<String>, image_sources: Vec<ImageSource>, image_token: impl Into<String>) -> Self {
+        let image_token = image_token.into();
+        let text = ImageText::scan(content, &image_token, image_sources.len());
+        SystemMessage::from_text(text, image_sources, image_token)
+    }
+
+    /// A system message whose placeholders are already known.
+    pub fn from_text(text: ImageText, image_sources: Vec<ImageSource>, image_token: impl Into<String>) -> Self {
+        SystemMessage {
+            content: text.content,
+            image_sources,
+            tools: None,
+            image_token: image_token.into(),
+            placeholders: text.placeholders,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -88,6 +211,22 @@ pub struct UserMessage {
     pub content: String,
     pub image_sources: Vec<ImageSource>,
     pub image_token: String,
+    /// Byte offsets of the image placeholders in `content` (see [`ImageText`]).
+    pub placeholders: Vec<usize>,
+}
+
+impl UserMessage {
+    /// A user message from its parts; placeholders as in [`ImageText::scan`].
+    pub fn new(content: impl Into<String>, image_sources: Vec<ImageSource>, image_token: impl Into<String>) -> Self {
+        let image_token = image_token.into();
+        let text = ImageText::scan(content, &image_token, image_sources.len());
+        UserMessage::from_text(text, image_sources, image_token)
+    }
+
+    /// A user message whose placeholders are already known.
+    pub fn from_text(text: ImageText, image_sources: Vec<ImageSource>, image_token: impl Into<String>) -> Self {
+        UserMessage { content: text.content, image_sources, image_token: image_token.into(), placeholders: text.placeholders }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -105,6 +244,38 @@ pub struct ToolMessage {
     pub tool_call_id: Option<String>,
     pub image_sources: Vec<ImageSource>,
     pub image_token: String,
+    /// Byte offsets of the image placeholders in `content` (see [`ImageText`]).
+    pub placeholders: Vec<usize>,
+}
+
+impl ToolMessage {
+    /// A tool result from its parts; placeholders as in [`ImageText::scan`].
+    pub fn new(
+        content: impl Into<String>,
+        tool_call_id: Option<String>,
+        image_sources: Vec<ImageSource>,
+        image_token: impl Into<String>,
+    ) -> Self {
+        let image_token = image_token.into();
+        let text = ImageText::scan(content, &image_token, image_sources.len());
+        ToolMessage::from_text(text, tool_call_id, image_sources, image_token)
+    }
+
+    /// A tool result whose placeholders are already known.
+    pub fn from_text(
+        text: ImageText,
+        tool_call_id: Option<String>,
+        image_sources: Vec<ImageSource>,
+        image_token: impl Into<String>,
+    ) -> Self {
+        ToolMessage {
+            content: text.content,
+            tool_call_id,
+            image_sources,
+            image_token: image_token.into(),
+            placeholders: text.placeholders,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -40,10 +40,10 @@ fn conversation() -> impl Strategy<Value = Conversation> {
             let calls = vec![ToolCall { id: t[0].clone(), name: t[1].clone(), arguments: serde_json::json!({ t[2].clone(): t[3].clone() }).to_string() }];
             Conversation {
                 messages: vec![
-                    Message::System(SystemMessage { content: t[4].clone(), image_sources: vec![], tools: None, image_token: "<｜image｜>".into() }),
-                    Message::User(UserMessage { content: t[5].clone(), image_sources: vec![], image_token: "<｜image｜>".into() }),
+                    Message::System(SystemMessage::new(t[4].clone(), vec![], "<｜image｜>")),
+                    Message::User(UserMessage::new(t[5].clone(), vec![], "<｜image｜>")),
                     Message::Assistant(AssistantMessage { content: t[6].clone(), reasoning_content: Some(t[7].clone()), tool_calls: Some(calls), prefix: false }),
-                    Message::Tool(ToolMessage { content: t[8].clone(), tool_call_id: Some(t[0].clone()), image_sources: vec![], image_token: "<｜image｜>".into() }),
+                    Message::Tool(ToolMessage::new(t[8].clone(), Some(t[0].clone()), vec![], "<｜image｜>")),
                     Message::LatestReminder(LatestReminderMessage { content: t[9].clone() }),
                     Message::Assistant(AssistantMessage { content: t[10].clone(), reasoning_content: Some(t[11].clone()), tool_calls: None, prefix }),
                 ],

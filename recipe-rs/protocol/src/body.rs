@@ -1,7 +1,15 @@
 //! Reading a request body: bytes → JSON value → typed request.
+//!
+//! Memory: a JSON value costs many times its text (a one-element array is a 32-byte value plus a
+//! heap block), so a body is never held as a whole value when only part of it is read. The
+//! top-level fields no request reads are checked while parsing, exactly as a value parse checks
+//! them (syntax, number range, string escapes, the 128-level nesting limit), but not stored.
+//! Errors and accepted bodies are therefore the same as parsing the whole body into a value.
 
-use serde::de::DeserializeOwned;
-use serde_json::Value;
+use std::fmt;
+
+use serde::de::{self as serde_de, DeserializeOwned, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
 
 use crate::error::RequestError;
 
@@ -10,14 +18,157 @@ pub fn parse_json(bytes: &[u8]) -> Result<Value, RequestError> {
     serde_json::from_slice(bytes).map_err(|e| RequestError::Json(e.to_string()))
 }
 
+/// Parse JSON text like [`parse_json`], keeping of a top-level object only the members named in
+/// `keep` (the others are validated and dropped). Any other top-level value is kept whole.
+pub fn parse_json_keeping(bytes: &[u8], keep: &[&str]) -> Result<Value, RequestError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = TopLevel { keep }.deserialize(&mut de).and_then(|v| de.end().map(|()| v));
+    value.map_err(|e| RequestError::Json(e.to_string()))
+}
+
+/// The field names a derived `Deserialize` struct reads (an empty list for other types).
+pub fn struct_fields<T: DeserializeOwned>() -> &'static [&'static str] {
+    let mut fields: &'static [&'static str] = &[];
+    let _ = T::deserialize(FieldNames { out: &mut fields });
+    fields
+}
+
+struct TopLevel<'k> {
+    keep: &'k [&'k str],
+}
+
+impl<'de> DeserializeSeed<'de> for TopLevel<'_> {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TopLevel<'_> {
+    type Value = Value;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if self.keep.contains(&key.as_str()) {
+                // Same as a value parse: a repeated key replaces the earlier value.
+                out.insert(key, map.next_value::<Value>()?);
+            } else {
+                map.next_value_seed(Checked)?;
+            }
+        }
+        Ok(Value::Object(out))
+    }
+    // Bodies that are not objects are rejected later; keep them whole for that message.
+    fn visit_bool<E: serde_de::Error>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E: serde_de::Error>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E: serde_de::Error>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E: serde_de::Error>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E: serde_de::Error>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_unit<E: serde_de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(v) = seq.next_element::<Value>()? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+}
+
+/// Reads one value the way a value parse does (numbers and strings fully decoded, nesting
+/// counted by the parser), storing nothing. `IgnoredAny` would skip numbers without the range
+/// check that a value parse applies, so a body would be accepted here that a value parse rejects.
+struct Checked;
+
+impl<'de> DeserializeSeed<'de> for Checked {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(Checked)
+    }
+}
+
+impl<'de> Visitor<'de> for Checked {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E: serde_de::Error>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E: serde_de::Error>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E: serde_de::Error>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E: serde_de::Error>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E: serde_de::Error>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E: serde_de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(Checked)?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while map.next_key_seed(Checked)?.is_some() {
+            map.next_value_seed(Checked)?;
+        }
+        Ok(())
+    }
+}
+
+/// A deserializer that only records the field list a derived struct asks for.
+struct FieldNames<'a> {
+    out: &'a mut &'static [&'static str],
+}
+
+impl<'de> Deserializer<'de> for FieldNames<'_> {
+    type Error = serde_de::value::Error;
+    fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+        Err(serde_de::Error::custom("not a struct"))
+    }
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        fields: &'static [&'static str],
+        _: V,
+    ) -> Result<V::Value, Self::Error> {
+        *self.out = fields;
+        Err(serde_de::Error::custom("fields recorded"))
+    }
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option
+        unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
+    }
+}
+
 /// Deserialize a parsed value into a typed request.
 pub fn from_value<T: DeserializeOwned>(value: Value) -> Result<T, RequestError> {
     serde_json::from_value(value).map_err(|e| RequestError::Body(e.to_string()))
 }
 
-/// Parse and deserialize in one step.
+/// Parse and deserialize in one step (only the fields `T` reads are kept while parsing).
 pub fn from_slice<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, RequestError> {
-    from_value(parse_json(bytes)?)
+    from_value(parse_json_keeping(bytes, struct_fields::<T>())?)
 }
 
 /// Deserialize helpers for fields whose accepted shapes serde cannot express with a derive.

@@ -295,6 +295,11 @@ impl ChatCompletionRequest {
         crate::body::from_slice(bytes)
     }
 
+    /// The top-level body fields this request reads; others are ignored.
+    pub fn body_fields() -> &'static [&'static str] {
+        crate::body::struct_fields::<Self>()
+    }
+
     pub fn convert(self, options: &ConversionOptions) -> ConvResult<ConversationRequest> {
         convert(self, options)
     }
@@ -392,13 +397,13 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
         let msg = match m {
             ChatCompletionRequestMessage::System { content, .. } => {
                 let parts = content_parts(content, &path, true, version)?;
-                let (content, image_sources) = common::join_parts(parts, version, &image_token, &path);
-                Message::System(SystemMessage { content, image_sources, tools: None, image_token: image_token.clone() })
+                let (text, image_sources) = common::join_parts(parts, version, &image_token, &path);
+                Message::System(SystemMessage::from_text(text, image_sources, image_token.as_str()))
             }
             ChatCompletionRequestMessage::User { content, .. } => {
                 let parts = content_parts(content, &path, true, version)?;
-                let (content, image_sources) = common::join_parts(parts, version, &image_token, &path);
-                Message::User(UserMessage { content, image_sources, image_token: image_token.clone() })
+                let (text, image_sources) = common::join_parts(parts, version, &image_token, &path);
+                Message::User(UserMessage::from_text(text, image_sources, image_token.as_str()))
             }
             ChatCompletionRequestMessage::Assistant { content, reasoning_content, tool_calls, prefix, .. } => {
                 if content.is_none() && tool_calls.is_none() {
@@ -408,7 +413,7 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
                     None => String::new(),
                     Some(c) => {
                         let parts = content_parts(c, &path, false, version)?;
-                        common::join_parts(parts, version, &image_token, &path).0
+                        common::join_parts(parts, version, &image_token, &path).0.content
                     }
                 };
                 let tool_calls = match tool_calls {
@@ -432,8 +437,8 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
             }
             ChatCompletionRequestMessage::Tool { content, tool_call_id } => {
                 let parts = content_parts(content, &path, true, version)?;
-                let (content, image_sources) = common::join_parts(parts, version, &image_token, &path);
-                Message::Tool(ToolMessage { content, tool_call_id: Some(tool_call_id), image_sources, image_token: image_token.clone() })
+                let (text, image_sources) = common::join_parts(parts, version, &image_token, &path);
+                Message::Tool(ToolMessage::from_text(text, Some(tool_call_id), image_sources, image_token.as_str()))
             }
             ChatCompletionRequestMessage::LatestReminder { content } => {
                 Message::LatestReminder(LatestReminderMessage { content })

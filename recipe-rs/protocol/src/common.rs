@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use recipe_core::{
-    AssistantMessage, Conversation, ImageData, ImageDetail, ImageSource, Message, ModelVersion,
+    AssistantMessage, Conversation, ImageData, ImageDetail, ImageSource, ImageText, Message, ModelVersion,
     ParsingOptions, ReasoningEffort, ResponseFormat, ThinkingInitialStage, ToolChoice,
     ToolDefinition,
 };
@@ -139,29 +139,33 @@ pub enum Part {
 
 pub const UNSUPPORTED_IMAGE: &str = "[Unsupported Image]";
 
-/// Join parts with blank lines; images become the image placeholder (V4.1) or the
-/// `[Unsupported Image]` text (V4, which drops the source).
+/// Join parts with blank lines; images become the image placeholder (V4.1, its position
+/// recorded in the returned [`ImageText`]) or the `[Unsupported Image]` text (V4, which drops the
+/// source).
 pub fn join_parts(
     parts: Vec<Part>,
     version: ModelVersion,
     image_token: &str,
     path: &str,
-) -> (String, Vec<ImageSource>) {
-    let mut texts = Vec::with_capacity(parts.len());
+) -> (ImageText, Vec<ImageSource>) {
+    let mut text = ImageText::default();
     let mut images = Vec::new();
-    for part in parts {
+    for (k, part) in parts.into_iter().enumerate() {
+        if k > 0 {
+            text.push_text("\n\n");
+        }
         match part {
-            Part::Text(t) => texts.push(t),
+            Part::Text(t) => text.push_text(&t),
             Part::Image(img) => match version {
-                ModelVersion::DeepseekV4Pro => texts.push(UNSUPPORTED_IMAGE.to_owned()),
+                ModelVersion::DeepseekV4Pro => text.push_text(UNSUPPORTED_IMAGE),
                 ModelVersion::DeepseekV41Flash => {
-                    texts.push(image_token.to_owned());
+                    text.push_placeholder(image_token);
                     images.push(ImageSource { data: img.data, detail: img.detail, path: path.to_owned() });
                 }
             },
         }
     }
-    (texts.join("\n\n"), images)
+    (text, images)
 }
 
 /// Classify an image URL: `data:` URLs and http(s) URLs are accepted.

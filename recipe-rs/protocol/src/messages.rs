@@ -4,11 +4,11 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use recipe_core::{
-    AssistantMessage, ImageData, ImageDetail, ImageSource, Message, ModelVersion, ResponseFormat,
+    AssistantMessage, ImageData, ImageDetail, ImageSource, ImageText, Message, ModelVersion, ResponseFormat,
     SpecialToken, SystemMessage, ToolCall, ToolMessage, UserMessage,
 };
 
-use crate::common::{self, Assembly, DeclaredTool, RequestEffort, RequestToolChoice};
+use crate::common::{self, Assembly, DeclaredTool, ImagePart, Part, RequestEffort, RequestToolChoice};
 use crate::error::{reject, ConvResult, RequestError};
 use crate::options::{ConversionOptions, WebSearchBehavior};
 use crate::request::ConversationRequest;
@@ -156,7 +156,12 @@ impl MessagesRequest {
     }
 
     pub fn from_slice(bytes: &[u8]) -> Result<Self, RequestError> {
-        Self::from_value(crate::body::parse_json(bytes)?)
+        Self::from_value(crate::body::parse_json_keeping(bytes, Self::body_fields())?)
+    }
+
+    /// The top-level body fields this request reads; others are ignored.
+    pub fn body_fields() -> &'static [&'static str] {
+        crate::body::struct_fields::<Self>()
     }
 
     pub fn convert(self, options: &ConversionOptions) -> ConvResult<ConversationRequest> {
@@ -339,7 +344,8 @@ pub enum MessagesToolResultBlock {
     Text { text: String },
     Image { source: MessagesImageSource },
     Document { source: MessagesDocumentSource },
-    ToolReference {},
+    /// A reference to a tool; its name is shown as text.
+    ToolReference { tool_name: String },
 }
 
 fn de_tool_result_content<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<MessagesToolResultBlock>>, D::Error> {
@@ -352,16 +358,49 @@ fn de_tool_result_content<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<
     }
 }
 
-fn tool_result_text(content: Option<Vec<MessagesToolResultBlock>>) -> String {
-    content
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|b| match b {
-            MessagesToolResultBlock::Text { text } => Some(text),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n\n")
+/// The image as a request part, or `None` for a source that shows nothing. V4.1 validates the
+/// source (errors name `path`); V4 shows a placeholder text for any source.
+fn image_part(source: &MessagesImageSource, path: &str, version: ModelVersion) -> Result<Option<Part>, String> {
+    let validate = version == ModelVersion::DeepseekV41Flash;
+    let data = image_from_source(source, validate).map_err(|m| format!("{path}: {m}"))?;
+    Ok(data.map(|data| Part::Image(ImagePart { data, detail: ImageDetail::default() })))
+}
+
+fn document_text(source: MessagesDocumentSource) -> String {
+    let mt = source.media_type.unwrap_or_else(|| "unknown".to_owned());
+    format!("[Unsupported document type: {mt}]")
+}
+
+/// Text, image and document blocks of a tool result, in order (`path` names the tool result).
+fn tool_result_parts(content: Option<Vec<MessagesToolResultBlock>>, path: &str, version: ModelVersion) -> Result<Vec<Part>, String> {
+    let mut parts = Vec::new();
+    for (k, block) in content.unwrap_or_default().into_iter().enumerate() {
+        match block {
+            MessagesToolResultBlock::Text { text } => parts.push(Part::Text(text)),
+            MessagesToolResultBlock::Image { source } => {
+                parts.extend(image_part(&source, &format!("{path}.content[{k}]"), version)?);
+            }
+            MessagesToolResultBlock::Document { source } => parts.push(Part::Text(document_text(source))),
+            MessagesToolResultBlock::ToolReference { tool_name } => parts.push(Part::Text(tool_name)),
+        }
+    }
+    Ok(parts)
+}
+
+/// Text, image and document blocks of a mid-conversation system turn (message `i`), in order.
+fn system_parts(content: Vec<MessagesContentBlock>, i: usize, version: ModelVersion) -> Result<Vec<Part>, String> {
+    let mut parts = Vec::new();
+    for (j, block) in content.into_iter().enumerate() {
+        match block {
+            MessagesContentBlock::Text { text } => parts.push(Part::Text(text)),
+            MessagesContentBlock::Image { source } => {
+                parts.extend(image_part(&source, &format!("messages.{i}.content[{j}]"), version)?);
+            }
+            MessagesContentBlock::Document { source } => parts.push(Part::Text(document_text(source))),
+            _ => {}
+        }
+    }
+    Ok(parts)
 }
 
 fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<ConversationRequest> {
@@ -402,12 +441,8 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
     let image_token = options.special_tokens.get(SpecialToken::Image).to_owned();
     let mut messages: Vec<Message> = Vec::new();
     if let Some(system) = req.system {
-        messages.push(Message::System(SystemMessage {
-            content: system.join("\n\n"),
-            image_sources: Vec::new(),
-            tools: None,
-            image_token: image_token.clone(),
-        }));
+        let text = ImageText::plain(system.join("\n\n"));
+        messages.push(Message::System(SystemMessage::from_text(text, Vec::new(), image_token.as_str())));
     }
     let mut previous_calls: Vec<String> = Vec::new();
     for (i, m) in req.messages.into_iter().enumerate() {
@@ -416,6 +451,14 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
         // (An empty system turn is dropped instead.)
         if m.content.is_empty() && !matches!(m.role, Role::System) {
             return reject(format!("messages.{i}: all messages must have non-empty content"));
+        }
+        if !matches!(m.role, Role::Assistant) {
+            if m.content.iter().any(|b| matches!(b, MessagesContentBlock::Thinking { .. })) {
+                return reject(format!("messages.{i}.content: thinking blocks may only be in `assistant` messages"));
+            }
+            if m.content.iter().any(|b| matches!(b, MessagesContentBlock::ToolUse { .. })) {
+                return reject(format!("messages.{i}: `tool_use` blocks can only be in `assistant` messages"));
+            }
         }
         let answered_here: Vec<String> = m
             .content
@@ -427,24 +470,20 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
             .collect();
         let owed = std::mem::take(&mut previous_calls);
         let mut calls_here = Vec::new();
-        if matches!(m.role, Role::System) && version == ModelVersion::DeepseekV4Pro {
-            // V4 has no mid-conversation system turn: the text becomes a user reminder.
-            let text: Vec<String> = m
-                .content
-                .into_iter()
-                .filter_map(|b| match b {
-                    MessagesContentBlock::Text { text } => Some(text),
-                    _ => None,
-                })
-                .collect();
-            // An empty system turn leaves nothing to remind of.
-            let text = text.join("\n\n");
-            if !text.is_empty() {
-                messages.push(Message::User(UserMessage {
-                    content: format!("<system-reminder>\n{text}\n</system-reminder>"),
-                    image_sources: Vec::new(),
-                    image_token: image_token.clone(),
-                }));
+        if matches!(m.role, Role::System) {
+            // A mid-conversation system turn is one message: its text, image and document blocks
+            // joined. V4 has no such turn: the text becomes a user reminder (images as the
+            // unsupported-image text); an empty one leaves nothing to remind of.
+            let parts = match system_parts(m.content, i, version) {
+                Ok(p) => p,
+                Err(e) => return reject(e),
+            };
+            let (text, image_sources) = common::join_parts(parts, version, &image_token, &format!("messages.{i}"));
+            if version == ModelVersion::DeepseekV41Flash {
+                messages.push(Message::System(SystemMessage::from_text(text, image_sources, image_token.as_str())));
+            } else if !text.content.is_empty() {
+                let reminder = ImageText::plain(format!("<system-reminder>\n{}\n</system-reminder>", text.content));
+                messages.push(Message::User(UserMessage::from_text(reminder, Vec::new(), image_token.as_str())));
             }
             if !owed.is_empty() {
                 return reject(format!(
@@ -473,11 +512,10 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
                                     texts.push(common::UNSUPPORTED_IMAGE.to_owned());
                                 } else {
                                     flush_user(&mut texts, &mut messages, &image_token, m.role);
-                                    messages.push(Message::User(UserMessage {
-                                        content: image_token.clone(),
-                                        image_sources: vec![ImageSource { data, detail: ImageDetail::default(), path }],
-                                        image_token: image_token.clone(),
-                                    }));
+                                    let mut text = ImageText::default();
+                                    text.push_placeholder(&image_token);
+                                    let source = ImageSource { data, detail: ImageDetail::default(), path };
+                                    messages.push(Message::User(UserMessage::from_text(text, vec![source], image_token.as_str())));
                                 }
                             }
                         }
@@ -492,12 +530,13 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
                                 ));
                             }
                             flush_user(&mut texts, &mut messages, &image_token, m.role);
-                            messages.push(Message::Tool(ToolMessage {
-                                content: tool_result_text(content),
-                                tool_call_id: Some(tool_use_id),
-                                image_sources: Vec::new(),
-                                image_token: image_token.clone(),
-                            }));
+                            let parts = match tool_result_parts(content, &format!("messages.{i}.content.{j}.tool_result"), version) {
+                                Ok(p) => p,
+                                Err(e) => return reject(e),
+                            };
+                            let path = format!("messages.{i}.content.{j}.tool_result");
+                            let (text, image_sources) = common::join_parts(parts, version, &image_token, &path);
+                            messages.push(Message::Tool(ToolMessage::from_text(text, Some(tool_use_id), image_sources, image_token.as_str())));
                         }
                         MessagesContentBlock::ServerToolUse {} | MessagesContentBlock::WebSearchToolResult {} => {
                             if options.messages_web_search == WebSearchBehavior::Reject {
@@ -607,16 +646,11 @@ fn flush_user(texts: &mut Vec<String>, messages: &mut Vec<Message>, image_token:
     if texts.is_empty() {
         return;
     }
-    let content = texts.join("\n\n");
+    let text = ImageText::plain(texts.join("\n\n"));
     texts.clear();
     let msg = match role {
-        Role::System => Message::System(SystemMessage {
-            content,
-            image_sources: Vec::new(),
-            tools: None,
-            image_token: image_token.to_owned(),
-        }),
-        _ => Message::User(UserMessage { content, image_sources: Vec::new(), image_token: image_token.to_owned() }),
+        Role::System => Message::System(SystemMessage::from_text(text, Vec::new(), image_token)),
+        _ => Message::User(UserMessage::from_text(text, Vec::new(), image_token)),
     };
     messages.push(msg);
 }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
 use recipe_core::{
-    AssistantMessage, ImageDetail, Message, ModelVersion, ResponseFormat, ResponsesEcho,
+    AssistantMessage, ImageDetail, ImageText, Message, ModelVersion, ResponseFormat, ResponsesEcho,
     SpecialToken, SystemMessage, ToolCall, ToolMessage, UserMessage,
 };
 
@@ -251,6 +251,9 @@ enum Item {
     /// An output may name no call (`call_id` missing or null).
     FunctionCallOutput(Option<String>, Content),
     Reasoning(String),
+    /// An item that adds nothing but ends a run of function calls (a reasoning item with a
+    /// summary only, a web search call): calls before it must be answered by then.
+    Break,
     Skip,
 }
 
@@ -281,11 +284,12 @@ fn parse_item(item: Value) -> Result<Item, String> {
             let r: ReasoningItem = serde_json::from_value(item).map_err(|e| e.to_string())?;
             // A reasoning item without content (a summary only) carries nothing over.
             if r.content.is_none() {
-                return Ok(Item::Skip);
+                return Ok(Item::Break);
             }
             let text = r.content.unwrap_or_default().into_iter().map(|t| t.text).collect::<Vec<_>>().join("\n\n");
             Ok(Item::Reasoning(text))
         }
+        Some("web_search_call") => Ok(Item::Break),
         Some(_) => Ok(Item::Skip),
     }
 }
@@ -311,7 +315,13 @@ impl ResponsesRequest {
     }
 
     pub fn from_slice(bytes: &[u8]) -> Result<Self, RequestError> {
-        Self::from_value(crate::body::parse_json(bytes)?)
+        Self::from_value(crate::body::parse_json_keeping(bytes, Self::body_fields())?)
+    }
+
+    /// The top-level body fields this request reads (`reasoning` and `text` are echoed back as
+    /// given); others are ignored.
+    pub fn body_fields() -> &'static [&'static str] {
+        crate::body::struct_fields::<Self>()
     }
 
     /// The request settings a Responses response reports back.
@@ -719,12 +729,7 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
     let image_token = options.special_tokens.get(SpecialToken::Image).to_owned();
     let mut messages: Vec<Message> = Vec::new();
     if let Some(instr) = req.instructions.as_ref().filter(|i| !i.is_empty()) {
-        messages.push(Message::System(SystemMessage {
-            content: instr.clone(),
-            image_sources: Vec::new(),
-            tools: None,
-            image_token: image_token.clone(),
-        }));
+        messages.push(Message::System(SystemMessage::from_text(ImageText::plain(instr.as_str()), Vec::new(), image_token.as_str())));
     }
     match req.input {
         None => {
@@ -732,11 +737,9 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
                 return reject("Either input or instructions must be provided");
             }
         }
-        Some(ResponsesInput::Text(t)) => messages.push(Message::User(UserMessage {
-            content: t,
-            image_sources: Vec::new(),
-            image_token: image_token.clone(),
-        })),
+        Some(ResponsesInput::Text(t)) => {
+            messages.push(Message::User(UserMessage::from_text(ImageText::plain(t), Vec::new(), image_token.as_str())))
+        }
         Some(ResponsesInput::Items(items)) => {
             if items.is_empty() {
                 return reject("Input items array must not be empty");
@@ -834,6 +837,74 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
     ))
 }
 
+/// The function calls of the assistant turn being built and the outputs that answer them.
+///
+/// Call IDs are unique across the whole input and every call is answered exactly once, before the
+/// next item that is neither a call nor an output (or the end of the input). When the group
+/// closes, the calls on its assistant message and the tool messages after it are put in call-ID
+/// order (byte order), as the official package orders them.
+#[derive(Default)]
+struct CallGroup {
+    /// IDs of the open group's calls, in request order.
+    calls: Vec<String>,
+    outputs: Vec<ToolMessage>,
+    seen: std::collections::HashSet<String>,
+    answered: std::collections::HashSet<String>,
+}
+
+impl CallGroup {
+    fn all_answered(&self) -> bool {
+        self.outputs.len() == self.calls.len()
+    }
+
+    fn add_call(&mut self, id: &str) -> ConvResult<()> {
+        if !self.seen.insert(id.to_owned()) {
+            return reject(format!("Duplicate 'call_id': {id}."));
+        }
+        self.calls.push(id.to_owned());
+        Ok(())
+    }
+
+    /// Whether an output for `id` may be added now.
+    fn check_output(&self, id: &str) -> ConvResult<()> {
+        if self.answered.contains(id) {
+            return reject(format!("Duplicate tool output for call_id: {id}."));
+        }
+        if !self.calls.iter().any(|c| c == id) {
+            return reject(format!("No tool call found for tool output with call_id {id}."));
+        }
+        Ok(())
+    }
+
+    /// Add an output that [`CallGroup::check_output`] accepted.
+    fn add_output(&mut self, output: ToolMessage) {
+        self.answered.extend(output.tool_call_id.clone());
+        self.outputs.push(output);
+    }
+
+    /// Close the group: every call must have its output. With several unanswered calls the
+    /// official package names an arbitrary one (it varies between runs); this names the first.
+    fn close(&mut self, messages: &mut Vec<Message>) -> ConvResult<()> {
+        if self.calls.is_empty() {
+            return Ok(());
+        }
+        let answered = |id: &String| self.outputs.iter().any(|o| o.tool_call_id.as_ref() == Some(id));
+        if let Some(missing) = self.calls.iter().find(|id| !answered(id)) {
+            return reject(format!("No tool output found for tool call {missing}."));
+        }
+        // The group's calls are on the last message (nothing else is added while it is open).
+        if let Some(Message::Assistant(a)) = messages.last_mut() {
+            if let Some(calls) = a.tool_calls.as_mut() {
+                calls.sort_by(|x, y| x.id.cmp(&y.id));
+            }
+        }
+        self.outputs.sort_by(|x, y| x.tool_call_id.cmp(&y.tool_call_id));
+        messages.extend(self.outputs.drain(..).map(Message::Tool));
+        self.calls.clear();
+        Ok(())
+    }
+}
+
 fn convert_items(
     items: Vec<Value>,
     version: ModelVersion,
@@ -841,28 +912,7 @@ fn convert_items(
     messages: &mut Vec<Message>,
 ) -> ConvResult<()> {
     let mut pending_reasoning: Option<String> = None;
-    // Calls of the assistant turn being built, and the outputs still owed to them.
-    let mut open_calls: Vec<String> = Vec::new();
-    let mut outputs: Vec<(String, ToolMessage)> = Vec::new();
-
-    fn flush_outputs(open_calls: &mut Vec<String>, outputs: &mut Vec<(String, ToolMessage)>, messages: &mut Vec<Message>) -> ConvResult<()> {
-        if open_calls.is_empty() {
-            return Ok(());
-        }
-        for id in open_calls.iter() {
-            if !outputs.iter().any(|(o, _)| o == id) {
-                return reject(format!("No tool output found for tool call {id}."));
-            }
-        }
-        for id in open_calls.drain(..) {
-            if let Some(pos) = outputs.iter().position(|(o, _)| *o == id) {
-                let (_, msg) = outputs.remove(pos);
-                messages.push(Message::Tool(msg));
-            }
-        }
-        outputs.clear();
-        Ok(())
-    }
+    let mut group = CallGroup::default();
 
     for (i, item) in items.into_iter().enumerate() {
         let path = format!("input[{i}]");
@@ -879,8 +929,9 @@ fn convert_items(
         }
         match item {
             Item::Skip => {}
+            Item::Break => group.close(messages)?,
             Item::Reasoning(text) => {
-                flush_outputs(&mut open_calls, &mut outputs, messages)?;
+                group.close(messages)?;
                 // Empty reasoning carries nothing; consecutive reasoning items are joined.
                 if !text.is_empty() {
                     pending_reasoning = Some(match pending_reasoning.take() {
@@ -890,11 +941,13 @@ fn convert_items(
                 }
             }
             Item::FunctionCall(call) => {
-                if !outputs.is_empty() {
-                    flush_outputs(&mut open_calls, &mut outputs, messages)?;
+                // A call after a fully answered group starts a new assistant turn; while some
+                // call is still unanswered, it joins the current one.
+                if group.all_answered() {
+                    group.close(messages)?;
                 }
-                let tc = ToolCall { id: call.call_id.clone(), name: call.name, arguments: call.arguments };
-                open_calls.push(call.call_id);
+                group.add_call(&call.call_id)?;
+                let tc = ToolCall { id: call.call_id, name: call.name, arguments: call.arguments };
                 match messages.last_mut() {
                     Some(Message::Assistant(a)) if pending_reasoning.is_none() => {
                         a.tool_calls.get_or_insert_with(Vec::new).push(tc);
@@ -910,29 +963,19 @@ fn convert_items(
             Item::FunctionCallOutput(None, content) => {
                 // It ends the run of calls before it (which must be answered by then) and
                 // stands alone as a tool message.
-                flush_outputs(&mut open_calls, &mut outputs, messages)?;
+                group.close(messages)?;
                 let parts = content_parts(content, &path, version, false)?;
                 let (text, image_sources) = common::join_parts(parts, version, image_token, &path);
-                messages.push(Message::Tool(ToolMessage {
-                    content: text,
-                    tool_call_id: None,
-                    image_sources,
-                    image_token: image_token.to_owned(),
-                }));
+                messages.push(Message::Tool(ToolMessage::from_text(text, None, image_sources, image_token)));
             }
             Item::FunctionCallOutput(Some(call_id), content) => {
-                if !open_calls.contains(&call_id) {
-                    return reject(format!("No tool call found for tool output with call_id {call_id}."));
-                }
+                group.check_output(&call_id)?;
                 let parts = content_parts(content, &path, version, false)?;
                 let (text, image_sources) = common::join_parts(parts, version, image_token, &path);
-                outputs.push((
-                    call_id.clone(),
-                    ToolMessage { content: text, tool_call_id: Some(call_id), image_sources, image_token: image_token.to_owned() },
-                ));
+                group.add_output(ToolMessage::from_text(text, Some(call_id), image_sources, image_token));
             }
             Item::Message(role, content) => {
-                flush_outputs(&mut open_calls, &mut outputs, messages)?;
+                group.close(messages)?;
                 let parts = content_parts(content, &path, version, matches!(role, Role::Assistant))?;
                 if !matches!(role, Role::Assistant) {
                     if let Some(r) = pending_reasoning.take() {
@@ -955,30 +998,27 @@ fn convert_items(
                                 prefix: false,
                             }));
                         }
-                        messages.push(Message::User(UserMessage { content: text, image_sources, image_token: image_token.to_owned() }))
+                        messages.push(Message::User(UserMessage::from_text(text, image_sources, image_token)))
                     }
                     Role::Developer if version == ModelVersion::DeepseekV4Pro => {
-                        messages.push(Message::User(UserMessage { content: text, image_sources, image_token: image_token.to_owned() }))
+                        messages.push(Message::User(UserMessage::from_text(text, image_sources, image_token)))
                     }
-                    Role::System | Role::Developer => messages.push(Message::System(SystemMessage {
-                        content: text,
-                        image_sources,
-                        tools: None,
-                        image_token: image_token.to_owned(),
-                    })),
+                    Role::System | Role::Developer => {
+                        messages.push(Message::System(SystemMessage::from_text(text, image_sources, image_token)))
+                    }
                     Role::Assistant => match messages.last_mut() {
                         // Consecutive assistant messages (no reasoning item between them) are
                         // one turn: their non-empty texts are joined.
                         Some(Message::Assistant(prev)) if pending_reasoning.is_none() && prev.tool_calls.is_none() => {
-                            if !text.is_empty() {
+                            if !text.content.is_empty() {
                                 if !prev.content.is_empty() {
                                     prev.content.push_str("\n\n");
                                 }
-                                prev.content.push_str(&text);
+                                prev.content.push_str(&text.content);
                             }
                         }
                         _ => messages.push(Message::Assistant(AssistantMessage {
-                            content: text,
+                            content: text.content,
                             reasoning_content: pending_reasoning.take(),
                             tool_calls: None,
                             prefix: false,
@@ -988,7 +1028,7 @@ fn convert_items(
             }
         }
     }
-    flush_outputs(&mut open_calls, &mut outputs, messages)?;
+    group.close(messages)?;
     if let Some(r) = pending_reasoning.take() {
         messages.push(Message::Assistant(AssistantMessage {
             content: String::new(),

@@ -14,7 +14,7 @@
 //!
 //! Every object is immutable from Python, as in the official package.
 
-use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyOverflowError, PyRecursionError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use recipe_core::{
@@ -27,8 +27,40 @@ use serde_json::{Map, Number, Value};
 // ---------------------------------------------------------------------------------------------
 // JSON <-> Python
 
+/// Deepest container nesting accepted from Python (the same limit serde_json applies to JSON
+/// text): deeper input raises `RecursionError` instead of exhausting the native stack in this
+/// walk, in the renderer or when the value is dropped.
+pub const MAX_JSON_DEPTH: usize = 128;
+
 /// Convert a Python value (None, bool, int, float, str, list, tuple, dict with str keys) to JSON.
+/// Containers nested deeper than [`MAX_JSON_DEPTH`] raise `RecursionError`.
 pub fn py_to_json(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
+    py_to_json_at(obj, 0, true)
+}
+
+/// Like [`py_to_json`], but of a top-level dict only the members named in `keep` are copied; the
+/// others are checked the same way (same errors) and left out.
+pub fn py_to_json_keeping(obj: &Bound<'_, PyAny>, keep: &[&str]) -> PyResult<Value> {
+    let Ok(d) = obj.downcast::<PyDict>() else {
+        return py_to_json(obj);
+    };
+    let mut map = Map::new();
+    for (k, v) in d.iter() {
+        let key = match k.downcast::<PyString>() {
+            Ok(s) => s.to_cow()?,
+            Err(_) => return Err(PyTypeError::new_err("JSON object keys must be str")),
+        };
+        let kept = keep.contains(&key.as_ref());
+        let value = py_to_json_at(&v, 1, kept)?;
+        if kept {
+            map.insert(key.into_owned(), value);
+        }
+    }
+    Ok(Value::Object(map))
+}
+
+/// `store`: build the value; otherwise only check it and return `Null`.
+fn py_to_json_at(obj: &Bound<'_, PyAny>, depth: usize, store: bool) -> PyResult<Value> {
     if obj.is_none() {
         return Ok(Value::Null);
     }
@@ -52,24 +84,48 @@ pub fn py_to_json(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
         };
     }
     if let Ok(s) = obj.downcast::<PyString>() {
-        return Ok(Value::String(s.to_cow()?.into_owned()));
+        let text = s.to_cow()?;
+        return Ok(if store { Value::String(text.into_owned()) } else { Value::Null });
+    }
+    let is_container = obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() || obj.is_instance_of::<PyDict>();
+    if is_container && depth >= MAX_JSON_DEPTH {
+        return Err(PyRecursionError::new_err(format!(
+            "JSON input exceeds the maximum nesting depth of {MAX_JSON_DEPTH}"
+        )));
     }
     if let Ok(l) = obj.downcast::<PyList>() {
-        return l.iter().map(|x| py_to_json(&x)).collect::<PyResult<Vec<_>>>().map(Value::Array);
+        let mut out = Vec::with_capacity(if store { l.len() } else { 0 });
+        for x in l.iter() {
+            let v = py_to_json_at(&x, depth + 1, store)?;
+            if store {
+                out.push(v);
+            }
+        }
+        return Ok(if store { Value::Array(out) } else { Value::Null });
     }
     if let Ok(t) = obj.downcast::<PyTuple>() {
-        return t.iter().map(|x| py_to_json(&x)).collect::<PyResult<Vec<_>>>().map(Value::Array);
+        let mut out = Vec::with_capacity(if store { t.len() } else { 0 });
+        for x in t.iter() {
+            let v = py_to_json_at(&x, depth + 1, store)?;
+            if store {
+                out.push(v);
+            }
+        }
+        return Ok(if store { Value::Array(out) } else { Value::Null });
     }
     if let Ok(d) = obj.downcast::<PyDict>() {
-        let mut map = Map::new();
+        let mut map = Map::with_capacity(if store { d.len() } else { 0 });
         for (k, v) in d.iter() {
             let key = match k.downcast::<PyString>() {
-                Ok(s) => s.to_cow()?.into_owned(),
+                Ok(s) => s.to_cow()?,
                 Err(_) => return Err(PyTypeError::new_err("JSON object keys must be str")),
             };
-            map.insert(key, py_to_json(&v)?);
+            let v = py_to_json_at(&v, depth + 1, store)?;
+            if store {
+                map.insert(key.into_owned(), v);
+            }
         }
-        return Ok(Value::Object(map));
+        return Ok(if store { Value::Object(map) } else { Value::Null });
     }
     let name = obj.get_type().name()?;
     Err(PyTypeError::new_err(format!("{name} is not a JSON value")))
@@ -473,12 +529,8 @@ impl PySystemMessage {
         #[pyo3(from_py_with = crate::args::opt_instances::<PyToolDefinition>)] tools: Option<Vec<PyRef<'_, PyToolDefinition>>>,
         #[pyo3(from_py_with = crate::args::opt_string)] image_token: Option<String>,
     ) -> PyResult<(Self, PyMessage)> {
-        let msg = SystemMessage {
-            content,
-            image_sources: image_sources_arg(image_sources),
-            tools: tools.map(|ts| ts.iter().map(|t| t.inner.clone()).collect()),
-            image_token: image_token_arg(image_token)?,
-        };
+        let mut msg = SystemMessage::new(content, image_sources_arg(image_sources), image_token_arg(image_token)?);
+        msg.tools = tools.map(|ts| ts.iter().map(|t| t.inner.clone()).collect());
         Ok((PySystemMessage, PyMessage { inner: Message::System(msg) }))
     }
     /// The tool schemas this message announces, or `None`.
@@ -491,7 +543,9 @@ impl PySystemMessage {
     }
 }
 
-/// A user message; the first occurrences of `image_token` mark where the images go.
+/// A user message. Built from Python, the first occurrences of `image_token` (one per image
+/// source) are the image placeholders; a message produced by request conversion carries the
+/// placeholder positions of its image parts instead, so text that spells the image token is plain.
 #[pyclass(name = "UserMessage", module = "deepseek_recipe._native", extends = PyMessage, frozen)]
 pub struct PyUserMessage;
 
@@ -504,11 +558,7 @@ impl PyUserMessage {
         #[pyo3(from_py_with = crate::args::opt_instances::<PyImageSource>)] image_sources: Option<Vec<PyRef<'_, PyImageSource>>>,
         #[pyo3(from_py_with = crate::args::opt_string)] image_token: Option<String>,
     ) -> PyResult<(Self, PyMessage)> {
-        let msg = UserMessage {
-            content,
-            image_sources: image_sources_arg(image_sources),
-            image_token: image_token_arg(image_token)?,
-        };
+        let msg = UserMessage::new(content, image_sources_arg(image_sources), image_token_arg(image_token)?);
         Ok((PyUserMessage, PyMessage { inner: Message::User(msg) }))
     }
 }
@@ -551,12 +601,7 @@ impl PyToolMessage {
         #[pyo3(from_py_with = crate::args::opt_instances::<PyImageSource>)] image_sources: Option<Vec<PyRef<'_, PyImageSource>>>,
         #[pyo3(from_py_with = crate::args::opt_string)] image_token: Option<String>,
     ) -> PyResult<(Self, PyMessage)> {
-        let msg = ToolMessage {
-            content,
-            tool_call_id,
-            image_sources: image_sources_arg(image_sources),
-            image_token: image_token_arg(image_token)?,
-        };
+        let msg = ToolMessage::new(content, tool_call_id, image_sources_arg(image_sources), image_token_arg(image_token)?);
         Ok((PyToolMessage, PyMessage { inner: Message::Tool(msg) }))
     }
 }

@@ -8,30 +8,33 @@
 use std::collections::BTreeMap;
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyOverflowError, PyRecursionError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyException, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use serde_json::{Map, Number, Value};
+use pyo3::types::{PyByteArray, PyBytes, PyString};
+use serde_json::Value;
 
 use recipe_core::ResponsesEcho;
 use recipe_protocol::{
-    chat, messages, responses, ConversationRequest, ConversionError, ConversionOptions, InferenceOptions, OutputConstraint,
+    chat, messages, responses, ConversationRequest, ConversionError as RequestConversionError, ConversionOptions, InferenceOptions, OutputConstraint,
     ReasoningContentBehavior, RequestError, WebSearchBehavior,
 };
 
-use crate::conversation::PyConversation;
+use crate::conversation::{py_to_json_keeping, PyConversation};
 use crate::vocabulary::{PyModelVersion, PyParsingOptions, PySpecialTokens};
 
+// The class is named and placed exactly as the official one (`_native.ConversionError`, a
+// direct subclass of `Exception`), so `type(e).__name__`, `repr(e)`, `__module__` and pickling
+// (which fails there, as the module `_native` cannot be imported by that name) all match.
 create_exception!(
     _native,
-    PyConversionError,
+    ConversionError,
     PyException,
     "A request that is well-formed but cannot be served; `status_code` and `body` hold the HTTP answer."
 );
 
 /// Raise a `ConversionError` carrying `status_code` and `body`.
-pub fn conversion_error(py: Python<'_>, e: &ConversionError) -> PyErr {
-    let err = PyConversionError::new_err(e.message.clone());
+pub fn conversion_error(py: Python<'_>, e: &RequestConversionError) -> PyErr {
+    let err = ConversionError::new_err(e.message.clone());
     let value = err.value(py);
     let _ = value.setattr("status_code", e.status_code);
     let _ = value.setattr("body", e.body());
@@ -46,93 +49,21 @@ fn consumed() -> PyErr {
     PyRuntimeError::new_err("protocol request has been consumed")
 }
 
-/// Nesting limit for bodies given as Python objects (matches the JSON parser's limit).
-const MAX_DEPTH: usize = 128;
-
-/// Convert a Python object tree into a JSON value.
-fn py_to_json(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
-    if obj.is_none() {
-        return Ok(Value::Null);
-    }
-    if let Ok(b) = obj.downcast::<PyBool>() {
-        return Ok(Value::Bool(b.is_true()));
-    }
-    if let Ok(i) = obj.downcast::<PyInt>() {
-        if let Ok(v) = i.extract::<i64>() {
-            return Ok(Value::from(v));
-        }
-        if let Ok(v) = i.extract::<u64>() {
-            return Ok(Value::from(v));
-        }
-        return Err(PyOverflowError::new_err("integer is outside the JSON number range"));
-    }
-    if let Ok(f) = obj.downcast::<PyFloat>() {
-        let v = f.value();
-        return Number::from_f64(v)
-            .map(Value::Number)
-            .ok_or_else(|| PyValueError::new_err(format!("{} is not a finite JSON number", py_float_repr(v))));
-    }
-    if let Ok(s) = obj.downcast::<PyString>() {
-        return Ok(Value::String(s.to_cow()?.into_owned()));
-    }
-    if depth >= MAX_DEPTH {
-        if obj.downcast::<PyDict>().is_ok() || obj.downcast::<PyList>().is_ok() || obj.downcast::<PyTuple>().is_ok() {
-            return Err(PyRecursionError::new_err(format!(
-                "JSON input exceeds the maximum nesting depth of {MAX_DEPTH}"
-            )));
-        }
-    }
-    if let Ok(d) = obj.downcast::<PyDict>() {
-        let mut map = Map::with_capacity(d.len());
-        for (k, v) in d.iter() {
-            let Ok(k) = k.downcast::<PyString>() else {
-                return Err(PyTypeError::new_err("JSON object keys must be str"));
-            };
-            map.insert(k.to_cow()?.into_owned(), py_to_json(&v, depth + 1)?);
-        }
-        return Ok(Value::Object(map));
-    }
-    if let Ok(l) = obj.downcast::<PyList>() {
-        let mut out = Vec::with_capacity(l.len());
-        for v in l.iter() {
-            out.push(py_to_json(&v, depth + 1)?);
-        }
-        return Ok(Value::Array(out));
-    }
-    if let Ok(t) = obj.downcast::<PyTuple>() {
-        let mut out = Vec::with_capacity(t.len());
-        for v in t.iter() {
-            out.push(py_to_json(&v, depth + 1)?);
-        }
-        return Ok(Value::Array(out));
-    }
-    let ty = obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "object".into());
-    Err(PyTypeError::new_err(format!("{ty} is not a JSON value")))
-}
-
-fn py_float_repr(v: f64) -> &'static str {
-    if v.is_nan() {
-        "NaN"
-    } else if v > 0.0 {
-        "inf"
-    } else {
-        "-inf"
-    }
-}
-
-/// A request body: JSON text (`str` / `bytes`) or an already-decoded object.
-fn body_value(body: &Bound<'_, PyAny>) -> PyResult<Value> {
+/// A request body: JSON text (`str` / `bytes`) or an already-decoded object. Of a top-level
+/// object only the members in `keep` are kept; the others are checked as fully as the kept ones
+/// (same errors) but not copied, so an unused field costs no memory.
+fn body_value(body: &Bound<'_, PyAny>, keep: &[&str]) -> PyResult<Value> {
     if let Ok(s) = body.downcast::<PyString>() {
         let text = s.to_cow()?;
-        return recipe_protocol::body::parse_json(text.as_bytes()).map_err(request_error);
+        return recipe_protocol::body::parse_json_keeping(text.as_bytes(), keep).map_err(request_error);
     }
     if let Ok(b) = body.downcast::<PyBytes>() {
-        return recipe_protocol::body::parse_json(b.as_bytes()).map_err(request_error);
+        return recipe_protocol::body::parse_json_keeping(b.as_bytes(), keep).map_err(request_error);
     }
     if body.downcast::<PyByteArray>().is_ok() {
         return Err(PyTypeError::new_err("bytearray is not a JSON value"));
     }
-    py_to_json(body, 0)
+    py_to_json_keeping(body, keep)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -547,7 +478,7 @@ macro_rules! request_class {
         impl $py {
             #[new]
             fn new(body: &Bound<'_, PyAny>) -> PyResult<Self> {
-                let value = body_value(body)?;
+                let value = body_value(body, <$request>::body_fields())?;
                 let inner = <$request>::from_value(value).map_err(request_error)?;
                 Ok($py { inner: Some(inner) })
             }
@@ -603,7 +534,7 @@ impl PyResponsesRequest {
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add("ConversionError", m.py().get_type::<PyConversionError>())?;
+    m.add("ConversionError", m.py().get_type::<ConversionError>())?;
     m.add_class::<PyWebSearchBehavior>()?;
     m.add_class::<PyReasoningContentBehavior>()?;
     m.add_class::<PyConversionOptions>()?;

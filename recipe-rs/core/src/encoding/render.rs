@@ -3,15 +3,15 @@
 //! Layout (both versions): BOS, a header (reasoning-effort text, system text, tools block,
 //! response-format block), then the messages in order, then the generation prompt (assistant
 //! token plus the thinking token; omitted after a prefix assistant message). Where the two
-//! versions differ, the code branches on [`EncodingVersion`]; see the team reference notes
-//! (`docs/` / `shared/reference`) for the observed behaviour this follows.
+//! versions differ, the code branches on [`EncodingVersion`]; `docs/encoding-deviations.md` lists
+//! where the output knowingly differs from the official package.
 
 use serde_json::Value;
 
 use super::json::{self, FloatStyle};
 use super::{EncodingVersion, RenderedPrompt, Span};
 use crate::conversation::{
-    AssistantMessage, Conversation, ImageSource, Message, ReasoningEffort, ResponseFormat,
+    AssistantMessage, Conversation, ImageSource, ImageText, Message, TextPiece, ReasoningEffort, ResponseFormat,
     ToolCall, ToolChoice, ToolDefinition,
 };
 use crate::special_tokens::{SpecialToken, SpecialTokens};
@@ -108,22 +108,16 @@ impl<'a> Out<'a> {
         }
     }
 
-    /// Message text with the first `n` occurrences of `image_token` as image placeholders.
-    fn content_with_images(&mut self, content: &str, image_token: &str, n: usize) {
-        let mut rest = content;
-        let mut left = n;
-        while left > 0 && !image_token.is_empty() {
-            match rest.find(image_token) {
-                Some(at) => {
-                    self.text(&rest[..at]);
-                    self.spans.push(Span::Special(SpecialToken::Image, image_token.to_owned()));
-                    rest = &rest[at + image_token.len()..];
-                    left -= 1;
-                }
-                None => break,
+    /// Message text with image placeholders at the byte offsets conversion (or the message
+    /// constructor) recorded. The text is never searched for the placeholder spelling here, so a
+    /// spelling typed by a user stays plain text.
+    fn content_with_images(&mut self, content: &str, image_token: &str, placeholders: &[usize]) {
+        for piece in ImageText::pieces(content, placeholders, image_token) {
+            match piece {
+                TextPiece::Text(text) => self.text(text),
+                TextPiece::Image => self.spans.push(Span::Special(SpecialToken::Image, image_token.to_owned())),
             }
         }
-        self.text(rest);
     }
 }
 
@@ -216,7 +210,7 @@ fn header_v4(ctx: &Ctx<'_>, out: &mut Out<'_>, images: &mut Vec<ImageSource>) {
                 out.text("\n\n");
             }
             first = false;
-            out.content_with_images(&s.content, &s.image_token, s.image_sources.len());
+            out.content_with_images(&s.content, &s.image_token, &s.placeholders);
             images.extend(s.image_sources.iter().cloned());
         }
     }
@@ -247,7 +241,7 @@ fn header_v41(ctx: &Ctx<'_>, out: &mut Out<'_>, images: &mut Vec<ImageSource>) -
         ));
     }
     if let Some(s) = first_system {
-        out.content_with_images(&s.content, &s.image_token, s.image_sources.len());
+        out.content_with_images(&s.content, &s.image_token, &s.placeholders);
         images.extend(s.image_sources.iter().cloned());
     }
     tools_block(ctx, out);
@@ -414,12 +408,12 @@ fn turns(ctx: &Ctx<'_>, out: &mut Out<'_>, images: &mut Vec<ImageSource>, body: 
                     }
                     match p {
                         Part::User(u) => {
-                            out.content_with_images(&u.content, &u.image_token, u.image_sources.len());
+                            out.content_with_images(&u.content, &u.image_token, &u.placeholders);
                             images.extend(u.image_sources.iter().cloned());
                         }
                         Part::Tool(t) => {
                             out.text("<tool_result>");
-                            out.content_with_images(&t.content, &t.image_token, t.image_sources.len());
+                            out.content_with_images(&t.content, &t.image_token, &t.placeholders);
                             out.text("</tool_result>");
                             images.extend(t.image_sources.iter().cloned());
                         }
@@ -439,7 +433,7 @@ fn turns(ctx: &Ctx<'_>, out: &mut Out<'_>, images: &mut Vec<ImageSource>, body: 
             Message::System(s) => {
                 // Only V4.1 keeps system messages in the turn sequence.
                 out.special(SpecialToken::System);
-                out.content_with_images(&s.content, &s.image_token, s.image_sources.len());
+                out.content_with_images(&s.content, &s.image_token, &s.placeholders);
                 images.extend(s.image_sources.iter().cloned());
                 updated_tools(ctx, out, s.tools.as_deref());
                 i += 1;

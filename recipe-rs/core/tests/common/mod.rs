@@ -94,13 +94,12 @@ fn image_token(v: &Value) -> String {
 fn message(v: &Value) -> Message {
     let content = s(&v["content"]);
     match v["role"].as_str().unwrap_or_default() {
-        "system" => Message::System(SystemMessage {
-            content,
-            image_sources: images(v),
-            tools: v["tools"].as_array().map(|a| a.iter().map(tool).collect()),
-            image_token: image_token(v),
-        }),
-        "user" => Message::User(UserMessage { content, image_sources: images(v), image_token: image_token(v) }),
+        "system" => {
+            let mut m = SystemMessage::new(content, images(v), image_token(v));
+            m.tools = v["tools"].as_array().map(|a| a.iter().map(tool).collect());
+            Message::System(m)
+        }
+        "user" => Message::User(UserMessage::new(content, images(v), image_token(v))),
         "assistant" => Message::Assistant(AssistantMessage {
             content,
             reasoning_content: opt_s(&v["reasoning_content"]),
@@ -109,12 +108,7 @@ fn message(v: &Value) -> Message {
             }),
             prefix: v["prefix"].as_bool().unwrap_or(false),
         }),
-        "tool" => Message::Tool(ToolMessage {
-            content,
-            tool_call_id: opt_s(&v["tool_call_id"]),
-            image_sources: images(v),
-            image_token: image_token(v),
-        }),
+        "tool" => Message::Tool(ToolMessage::new(content, opt_s(&v["tool_call_id"]), images(v), image_token(v))),
         _ => Message::LatestReminder(LatestReminderMessage { content }),
     }
 }
