@@ -7,25 +7,11 @@ report the peak RSS growth (bytes) of parsing and converting it, as JSON on stdo
 from __future__ import annotations
 
 import json
-import resource
 import sys
+from pathlib import Path
 
-
-def _peak_rss_bytes() -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
-def _reset_peak() -> bool:
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from peak_memory import peak_rss_bytes, reset_peak  # noqa: E402
 
 
 def make_body(shape: str, size: int, fmt: str) -> dict:
@@ -73,10 +59,10 @@ def main() -> None:
 
     gc.collect()
     base = _current_rss()
-    reset = _reset_peak()
+    reset = reset_peak()
     req = cls(payload)
     converted = req.convert(opts)
-    peak = _peak_rss_bytes()
+    peak = peak_rss_bytes()
     print(json.dumps({"body_bytes": size, "growth": peak - base, "peak_reset": reset,
                       "model": str(converted.model_version)}))
 

@@ -54,7 +54,6 @@ def _generator(dr, fmt, thinking, stage):
 
 
 def run_state(name: str, size: int, tokenizer_path: str | None = None):
-    import resource
     import time
 
     import deepseek_recipe as dr
@@ -72,12 +71,14 @@ def run_state(name: str, size: int, tokenizer_path: str | None = None):
     else:
         first, chunk = dr.InferenceChunk.text(prefix, 1), dr.InferenceChunk.text(payload, 1)
     sp.push(first)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    from peak_memory import peak_rss_bytes, reset_peak
+
+    reset_peak()
+    before = peak_rss_bytes()
     t = time.perf_counter()
     n = len(sp.push(chunk)) + len(sp.finish())
     took = time.perf_counter() - t
-    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return took, (after - before) * 1024, n
+    return took, peak_rss_bytes() - before, n
 
 
 def child_code(name: str, size: int, tokenizer_path: str | None = None) -> str:

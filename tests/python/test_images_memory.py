@@ -7,11 +7,14 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 LIMIT_MB = 400
 
 SCRIPT = textwrap.dedent(r'''
-    import resource, struct, zlib
+    import struct, sys, zlib
+    sys.path.insert(0, HERE)
+    from peak_memory import peak_rss_bytes, reset_peak
     import deepseek_recipe as d
     w = h = 8192
     def chunk(t, b):
@@ -22,11 +25,12 @@ SCRIPT = textwrap.dedent(r'''
     png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 16, 2, 0, 0, 0))
            + chunk(b"IDAT", idat) + chunk(b"IEND", b""))
     del idat, comp
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    reset_peak()
+    before = peak_rss_bytes() // 1024
     info = d.OpenCvImagePreprocessor().preprocess(png, d.PreprocessOptions("high", 8192, 512))
-    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    after = peak_rss_bytes() // 1024
     print(len(png), before, after, info.width, info.height)
-''')
+''').replace("HERE", repr(str(Path(__file__).resolve().parent)))
 
 
 def test_16_bit_8192_png_peak_memory():
