@@ -35,7 +35,7 @@
 # No stubtest allowlist is needed today. Should a genuine limit of PyO3's run-time introspection
 # ever need one, pass `--allowlist FILE` in .ci/run with one commented entry per name.
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Final, Generic, Literal, TypeVar, final, overload
 
 from typing_extensions import Self, TypeAlias, disjoint_base
@@ -43,6 +43,7 @@ from typing_extensions import Self, TypeAlias, disjoint_base
 __all__ = [
     "AssistantMessage",
     "BytesImageSource",
+    "CalcResizeError",
     "ChatCompletionChunk",
     "ChatCompletionChunkGenerator",
     "ChatCompletionRequest",
@@ -54,7 +55,12 @@ __all__ = [
     "DataUrlImageSource",
     "DeepseekV41Encoding",
     "DeepseekV4Encoding",
+    "EncodingSession",
     "IMAGE_SPECIAL_TOKEN_ID",
+    "ImageError",
+    "ImageInfo",
+    "ImageQuota",
+    "ImageResolver",
     "ImageSource",
     "InferenceChunk",
     "InferenceFinishReason",
@@ -66,16 +72,21 @@ __all__ = [
     "MessagesResponse",
     "MessagesStreamEvent",
     "ModelVersion",
+    "MultiModalData",
+    "OpenCvImagePreprocessor",
     "OutputConstraint",
     "ParsingOptions",
+    "PreprocessOptions",
     "PromptUsage",
     "ReasoningContentBehavior",
     "RenderedPrompt",
+    "ReqwestImageFetcher",
     "ResponsesChunkGenerator",
     "ResponsesEcho",
     "ResponsesRequest",
     "ResponsesResponse",
     "ResponsesStreamEvent",
+    "SessionTurn",
     "SpecialToken",
     "SpecialTokens",
     "StreamProcessor",
@@ -89,6 +100,8 @@ __all__ = [
     "UserMessage",
     "WebSearchBehavior",
     "__version__",
+    "check_prompt_text",
+    "check_token_ids",
     "sse_done_message",
 ]
 
@@ -582,6 +595,236 @@ class DeepseekV41Encoding:
     def encode(self, conversation: Conversation) -> list[int]:
         """Token IDs of the rendered conversation (control tokens only where the template put
         them). `RuntimeError` without a tokenizer or when a token is not in the vocabulary.
+        """
+
+# ---------------------------------------------------------------------------------------------
+# Incremental encoding and conformance checks
+
+_DivergenceCause: TypeAlias = Literal[
+    "thinking_mode_changed",
+    "reasoning_effort_changed",
+    "tools_changed",
+    "tool_choice_changed",
+    "response_format_changed",
+    "system_changed",
+    "system_hoisted",
+    "reasoning_dropped_from_history",
+    "reasoning_dropped_by_template",
+    "tool_results_reordered",
+    "message_edited",
+    "messages_removed",
+    "generation_prompt_replaced",
+    "turn_merged",
+    "other",
+]
+
+@final
+class EncodingSession:
+    """Encodes the successive requests of one conversation, re-tokenizing only what changed.
+
+    `EncodingSession(encoding, max_cached_tokens=1048576)`: `encoding` is a `DeepseekV4Encoding`
+    or `DeepseekV41Encoding` with a tokenizer. `encode(conversation)` returns the same IDs as
+    `encoding.encode(conversation)`; `last_turn` says how the prompt relates to the previous one.
+    """
+
+    def __new__(cls, encoding: DeepseekV4Encoding | DeepseekV41Encoding, max_cached_tokens: int = 1048576) -> Self: ...
+    def encode(self, conversation: Conversation) -> list[int]:
+        """Token IDs of `conversation` (identical to a cold `encode`), reusing the previous turn."""
+    @property
+    def last_turn(self) -> SessionTurn:
+        """The report of the latest `encode` call."""
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes held for the previous turn (spans, token IDs, segment table, message digests)."""
+    @property
+    def max_cached_tokens(self) -> int:
+        """Prompts longer than this many tokens are not kept for the next turn."""
+    def reset(self) -> None:
+        """Forget the previous turn; the next `encode` starts cold."""
+
+@final
+class SessionTurn:
+    """How one `EncodingSession.encode` call related to the previous one."""
+
+    @property
+    def previous_tokens(self) -> int:
+        """Token count of the previous prompt (0 on a first turn)."""
+    @property
+    def tokens(self) -> int:
+        """Token count of this prompt."""
+    @property
+    def common_prefix_tokens(self) -> int:
+        """Leading tokens this prompt shares with the previous one."""
+    @property
+    def reused_tokens(self) -> int:
+        """Tokens copied from the previous turn rather than tokenized again."""
+    @property
+    def extends_previous(self) -> bool:
+        """True when a previous prompt exists and this one starts with all of its tokens."""
+    @property
+    def divergence_token(self) -> int | None:
+        """Index of the first token that differs from the previous prompt, or None."""
+    @property
+    def cause(self) -> _DivergenceCause | None:
+        """Why the prompt diverges (`"reasoning_dropped_from_history"`, ...), or None."""
+    @property
+    def message_index(self) -> int | None:
+        """Index of the message the cause points at, or None."""
+    @property
+    def detail(self) -> str | None:
+        """A human-readable account of the divergence, or None."""
+    def to_dict(self) -> dict[str, int | bool | str | None]:
+        """All fields as a dict."""
+
+def check_token_ids(
+    encoding: DeepseekV4Encoding | DeepseekV41Encoding, conversation: Conversation, token_ids: Sequence[int]
+) -> str:
+    """Compare token IDs another encoder produced for `conversation` with `encoding.encode`;
+    returns the report as JSON text (see `docs/checker.md`).
+    """
+
+def check_prompt_text(encoding: DeepseekV4Encoding | DeepseekV41Encoding, conversation: Conversation, prompt: str) -> str:
+    """Compare a prompt string another encoder rendered, tokenized with the full vocabulary as a
+    render-then-tokenize backend does (no BOS added); returns the report as JSON text.
+    """
+
+# ---------------------------------------------------------------------------------------------
+# Images: fetching, preprocessing and token budgets
+
+_ImageErrorKind: TypeAlias = Literal[
+    "EmptyImage",
+    "Decode",
+    "UnsupportedMediaType",
+    "InvalidDataUrl",
+    "InvalidUrl",
+    "Fetch",
+    "FetchStatus",
+    "DestinationRejected",
+    "ImageTooLarge",
+    "ImageDimensionsTooLarge",
+    "Resize",
+    "Encode",
+    "InvalidOption",
+    "DecodedSizeTooLarge",
+]
+
+class ImageError(Exception):
+    """An image could not be resolved, fetched or preprocessed; `kind` names the failure and `is_retryable` says whether another attempt may succeed."""
+
+    kind: _ImageErrorKind
+    is_retryable: bool
+
+class CalcResizeError(ValueError):
+    """Fitting an image to the V4.1 token budget did not converge."""
+
+@final
+class ImageInfo:
+    """One preprocessed image: its encoded bytes and its pixel size.
+
+    `ImageInfo(data, width, height)`; `OpenCvImagePreprocessor.preprocess` returns one.
+    """
+
+    def __new__(cls, data: bytes | Sequence[int], width: int, height: int) -> Self: ...
+    @property
+    def data(self) -> bytes:
+        """The encoded image bytes."""
+    @property
+    def width(self) -> int:
+        """Width in pixels."""
+    @property
+    def height(self) -> int:
+        """Height in pixels."""
+
+@final
+class MultiModalData:
+    """The images resolved for one request, in prompt order.
+
+    `MultiModalData(images=None)`; `ImageResolver.resolve` returns one.
+    """
+
+    def __new__(cls, images: Sequence[ImageInfo] | None = None) -> Self: ...
+    @property
+    def images(self) -> list[ImageInfo]:
+        """The images, in the order of their placeholders."""
+    def is_empty(self) -> bool:
+        """True when there are no images."""
+    def image_token_adjustment(self) -> int:
+        """Sum over images of (tokens − 1): each image already holds one placeholder."""
+
+@final
+class ImageQuota:
+    """Running totals of the images a resolver has accepted for one request.
+
+    `ImageQuota()` starts at zero; pass the same quota to every `ImageResolver.resolve` call of
+    a request so its limits cover them all.
+    """
+
+    def __new__(cls) -> Self: ...
+    def image_count(self) -> int:
+        """Images counted so far."""
+    def byte_size(self) -> int:
+        """Encoded bytes counted so far."""
+
+@final
+class PreprocessOptions:
+    """How an image is resized before it is encoded.
+
+    `PreprocessOptions(detail, max_dimension_px, low_detail_max_dimension_px)`: `detail` is
+    `"low"`, `"high"`, `"original"` or `"auto"`; the two limits cap the longer side in pixels.
+    """
+
+    def __new__(cls, detail: _ImageDetail, max_dimension_px: int, low_detail_max_dimension_px: int) -> Self: ...
+    @property
+    def detail(self) -> _ImageDetail:
+        """The detail level: `"low"`, `"high"`, `"original"` or `"auto"`."""
+    @property
+    def max_dimension_px(self) -> int:
+        """Longest side, in pixels, of an image not at low detail."""
+    @property
+    def low_detail_max_dimension_px(self) -> int:
+        """Longest side, in pixels, of an image at low detail."""
+
+@final
+class ReqwestImageFetcher:
+    """Downloads images given by URL over HTTP(S), with a size cap.
+
+    Immutable: the `with_*` methods return configured copies.
+    """
+
+    def __new__(cls) -> Self: ...
+    @staticmethod
+    def with_max_bytes(max_bytes: int) -> ReqwestImageFetcher:
+        """A fetcher that refuses responses larger than `max_bytes` bytes."""
+    def with_destination_filter(self, destination_filter: Callable[[str, str], bool]) -> ReqwestImageFetcher:
+        """A copy that connects only where `destination_filter(host, ip)` returns `True`; an
+        exception or a non-`bool` answer refuses the address.
+        """
+    def with_public_destinations_only(self) -> ReqwestImageFetcher:
+        """A fetcher that refuses loopback, private, link-local, CGNAT/metadata and other
+        non-public addresses on every hop (ours; the official package ships no filter).
+        """
+    def fetch(self, url: str) -> bytes:
+        """The body at `url`, as bytes; `ImageError` when it cannot be fetched."""
+
+@final
+class OpenCvImagePreprocessor:
+    """Decodes an image, resizes it as the options say, and encodes it again."""
+
+    def __new__(cls) -> Self: ...
+    def preprocess(self, data: bytes | Sequence[int], options: PreprocessOptions) -> ImageInfo:
+        """The preprocessed image of the encoded bytes `data`; `ImageError` when they do not decode."""
+
+@final
+class ImageResolver:
+    """Turns the image sources of a request into preprocessed images.
+
+    `ImageResolver(fetcher, preprocessor)`: URLs are fetched with `fetcher`.
+    """
+
+    def __new__(cls, fetcher: ReqwestImageFetcher, preprocessor: OpenCvImagePreprocessor) -> Self: ...
+    def resolve(self, sources: Sequence[ImageSource], quota: ImageQuota) -> MultiModalData:
+        """The images of `sources`, in order, counted against `quota`; `ImageError` names the
+        first one that fails.
         """
 
 # ---------------------------------------------------------------------------------------------

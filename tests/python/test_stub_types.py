@@ -10,6 +10,7 @@ methods with arguments, and checks each value against the stub's annotation.
 from __future__ import annotations
 
 import ast
+import base64
 import collections.abc
 import inspect
 import json
@@ -244,7 +245,56 @@ def instances(tokenizer) -> list[Any]:
                        tokenizer)
     objs += stream(dr.ResponsesChunkGenerator("r", "m", thinking_mode=True).with_echo_json("{}"),
                    dr.ParsingOptions(stop_sequences=["zz"]), tokenizer)
+    objs += session_objects(tokenizer) + image_objects()
     return [o for o in objs if o is not None]
+
+
+def session_objects(tokenizer: Any) -> list[Any]:
+    """An encoding session over a growing, then edited conversation, and the checker functions."""
+    encoding = dr.DeepseekV4Encoding().with_tokenizer(tokenizer)
+    session = dr.EncodingSession(encoding, max_cached_tokens=4096)
+    first = dr.Conversation([dr.UserMessage("hello")])
+    grown = dr.Conversation([dr.UserMessage("hello"), dr.AssistantMessage("hi"), dr.UserMessage("more")])
+    edited = dr.Conversation([dr.UserMessage("goodbye")])
+    turns = []
+    for conversation in (first, grown, edited):
+        ids = checked(session, "encode", conversation)
+        turns.append(session.last_turn)
+    assert turns[0].cause is None and turns[2].cause is not None  # both shapes of the report
+    checked(turns[2], "to_dict")
+    checked(_native, "check_token_ids", encoding, edited, ids)
+    checked(_native, "check_prompt_text", encoding, edited, "goodbye")
+    return [session, *turns]
+
+
+PNG = Path(__file__).parents[1] / "conformance" / "images" / "inputs" / "size_2x1.png"
+
+
+def image_objects() -> list[Any]:
+    """The image stage end to end on a local `data:` URL, with no network access."""
+    objs: list[Any] = []
+    png = PNG.read_bytes()
+    options = dr.PreprocessOptions("high", 2048, 512)
+    preprocessor = dr.OpenCvImagePreprocessor()
+    fetcher = checked(dr.ReqwestImageFetcher, "with_max_bytes", 1 << 20)
+    fetcher = checked(fetcher, "with_destination_filter", lambda host, ip: False)
+    objs += [options, preprocessor, fetcher, dr.ReqwestImageFetcher(), checked(preprocessor, "preprocess", png, options)]
+    quota = dr.ImageQuota()
+    resolver = dr.ImageResolver(fetcher, preprocessor)
+    data_url = "data:image/png;base64," + base64.b64encode(png).decode()
+    resolved = checked(resolver, "resolve", [dr.DataUrlImageSource(data_url), dr.BytesImageSource(png, "low")], quota)
+    assert quota.image_count() == 2
+    objs += [quota, resolver, resolved, *resolved.images, dr.MultiModalData()]
+    try:
+        checked(fetcher, "fetch", "http://127.0.0.1:9/a.png")  # refused by the filter, never sent
+    except dr.ImageError as e:
+        objs.append(e)
+    try:
+        preprocessor.preprocess(b"not an image", options)
+    except dr.ImageError as e:
+        objs.append(e)
+    objs.append(dr.CalcResizeError("did not converge"))
+    return objs
 
 
 def test_instances_cover_every_class(instances):

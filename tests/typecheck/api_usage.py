@@ -102,3 +102,47 @@ def vocabulary() -> str:
     tokens = dr.SpecialTokens(image="<img>")
     assert_type(dr.IMAGE_SPECIAL_TOKEN_ID, Literal[129264])
     return tokens.token(dr.SpecialToken.Image) + dr.SpecialToken.Dsml.default_str()
+
+
+def encode_session(encoding: dr.DeepseekV4Encoding, turns: list[dr.Conversation]) -> list[int]:
+    session = dr.EncodingSession(encoding, max_cached_tokens=1 << 16)
+    ids: list[int] = []
+    for conversation in turns:
+        ids = session.encode(conversation)
+        turn = session.last_turn
+        assert_type(turn, dr.SessionTurn)
+        assert_type(turn.extends_previous, bool)
+        assert_type(turn.divergence_token, Optional[int])
+        assert_type(turn.detail, Optional[str])
+        if turn.cause == "reasoning_dropped_from_history":
+            assert_type(turn.message_index, Optional[int])
+        assert_type(turn.to_dict(), dict[str, int | bool | str | None])
+    session.reset()
+    assert_type(session.memory_bytes, int)
+    return ids
+
+
+def check_encoder(encoding: dr.DeepseekV41Encoding, conversation: dr.Conversation, ids: list[int]) -> str:
+    assert_type(dr.check_token_ids(encoding, conversation, ids), str)
+    return dr.check_prompt_text(encoding, conversation, "prompt")
+
+
+def resolve_images(sources: list[dr.ImageSource], png: bytes) -> int:
+    fetcher = dr.ReqwestImageFetcher.with_max_bytes(1 << 20).with_destination_filter(lambda host, ip: host == "cdn")
+    assert_type(fetcher.with_public_destinations_only(), dr.ReqwestImageFetcher)
+    preprocessor = dr.OpenCvImagePreprocessor()
+    options = dr.PreprocessOptions("low", 2048, 512)
+    assert_type(options.detail, Literal["low", "high", "original", "auto"])
+    info = preprocessor.preprocess(png, options)
+    assert_type(info.data, bytes)
+    quota = dr.ImageQuota()
+    try:
+        data = dr.ImageResolver(fetcher, preprocessor).resolve(sources, quota)
+    except dr.ImageError as e:
+        assert_type(e.is_retryable, bool)
+        return -1 if e.kind == "FetchStatus" else -2
+    except dr.CalcResizeError:
+        return -3
+    assert_type(data.images, list[dr.ImageInfo])
+    assert_type(quota.byte_size(), int)
+    return data.image_token_adjustment() + dr.MultiModalData([info]).image_token_adjustment()

@@ -42,6 +42,9 @@ fn located_error(e: &LocatedImageError) -> PyErr {
     raise(e.error.kind.name(), e.error.kind.is_retryable(), e.message.clone())
 }
 
+/// One preprocessed image: its encoded bytes and its pixel size.
+///
+/// `ImageInfo(data, width, height)`; `OpenCvImagePreprocessor.preprocess` returns one.
 #[pyclass(name = "ImageInfo", module = "deepseek_recipe._native", frozen)]
 #[derive(Clone)]
 pub struct PyImageInfo {
@@ -54,20 +57,26 @@ impl PyImageInfo {
     fn new(data: Vec<u8>, width: u32, height: u32) -> Self {
         Self { inner: ImageInfo { data, width, height } }
     }
+    /// The encoded image bytes.
     #[getter]
     fn data<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         PyBytes::new(py, &self.inner.data)
     }
+    /// Width in pixels.
     #[getter]
     fn width(&self) -> u32 {
         self.inner.width
     }
+    /// Height in pixels.
     #[getter]
     fn height(&self) -> u32 {
         self.inner.height
     }
 }
 
+/// The images resolved for one request, in prompt order.
+///
+/// `MultiModalData(images=None)`; `ImageResolver.resolve` returns one.
 #[pyclass(name = "MultiModalData", module = "deepseek_recipe._native", frozen)]
 pub struct PyMultiModalData {
     images: Vec<ImageInfo>,
@@ -80,10 +89,12 @@ impl PyMultiModalData {
     fn new(images: Option<Vec<PyRef<'_, PyImageInfo>>>) -> Self {
         Self { images: images.unwrap_or_default().iter().map(|i| i.inner.clone()).collect() }
     }
+    /// The images, in the order of their placeholders.
     #[getter]
     fn images(&self) -> Vec<PyImageInfo> {
         self.images.iter().map(|i| PyImageInfo { inner: i.clone() }).collect()
     }
+    /// True when there are no images.
     fn is_empty(&self) -> bool {
         self.images.is_empty()
     }
@@ -99,6 +110,10 @@ impl PyMultiModalData {
     }
 }
 
+/// Running totals of the images a resolver has accepted for one request.
+///
+/// `ImageQuota()` starts at zero; pass the same quota to every `ImageResolver.resolve` call of
+/// a request so its limits cover them all.
 #[pyclass(name = "ImageQuota", module = "deepseek_recipe._native")]
 pub struct PyImageQuota {
     inner: ImageQuota,
@@ -110,14 +125,20 @@ impl PyImageQuota {
     fn new() -> Self {
         Self { inner: ImageQuota::default() }
     }
+    /// Images counted so far.
     fn image_count(&self) -> u64 {
         self.inner.image_count
     }
+    /// Encoded bytes counted so far.
     fn byte_size(&self) -> u64 {
         self.inner.byte_size
     }
 }
 
+/// How an image is resized before it is encoded.
+///
+/// `PreprocessOptions(detail, max_dimension_px, low_detail_max_dimension_px)`: `detail` is
+/// `"low"`, `"high"`, `"original"` or `"auto"`; the two limits cap the longer side in pixels.
 #[pyclass(name = "PreprocessOptions", module = "deepseek_recipe._native", frozen)]
 pub struct PyPreprocessOptions {
     inner: PreprocessOptions,
@@ -139,20 +160,26 @@ impl PyPreprocessOptions {
             .map_err(|e| PyValueError::new_err(e.public))?;
         Ok(Self { inner })
     }
+    /// The detail level: `"low"`, `"high"`, `"original"` or `"auto"`.
     #[getter]
     fn detail(&self) -> &'static str {
         self.inner.detail.as_str()
     }
+    /// Longest side, in pixels, of an image not at low detail.
     #[getter]
     fn max_dimension_px(&self) -> u32 {
         self.inner.max_dimension_px
     }
+    /// Longest side, in pixels, of an image at low detail.
     #[getter]
     fn low_detail_max_dimension_px(&self) -> u32 {
         self.inner.low_detail_max_dimension_px
     }
 }
 
+/// Downloads images given by URL over HTTP(S), with a size cap.
+///
+/// Immutable: the `with_*` methods return configured copies.
 #[pyclass(name = "ReqwestImageFetcher", module = "deepseek_recipe._native", frozen)]
 #[derive(Clone)]
 pub struct PyReqwestImageFetcher {
@@ -175,10 +202,13 @@ impl PyReqwestImageFetcher {
     fn new() -> Self {
         Self { inner: ImageFetcher::default() }
     }
+    /// A fetcher that refuses responses larger than `max_bytes` bytes.
     #[staticmethod]
     fn with_max_bytes(max_bytes: u64) -> Self {
         Self { inner: ImageFetcher::with_max_bytes(max_bytes) }
     }
+    /// A copy that connects only where `destination_filter(host, ip)` returns `True`; an
+    /// exception or a non-`bool` answer refuses the address.
     fn with_destination_filter(&self, destination_filter: &Bound<'_, PyAny>) -> PyResult<Self> {
         if !destination_filter.is_callable() {
             return Err(PyTypeError::new_err("destination_filter must be callable"));
@@ -190,6 +220,7 @@ impl PyReqwestImageFetcher {
     fn with_public_destinations_only(&self) -> Self {
         Self { inner: self.inner.with_filter(recipe_images::deny_private_destinations()) }
     }
+    /// The body at `url`, as bytes; `ImageError` when it cannot be fetched.
     fn fetch<'py>(&self, py: Python<'py>, url: String) -> PyResult<Bound<'py, PyBytes>> {
         let fetcher = self.inner.clone();
         let bytes = py.allow_threads(|| fetcher.fetch(&url)).map_err(|e| image_error(&e))?;
@@ -197,6 +228,7 @@ impl PyReqwestImageFetcher {
     }
 }
 
+/// Decodes an image, resizes it as the options say, and encodes it again.
 #[pyclass(name = "OpenCvImagePreprocessor", module = "deepseek_recipe._native", frozen)]
 #[derive(Clone)]
 pub struct PyOpenCvImagePreprocessor;
@@ -207,6 +239,7 @@ impl PyOpenCvImagePreprocessor {
     fn new() -> Self {
         Self
     }
+    /// The preprocessed image of the encoded bytes `data`; `ImageError` when they do not decode.
     fn preprocess(&self, py: Python<'_>, data: Vec<u8>, options: PyRef<'_, PyPreprocessOptions>) -> PyResult<PyImageInfo> {
         let opts = options.inner;
         let info = py.allow_threads(|| recipe_images::preprocess(&data, &opts)).map_err(|e| image_error(&e))?;
@@ -214,6 +247,9 @@ impl PyOpenCvImagePreprocessor {
     }
 }
 
+/// Turns the image sources of a request into preprocessed images.
+///
+/// `ImageResolver(fetcher, preprocessor)`: URLs are fetched with `fetcher`.
 #[pyclass(name = "ImageResolver", module = "deepseek_recipe._native", frozen)]
 pub struct PyImageResolver {
     inner: ImageResolver,
@@ -226,6 +262,8 @@ impl PyImageResolver {
         let _ = preprocessor;
         Self { inner: ImageResolver::new(fetcher.inner.clone()) }
     }
+    /// The images of `sources`, in order, counted against `quota`; `ImageError` names the
+    /// first one that fails.
     fn resolve(&self, py: Python<'_>, sources: Vec<PyRef<'_, PyImageSource>>, mut quota: PyRefMut<'_, PyImageQuota>) -> PyResult<PyMultiModalData> {
         let sources: Vec<_> = sources.iter().map(|s| s.inner.clone()).collect();
         let resolver = self.inner.clone();

@@ -31,6 +31,7 @@ impl PyEncodingSession {
 impl PyEncodingSession {
     #[new]
     #[pyo3(signature = (encoding, max_cached_tokens = DEFAULT_MAX_CACHED_TOKENS))]
+    #[pyo3(text_signature = "(encoding, max_cached_tokens=1048576)")]
     fn new(encoding: &Bound<'_, PyAny>, max_cached_tokens: usize) -> PyResult<Self> {
         let encoding = encoding_of(encoding)?;
         Ok(PyEncodingSession { inner: Mutex::new(EncodingSession::with_max_cached_tokens(encoding, max_cached_tokens)) })
@@ -95,10 +96,12 @@ impl PySessionTurn {
     fn previous_tokens(&self) -> usize {
         self.inner.previous_tokens
     }
+    /// Token count of this prompt.
     #[getter]
     fn tokens(&self) -> usize {
         self.inner.tokens
     }
+    /// Leading tokens this prompt shares with the previous one.
     #[getter]
     fn common_prefix_tokens(&self) -> usize {
         self.inner.common_prefix_tokens
@@ -128,6 +131,7 @@ impl PySessionTurn {
     fn message_index(&self) -> Option<usize> {
         self.inner.divergence.as_ref().and_then(|d| d.message_index)
     }
+    /// A human-readable account of the divergence, or None.
     #[getter]
     fn detail(&self) -> Option<String> {
         self.inner.divergence.as_ref().map(|d| d.detail.clone())
