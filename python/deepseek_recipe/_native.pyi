@@ -450,7 +450,10 @@ class SystemMessage(Message):
 
 @final
 class UserMessage(Message):
-    """A user message; the first occurrences of `image_token` mark where the images go."""
+    """A user message. Built from Python, the first occurrences of `image_token` (one per image
+    source) are the image placeholders; a message produced by request conversion carries the
+    placeholder positions of its image parts instead, so text that spells the image token is
+    plain."""
 
     def __new__(
         cls,
