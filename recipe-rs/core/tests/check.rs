@@ -22,17 +22,17 @@ fn enc(v: EncodingVersion) -> Encoding {
 const IMG: &str = "<｜image｜>";
 
 fn user(s: &str) -> Message {
-    Message::User(UserMessage { content: s.into(), image_sources: vec![], image_token: IMG.into() })
+    Message::User(UserMessage { content: s.into(), image_sources: vec![], placeholders: vec![], image_token: IMG.into() })
 }
 
 fn tool_result(id: &str, s: &str) -> Message {
-    Message::Tool(ToolMessage { content: s.into(), tool_call_id: Some(id.into()), image_sources: vec![], image_token: IMG.into() })
+    Message::Tool(ToolMessage { content: s.into(), tool_call_id: Some(id.into()), image_sources: vec![], placeholders: vec![], image_token: IMG.into() })
 }
 
 fn agent(effort: Option<ReasoningEffort>) -> Conversation {
     Conversation {
         messages: vec![
-            Message::System(SystemMessage { content: "Be careful.".into(), image_sources: vec![], tools: None, image_token: IMG.into() }),
+            Message::System(SystemMessage { content: "Be careful.".into(), image_sources: vec![], placeholders: vec![], tools: None, image_token: IMG.into() }),
             user("Fix it <｜User｜> now"),
             Message::Assistant(AssistantMessage {
                 content: String::new(),

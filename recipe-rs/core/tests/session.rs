@@ -89,7 +89,7 @@ fn tool(name: &str) -> ToolDefinition {
 }
 
 fn user(content: String) -> Message {
-    Message::User(UserMessage { content, image_sources: vec![], image_token: IMG.into() })
+    Message::User(UserMessage { content, image_sources: vec![], placeholders: vec![], image_token: IMG.into() })
 }
 
 fn apply(conv: &mut Conversation, step: &Step, turn: usize) {
@@ -116,7 +116,7 @@ fn apply(conv: &mut Conversation, step: &Step, turn: usize) {
                 conv.messages.push(Message::Tool(ToolMessage {
                     content: results[i % results.len()].clone(),
                     tool_call_id: Some(calls[i].id.clone()),
-                    image_sources: vec![],
+                    image_sources: vec![], placeholders: vec![],
                     image_token: IMG.into(),
                 }));
             }
@@ -136,7 +136,7 @@ fn apply(conv: &mut Conversation, step: &Step, turn: usize) {
         Step::Reminder(r) => conv.messages.push(Message::LatestReminder(LatestReminderMessage { content: r.clone() })),
         Step::System(s) => conv.messages.push(Message::System(SystemMessage {
             content: s.clone(),
-            image_sources: vec![],
+            image_sources: vec![], placeholders: vec![],
             tools: None,
             image_token: IMG.into(),
         })),
@@ -169,7 +169,7 @@ fn apply(conv: &mut Conversation, step: &Step, turn: usize) {
 fn start(system: String, first: String, with_tools: bool, thinking: bool) -> Conversation {
     Conversation {
         messages: vec![
-            Message::System(SystemMessage { content: system, image_sources: vec![], tools: None, image_token: IMG.into() }),
+            Message::System(SystemMessage { content: system, image_sources: vec![], placeholders: vec![], tools: None, image_token: IMG.into() }),
             user(first),
         ],
         thinking_mode: thinking,
@@ -281,7 +281,7 @@ fn divergence_causes_are_named() {
     assert_eq!(
         cause_after(EncodingVersion::V4, true, |c| c.messages.push(Message::System(SystemMessage {
             content: "late".into(),
-            image_sources: vec![],
+            image_sources: vec![], placeholders: vec![],
             tools: None,
             image_token: IMG.into()
         }))),
