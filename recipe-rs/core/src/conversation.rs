@@ -88,7 +88,10 @@ pub struct ImageText {
 impl ImageText {
     /// Plain text without placeholders.
     pub fn plain(content: impl Into<String>) -> Self {
-        ImageText { content: content.into(), placeholders: Vec::new() }
+        ImageText {
+            content: content.into(),
+            placeholders: Vec::new(),
+        }
     }
 
     /// Text given as one string with its image count, the way the public message constructors
@@ -109,7 +112,10 @@ impl ImageText {
                 }
             }
         }
-        ImageText { content, placeholders }
+        ImageText {
+            content,
+            placeholders,
+        }
     }
 
     pub fn push_text(&mut self, text: &str) {
@@ -126,7 +132,8 @@ impl ImageText {
     pub fn push(&mut self, other: &ImageText) {
         let base = self.content.len();
         self.content.push_str(&other.content);
-        self.placeholders.extend(other.placeholders.iter().map(|p| p + base));
+        self.placeholders
+            .extend(other.placeholders.iter().map(|p| p + base));
     }
 
     /// Join pieces with `sep` between them.
@@ -144,13 +151,19 @@ impl ImageText {
     /// Split `content` into plain pieces and placeholders spelled `image_token`. Offsets that do not point at the spelling (possible only when the
     /// public fields were set by hand inconsistently) are ignored, so the output never holds a
     /// placeholder the message did not place.
-    pub fn pieces<'a>(content: &'a str, placeholders: &[usize], image_token: &str) -> Vec<TextPiece<'a>> {
+    pub fn pieces<'a>(
+        content: &'a str,
+        placeholders: &[usize],
+        image_token: &str,
+    ) -> Vec<TextPiece<'a>> {
         let mut out = Vec::with_capacity(2 * placeholders.len() + 1);
         let mut cursor = 0;
         for &at in placeholders {
             let valid = !image_token.is_empty()
                 && at >= cursor
-                && content.get(at..).is_some_and(|rest| rest.starts_with(image_token));
+                && content
+                    .get(at..)
+                    .is_some_and(|rest| rest.starts_with(image_token));
             if !valid {
                 continue;
             }
@@ -188,14 +201,22 @@ pub struct SystemMessage {
 
 impl SystemMessage {
     /// A system message from its parts; placeholders as in [`ImageText::scan`].
-    pub fn new(content: impl Into<String>, image_sources: Vec<ImageSource>, image_token: impl Into<String>) -> Self {
+    pub fn new(
+        content: impl Into<String>,
+        image_sources: Vec<ImageSource>,
+        image_token: impl Into<String>,
+    ) -> Self {
         let image_token = image_token.into();
         let text = ImageText::scan(content, &image_token, image_sources.len());
         SystemMessage::from_text(text, image_sources, image_token)
     }
 
     /// A system message whose placeholders are already known.
-    pub fn from_text(text: ImageText, image_sources: Vec<ImageSource>, image_token: impl Into<String>) -> Self {
+    pub fn from_text(
+        text: ImageText,
+        image_sources: Vec<ImageSource>,
+        image_token: impl Into<String>,
+    ) -> Self {
         SystemMessage {
             content: text.content,
             image_sources,
@@ -217,15 +238,28 @@ pub struct UserMessage {
 
 impl UserMessage {
     /// A user message from its parts; placeholders as in [`ImageText::scan`].
-    pub fn new(content: impl Into<String>, image_sources: Vec<ImageSource>, image_token: impl Into<String>) -> Self {
+    pub fn new(
+        content: impl Into<String>,
+        image_sources: Vec<ImageSource>,
+        image_token: impl Into<String>,
+    ) -> Self {
         let image_token = image_token.into();
         let text = ImageText::scan(content, &image_token, image_sources.len());
         UserMessage::from_text(text, image_sources, image_token)
     }
 
     /// A user message whose placeholders are already known.
-    pub fn from_text(text: ImageText, image_sources: Vec<ImageSource>, image_token: impl Into<String>) -> Self {
-        UserMessage { content: text.content, image_sources, image_token: image_token.into(), placeholders: text.placeholders }
+    pub fn from_text(
+        text: ImageText,
+        image_sources: Vec<ImageSource>,
+        image_token: impl Into<String>,
+    ) -> Self {
+        UserMessage {
+            content: text.content,
+            image_sources,
+            image_token: image_token.into(),
+            placeholders: text.placeholders,
+        }
     }
 }
 

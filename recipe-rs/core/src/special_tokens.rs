@@ -88,7 +88,9 @@ pub struct SpecialTokens {
 
 impl Default for SpecialTokens {
     fn default() -> Self {
-        SpecialTokens { spellings: SpecialToken::ALL.map(|t| t.default_str().to_owned()) }
+        SpecialTokens {
+            spellings: SpecialToken::ALL.map(|t| t.default_str().to_owned()),
+        }
     }
 }
 

@@ -102,7 +102,9 @@ pub struct Tokenizer {
 
 impl std::fmt::Debug for Tokenizer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tokenizer").field("vocab_size", &self.vocab_size()).finish()
+        f.debug_struct("Tokenizer")
+            .field("vocab_size", &self.vocab_size())
+            .finish()
     }
 }
 
@@ -130,13 +132,19 @@ fn byte_level_inverse() -> HashMap<char, u8> {
 
 /// The byte string of every ID up to the largest one in use: added tokens by spelling,
 /// byte-level BPE pieces mapped back through the byte-to-char table.
-fn byte_table(hf: &tokenizers::Tokenizer, added_by_id: &HashMap<u32, String>) -> Vec<Option<Box<[u8]>>> {
+fn byte_table(
+    hf: &tokenizers::Tokenizer,
+    added_by_id: &HashMap<u32, String>,
+) -> Vec<Option<Box<[u8]>>> {
     let byte_of_char = byte_level_inverse();
     let vocab = hf.get_model().get_vocab();
     let max_id = vocab.values().chain(added_by_id.keys()).copied().max();
     let mut table: Vec<Option<Box<[u8]>>> = vec![None; max_id.map_or(0, |m| m as usize + 1)];
     for (piece, id) in vocab {
-        let bytes: Option<Vec<u8>> = piece.chars().map(|c| byte_of_char.get(&c).copied()).collect();
+        let bytes: Option<Vec<u8>> = piece
+            .chars()
+            .map(|c| byte_of_char.get(&c).copied())
+            .collect();
         table[id as usize] = bytes.map(Vec::into_boxed_slice);
     }
     // Added tokens win over a model piece with the same ID, as in the lookup order before.
@@ -148,15 +156,15 @@ fn byte_table(hf: &tokenizers::Tokenizer, added_by_id: &HashMap<u32, String>) ->
 
 impl Tokenizer {
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, TokenizerError> {
-        let text = std::fs::read_to_string(path.as_ref()).map_err(|e| {
-            TokenizerError::Load(format!("{}: {e}", path.as_ref().display()))
-        })?;
+        let text = std::fs::read_to_string(path.as_ref())
+            .map_err(|e| TokenizerError::Load(format!("{}: {e}", path.as_ref().display())))?;
         Self::from_json(&text)
     }
 
     pub fn from_json(json: &str) -> Result<Self, TokenizerError> {
-        let hf: tokenizers::Tokenizer =
-            json.parse().map_err(|e: tokenizers::Error| TokenizerError::Load(e.to_string()))?;
+        let hf: tokenizers::Tokenizer = json
+            .parse()
+            .map_err(|e: tokenizers::Error| TokenizerError::Load(e.to_string()))?;
         let added_by_id: HashMap<u32, String> = hf
             .get_added_tokens_decoder()
             .into_iter()
@@ -165,9 +173,21 @@ impl Tokenizer {
         let added_by_content = added_by_id.iter().map(|(id, c)| (c.clone(), *id)).collect();
         let bytes_by_id = byte_table(&hf, &added_by_id);
         let fast = FastPath::detect(&hf);
-        let fast_line_cuts = fast.as_ref().is_some_and(|f| f.patterns().iter().map(String::as_str).eq(LINE_CUT_PATTERNS));
+        let fast_line_cuts = fast.as_ref().is_some_and(|f| {
+            f.patterns()
+                .iter()
+                .map(String::as_str)
+                .eq(LINE_CUT_PATTERNS)
+        });
         Ok(Tokenizer {
-            inner: Arc::new(Inner { hf, added_by_content, added_by_id, bytes_by_id, fast, fast_line_cuts }),
+            inner: Arc::new(Inner {
+                hf,
+                added_by_content,
+                added_by_id,
+                bytes_by_id,
+                fast,
+                fast_line_cuts,
+            }),
         })
     }
 
@@ -179,7 +199,11 @@ impl Tokenizer {
     }
 
     /// [`Tokenizer::encode_ordinary`], appending to `out`.
-    pub fn encode_ordinary_into(&self, text: &str, out: &mut Vec<u32>) -> Result<(), TokenizerError> {
+    pub fn encode_ordinary_into(
+        &self,
+        text: &str,
+        out: &mut Vec<u32>,
+    ) -> Result<(), TokenizerError> {
         if text.is_empty() {
             return Ok(());
         }
@@ -188,7 +212,9 @@ impl Tokenizer {
         };
         let model = self.inner.hf.get_model();
         if text.len() < PARALLEL_MIN_BYTES || !self.inner.fast_line_cuts {
-            return fast.encode_into(model, text, out).map_err(TokenizerError::Encode);
+            return fast
+                .encode_into(model, text, out)
+                .map_err(TokenizerError::Encode);
         }
         // Long texts: cut where every split of these expressions has a boundary anyway, and
         // encode the parts on several threads; concatenated in order, the IDs are the same.
@@ -232,7 +258,11 @@ impl Tokenizer {
         Ok(ids)
     }
 
-    fn encode_ordinary_general_into(&self, text: &str, out: &mut Vec<u32>) -> Result<(), TokenizerError> {
+    fn encode_ordinary_general_into(
+        &self,
+        text: &str,
+        out: &mut Vec<u32>,
+    ) -> Result<(), TokenizerError> {
         let hf = &self.inner.hf;
         let err = |e: tokenizers::Error| TokenizerError::Encode(e.to_string());
         let mut pretok = PreTokenizedString::from(text);
@@ -243,8 +273,11 @@ impl Tokenizer {
             pre.pre_tokenize(&mut pretok).map_err(err)?;
         }
         let model = hf.get_model();
-        let pieces: Vec<&str> =
-            pretok.get_splits(OffsetReferential::Original, OffsetType::Byte).into_iter().map(|(s, _, _)| s).collect();
+        let pieces: Vec<&str> = pretok
+            .get_splits(OffsetReferential::Original, OffsetType::Byte)
+            .into_iter()
+            .map(|(s, _, _)| s)
+            .collect();
         if text.len() < PARALLEL_MIN_BYTES {
             for piece in pieces {
                 out.extend(model.tokenize(piece).map_err(err)?.iter().map(|t| t.id));
@@ -292,7 +325,9 @@ impl Tokenizer {
         }
         let hf = &self.inner.hf;
         let err = |e: tokenizers::Error| TokenizerError::Encode(e.to_string());
-        let mut pretok = hf.get_added_vocabulary().extract_and_normalize(hf.get_normalizer(), text);
+        let mut pretok = hf
+            .get_added_vocabulary()
+            .extract_and_normalize(hf.get_normalizer(), text);
         if let Some(fast) = &self.inner.fast {
             // The normalizer of this shape changes nothing, so the pieces between added tokens
             // are plain text, and the shortcut gives the pre-tokenizer's and model's tokens.
@@ -305,7 +340,9 @@ impl Tokenizer {
             }
             let model = hf.get_model();
             let mut n = 0usize;
-            for (piece, _, tokens) in pretok.get_splits(OffsetReferential::Original, OffsetType::None) {
+            for (piece, _, tokens) in
+                pretok.get_splits(OffsetReferential::Original, OffsetType::None)
+            {
                 n += match tokens {
                     Some(t) => t.len(),
                     None => model.tokenize(piece).map_err(err)?.len(),
@@ -334,11 +371,17 @@ impl Tokenizer {
     /// [`Tokenizer::count_with_special`] after the added-vocabulary split, with the shortcut:
     /// added tokens count as they are, every other piece is encoded (long texts cut at line
     /// starts and counted on several threads where that is safe).
-    fn count_plain_fast(&self, fast: &FastPath, pretok: &PreTokenizedString, len: usize) -> Result<usize, TokenizerError> {
+    fn count_plain_fast(
+        &self,
+        fast: &FastPath,
+        pretok: &PreTokenizedString,
+        len: usize,
+    ) -> Result<usize, TokenizerError> {
         let model = self.inner.hf.get_model();
         let count = |piece: &str| -> Result<usize, TokenizerError> {
             let mut ids = Vec::new();
-            fast.encode_into(model, piece, &mut ids).map_err(TokenizerError::Encode)?;
+            fast.encode_into(model, piece, &mut ids)
+                .map_err(TokenizerError::Encode)?;
             Ok(ids.len())
         };
         let parallel = len >= PARALLEL_MIN_BYTES && self.inner.fast_line_cuts;
@@ -355,7 +398,10 @@ impl Tokenizer {
             return Ok(n);
         }
         use rayon::prelude::*;
-        let plain: usize = parts.par_iter().map(|part| count(part)).try_reduce(|| 0, |a, b| Ok(a + b))?;
+        let plain: usize = parts
+            .par_iter()
+            .map(|part| count(part))
+            .try_reduce(|| 0, |a, b| Ok(a + b))?;
         Ok(n + plain)
     }
 
@@ -419,7 +465,10 @@ impl Tokenizer {
 /// Looks under `$HF_HUB_CACHE`, `$HF_HOME/hub`, then `~/.cache/huggingface/hub`, in the snapshot
 /// that `refs/<revision>` (default `main`) points to, or in a snapshot named by the revision
 /// itself. The codec never downloads: a missing file is an error that says where it looked.
-pub fn find_in_hf_cache(identifier: &str, revision: Option<&str>) -> Result<std::path::PathBuf, TokenizerError> {
+pub fn find_in_hf_cache(
+    identifier: &str,
+    revision: Option<&str>,
+) -> Result<std::path::PathBuf, TokenizerError> {
     use std::path::PathBuf;
     let mut roots: Vec<PathBuf> = Vec::new();
     if let Ok(p) = std::env::var("HF_HUB_CACHE") {
@@ -429,7 +478,12 @@ pub fn find_in_hf_cache(identifier: &str, revision: Option<&str>) -> Result<std:
         roots.push(PathBuf::from(p).join("hub"));
     }
     if let Ok(home) = std::env::var("HOME") {
-        roots.push(PathBuf::from(home).join(".cache").join("huggingface").join("hub"));
+        roots.push(
+            PathBuf::from(home)
+                .join(".cache")
+                .join("huggingface")
+                .join("hub"),
+        );
     }
     let revision = revision.unwrap_or("main");
     let repo_dir = format!("models--{}", identifier.replace('/', "--"));
@@ -444,7 +498,10 @@ pub fn find_in_hf_cache(identifier: &str, revision: Option<&str>) -> Result<std:
             return Ok(candidate);
         }
     }
-    let searched: Vec<String> = roots.iter().map(|r| r.join(&repo_dir).display().to_string()).collect();
+    let searched: Vec<String> = roots
+        .iter()
+        .map(|r| r.join(&repo_dir).display().to_string())
+        .collect();
     Err(TokenizerError::Load(format!(
         "tokenizer.json for {identifier:?} (revision {revision:?}) is not in the local Hugging Face cache \
          (searched: {}); this codec does not download files: fetch it first, or use Tokenizer.from_file",

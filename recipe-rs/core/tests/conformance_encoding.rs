@@ -21,9 +21,16 @@ fn image_record(src: &recipe_core::ImageSource) -> Value {
 #[test]
 fn official_fixtures_match() {
     let json = tokenizer_json();
-    let toks = [("tokens", stock_tokenizer(&json)), ("tokens_sys", system_tokenizer(&json))];
+    let toks = [
+        ("tokens", stock_tokenizer(&json)),
+        ("tokens_sys", system_tokenizer(&json)),
+    ];
     let cases = load_cases();
-    assert!(cases.len() >= 150, "expected at least 150 fixture cases, found {}", cases.len());
+    assert!(
+        cases.len() >= 150,
+        "expected at least 150 fixture cases, found {}",
+        cases.len()
+    );
     let mut failures = Vec::new();
     let mut checked = 0;
     for case in &cases {
@@ -42,10 +49,18 @@ fn official_fixtures_match() {
             let rendered = enc.render(&conv);
             checked += 1;
             if rendered.prompt() != want["prompt"].as_str().unwrap_or_default() {
-                failures.push(format!("{name} {key}: prompt differs\n  official {:?}\n  ours     {:?}", want["prompt"], rendered.prompt()));
+                failures.push(format!(
+                    "{name} {key}: prompt differs\n  official {:?}\n  ours     {:?}",
+                    want["prompt"],
+                    rendered.prompt()
+                ));
                 continue;
             }
-            let ranges: Vec<Value> = rendered.special_char_ranges().iter().map(|(a, b)| serde_json::json!([a, b])).collect();
+            let ranges: Vec<Value> = rendered
+                .special_char_ranges()
+                .iter()
+                .map(|(a, b)| serde_json::json!([a, b]))
+                .collect();
             if Value::Array(ranges) != want["special_ranges"] {
                 failures.push(format!("{name} {key}: special ranges differ"));
             }
@@ -58,22 +73,43 @@ fn official_fixtures_match() {
                 let w = &want[*tname];
                 match (got, w.as_array()) {
                     (Ok(ids), Some(wids)) => {
-                        let wids: Vec<u32> = wids.iter().map(|x| x.as_u64().unwrap_or(u64::MAX) as u32).collect();
+                        let wids: Vec<u32> = wids
+                            .iter()
+                            .map(|x| x.as_u64().unwrap_or(u64::MAX) as u32)
+                            .collect();
                         if ids != wids {
-                            failures.push(format!("{name} {key} {tname}: {}", token_diff(tok, &wids, &ids)));
+                            failures.push(format!(
+                                "{name} {key} {tname}: {}",
+                                token_diff(tok, &wids, &ids)
+                            ));
                         }
                     }
                     (Err(e), None) => {
-                        if w["error"]["type"] != "RuntimeError" || w["error"]["message"] != e.to_string().as_str() {
-                            failures.push(format!("{name} {key} {tname}: error {e} vs official {}", w["error"]));
+                        if w["error"]["type"] != "RuntimeError"
+                            || w["error"]["message"] != e.to_string().as_str()
+                        {
+                            failures.push(format!(
+                                "{name} {key} {tname}: error {e} vs official {}",
+                                w["error"]
+                            ));
                         }
                     }
-                    (Ok(_), None) => failures.push(format!("{name} {key} {tname}: official failed with {}, ours encoded", w["error"])),
-                    (Err(e), Some(_)) => failures.push(format!("{name} {key} {tname}: ours failed: {e}")),
+                    (Ok(_), None) => failures.push(format!(
+                        "{name} {key} {tname}: official failed with {}, ours encoded",
+                        w["error"]
+                    )),
+                    (Err(e), Some(_)) => {
+                        failures.push(format!("{name} {key} {tname}: ours failed: {e}"))
+                    }
                 }
             }
         }
     }
     assert!(checked > 300, "too few renderings checked: {checked}");
-    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

@@ -19,8 +19,18 @@ fn toks() -> &'static (Tokenizer, Tokenizer) {
 }
 
 const CTRL: [&str; 12] = [
-    "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<think>", "</think>", "<｜System｜>", "<｜User｜>",
-    "<｜Assistant｜>", "<｜latest_reminder｜>", "｜DSML｜", "<｜image｜>", "<｜ref｜>", "<｜/box｜>",
+    "<｜begin▁of▁sentence｜>",
+    "<｜end▁of▁sentence｜>",
+    "<think>",
+    "</think>",
+    "<｜System｜>",
+    "<｜User｜>",
+    "<｜Assistant｜>",
+    "<｜latest_reminder｜>",
+    "｜DSML｜",
+    "<｜image｜>",
+    "<｜ref｜>",
+    "<｜/box｜>",
 ];
 
 /// Characters from the classes the split expressions care about, edges of their ranges included.
@@ -29,22 +39,46 @@ fn interesting_char() -> impl Strategy<Value = char> {
         // CJK ideographs and kana, and their range edges.
         (0x4E00u32..=0x9FA5).prop_map(|c| char::from_u32(c).unwrap()),
         (0x3040u32..=0x30FF).prop_map(|c| char::from_u32(c).unwrap()),
-        prop::sample::select(vec!['\u{4DFF}', '\u{9FA6}', '\u{9FFF}', '\u{303F}', '\u{3100}', '々', '〆', 'ー', '・']),
+        prop::sample::select(vec![
+            '\u{4DFF}', '\u{9FA6}', '\u{9FFF}', '\u{303F}', '\u{3100}', '々', '〆', 'ー', '・'
+        ]),
         // Digits and other numbers.
-        prop::sample::select(vec!['0', '1', '5', '9', '٣', '۷', '२', '²', '½', 'Ⅻ', '１', '①', '𝟗']),
+        prop::sample::select(vec![
+            '0', '1', '5', '9', '٣', '۷', '२', '²', '½', 'Ⅻ', '１', '①', '𝟗'
+        ]),
         // Letters of several scripts.
-        prop::sample::select(vec!['a', 'Z', 'q', 'é', 'ß', 'Ж', 'λ', 'ع', 'ש', 'ก', 'क', 'ㄱ', '한', 'ǅ']),
+        prop::sample::select(vec![
+            'a', 'Z', 'q', 'é', 'ß', 'Ж', 'λ', 'ع', 'ש', 'ก', 'क', 'ㄱ', '한', 'ǅ'
+        ]),
         // Combining marks, alone or after a letter.
-        prop::sample::select(vec!['\u{0301}', '\u{0308}', '\u{0327}', '\u{20DD}', '\u{093F}', '\u{0E31}', '\u{FE0F}']),
+        prop::sample::select(vec![
+            '\u{0301}', '\u{0308}', '\u{0327}', '\u{20DD}', '\u{093F}', '\u{0E31}', '\u{FE0F}'
+        ]),
         // Whitespace and line breaks.
-        prop::sample::select(vec![' ', ' ', '\t', '\n', '\r', '\u{0B}', '\u{0C}', '\u{85}', '\u{A0}', '\u{2028}', '\u{3000}', '\u{2009}']),
+        prop::sample::select(vec![
+            ' ', ' ', '\t', '\n', '\r', '\u{0B}', '\u{0C}', '\u{85}', '\u{A0}', '\u{2028}',
+            '\u{3000}', '\u{2009}'
+        ]),
         // Punctuation and symbols.
         prop::sample::select(vec![
-            '!', '"', '#', '$', '%', '&', '\'', '(', ')', '*', '+', ',', '-', '.', '/', ':', ';', '<', '=', '>', '?', '@',
-            '[', '\\', ']', '^', '_', '`', '{', '|', '}', '~', '。', '、', '「', '」', '—', '…', '€', '©', '｜', '▁', '«'
+            '!', '"', '#', '$', '%', '&', '\'', '(', ')', '*', '+', ',', '-', '.', '/', ':', ';',
+            '<', '=', '>', '?', '@', '[', '\\', ']', '^', '_', '`', '{', '|', '}', '~', '。', '、',
+            '「', '」', '—', '…', '€', '©', '｜', '▁', '«'
         ]),
         // Emoji, joiners, format and control characters.
-        prop::sample::select(vec!['😀', '👍', '\u{1F3FD}', '\u{200D}', '👩', '🚀', '\u{200B}', '\u{FEFF}', '\u{0}', '\u{7F}', '\u{1B}']),
+        prop::sample::select(vec![
+            '😀',
+            '👍',
+            '\u{1F3FD}',
+            '\u{200D}',
+            '👩',
+            '🚀',
+            '\u{200B}',
+            '\u{FEFF}',
+            '\u{0}',
+            '\u{7F}',
+            '\u{1B}'
+        ]),
         any::<char>(),
     ]
 }
@@ -71,7 +105,16 @@ fn text() -> impl Strategy<Value = String> {
 /// Long text with line structure: fragments joined by line breaks, often followed by a
 /// letter (the places where long texts are cut), tiled past the parallel threshold.
 fn long_text() -> impl Strategy<Value = String> {
-    (prop::collection::vec((fragment(), prop::sample::select(vec!["\n", "\nA", "\nthe ", "\r\nB", " ", "\n\n", "\n 1"])), 1..40), 0usize..7)
+    (
+        prop::collection::vec(
+            (
+                fragment(),
+                prop::sample::select(vec!["\n", "\nA", "\nthe ", "\r\nB", " ", "\n\n", "\n 1"]),
+            ),
+            1..40,
+        ),
+        0usize..7,
+    )
         .prop_map(|(parts, skip)| {
             let unit: String = parts.iter().map(|(f, sep)| format!("{f}{sep}")).collect();
             let mut s = String::with_capacity(40 * 1024 + unit.len());
@@ -89,8 +132,12 @@ fn long_text() -> impl Strategy<Value = String> {
 }
 
 fn same(tok: &Tokenizer, text: &str) -> Result<(), TestCaseError> {
-    let fast = tok.encode_ordinary(text).map_err(|e| TestCaseError::fail(e.to_string()))?;
-    let general = tok.encode_ordinary_general(text).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let fast = tok
+        .encode_ordinary(text)
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let general = tok
+        .encode_ordinary_general(text)
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
     if fast != general {
         let shown: String = text.chars().take(400).collect();
         return Err(TestCaseError::fail(format!(
@@ -100,9 +147,18 @@ fn same(tok: &Tokenizer, text: &str) -> Result<(), TestCaseError> {
         )));
     }
     // Counting with the added vocabulary goes through the shortcut too.
-    let counted = tok.count_with_special(text).map_err(|e| TestCaseError::fail(e.to_string()))?;
-    let full = tok.encode_with_special(text).map_err(|e| TestCaseError::fail(e.to_string()))?;
-    prop_assert_eq!(counted, full.len(), "count_with_special on text starting {:?}", text.chars().take(200).collect::<String>());
+    let counted = tok
+        .count_with_special(text)
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let full = tok
+        .encode_with_special(text)
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+    prop_assert_eq!(
+        counted,
+        full.len(),
+        "count_with_special on text starting {:?}",
+        text.chars().take(200).collect::<String>()
+    );
     Ok(())
 }
 
@@ -130,8 +186,14 @@ proptest! {
 fn shortcut_is_used_for_the_deepseek_tokenizer() {
     let (stock, system) = toks();
     for tok in [stock, system] {
-        assert!(tok.uses_fast_path(), "the V4 tokenizer should take the fast path");
-        assert!(tok.fast_path_cuts_lines(), "the V4 split expressions should allow parallel cuts");
+        assert!(
+            tok.uses_fast_path(),
+            "the V4 tokenizer should take the fast path"
+        );
+        assert!(
+            tok.fast_path_cuts_lines(),
+            "the V4 split expressions should allow parallel cuts"
+        );
     }
 }
 
@@ -142,8 +204,17 @@ fn every_byte_value_maps_like_the_pipeline() {
     let tok = &toks().0;
     let mut chars: Vec<char> = (0u32..0x800).filter_map(char::from_u32).collect();
     // Lead bytes 0xE0..=0xEF and 0xF0..=0xF4.
-    chars.extend((0xE0u32..=0xEF).map(|b| (b - 0xE0) << 12).map(|c| c.max(0x800)).filter_map(char::from_u32));
-    chars.extend([0x10000u32, 0x40000, 0x80000, 0xC0000, 0x100000].into_iter().filter_map(char::from_u32));
+    chars.extend(
+        (0xE0u32..=0xEF)
+            .map(|b| (b - 0xE0) << 12)
+            .map(|c| c.max(0x800))
+            .filter_map(char::from_u32),
+    );
+    chars.extend(
+        [0x10000u32, 0x40000, 0x80000, 0xC0000, 0x100000]
+            .into_iter()
+            .filter_map(char::from_u32),
+    );
     for c in chars {
         for t in [c.to_string(), format!("a{c}b"), format!(" {c}{c}")] {
             let fast = tok.encode_ordinary(&t).unwrap();
@@ -157,7 +228,10 @@ fn every_byte_value_maps_like_the_pipeline() {
 /// value plus a few merges, so shape checks do not load the full vocabulary again.
 fn small_tokenizer(edit: impl FnOnce(&mut serde_json::Value)) -> Tokenizer {
     let byte_chars: Vec<char> = {
-        let mut printable: Vec<u32> = (0x21..=0x7E).chain(0xA1..=0xAC).chain(0xAE..=0xFF).collect();
+        let mut printable: Vec<u32> = (0x21..=0x7E)
+            .chain(0xA1..=0xAC)
+            .chain(0xAE..=0xFF)
+            .collect();
         let mut codes = printable.clone();
         let mut extra = 0;
         for b in 0..256u32 {
@@ -203,8 +277,17 @@ fn small_tokenizer(edit: impl FnOnce(&mut serde_json::Value)) -> Tokenizer {
 fn other_shapes_fall_back() {
     let long = "Numbers 12345 and 人工智能 here, the end.\nNext line 6789 \u{301}\n".repeat(700);
     let check = |tok: &Tokenizer| {
-        for t in ["Hello 世界 123 e\u{301}", " the 1234567 in\r\n\n  x", long.as_str()] {
-            assert_eq!(tok.encode_ordinary(t).unwrap(), tok.encode_ordinary_general(t).unwrap(), "{:?}", &t[..t.len().min(40)]);
+        for t in [
+            "Hello 世界 123 e\u{301}",
+            " the 1234567 in\r\n\n  x",
+            long.as_str(),
+        ] {
+            assert_eq!(
+                tok.encode_ordinary(t).unwrap(),
+                tok.encode_ordinary_general(t).unwrap(),
+                "{:?}",
+                &t[..t.len().min(40)]
+            );
         }
     };
     let tok = small_tokenizer(|_| {});
@@ -213,13 +296,39 @@ fn other_shapes_fall_back() {
 
     type Edit = fn(&mut serde_json::Value);
     let edits: [(Edit, bool); 8] = [
-        (|v| v["normalizer"] = serde_json::json!({"type": "NFC"}), true),
-        (|v| v["pre_tokenizer"]["pretokenizers"][3]["add_prefix_space"] = serde_json::json!(true), true),
-        (|v| v["pre_tokenizer"]["pretokenizers"][3]["use_regex"] = serde_json::json!(true), true),
-        (|v| v["pre_tokenizer"]["pretokenizers"][0]["behavior"] = serde_json::json!("Removed"), true),
-        (|v| v["pre_tokenizer"]["pretokenizers"][1]["invert"] = serde_json::json!(true), true),
-        (|v| v["pre_tokenizer"]["pretokenizers"][0]["pattern"] = serde_json::json!({"String": "1"}), true),
-        (|v| v["pre_tokenizer"] = v["pre_tokenizer"]["pretokenizers"][3].clone(), true),
+        (
+            |v| v["normalizer"] = serde_json::json!({"type": "NFC"}),
+            true,
+        ),
+        (
+            |v| {
+                v["pre_tokenizer"]["pretokenizers"][3]["add_prefix_space"] = serde_json::json!(true)
+            },
+            true,
+        ),
+        (
+            |v| v["pre_tokenizer"]["pretokenizers"][3]["use_regex"] = serde_json::json!(true),
+            true,
+        ),
+        (
+            |v| v["pre_tokenizer"]["pretokenizers"][0]["behavior"] = serde_json::json!("Removed"),
+            true,
+        ),
+        (
+            |v| v["pre_tokenizer"]["pretokenizers"][1]["invert"] = serde_json::json!(true),
+            true,
+        ),
+        (
+            |v| {
+                v["pre_tokenizer"]["pretokenizers"][0]["pattern"] =
+                    serde_json::json!({"String": "1"})
+            },
+            true,
+        ),
+        (
+            |v| v["pre_tokenizer"] = v["pre_tokenizer"]["pretokenizers"][3].clone(),
+            true,
+        ),
         // Dropout makes the model random: no shortcut (and nothing to compare).
         (|v| v["model"]["dropout"] = serde_json::json!(0.5), false),
     ];
@@ -231,9 +340,23 @@ fn other_shapes_fall_back() {
         }
     }
 
-    let tok = small_tokenizer(|v| v["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = serde_json::json!("\\p{N}{1,2}"));
+    let tok = small_tokenizer(|v| {
+        v["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] =
+            serde_json::json!("\\p{N}{1,2}")
+    });
     assert!(tok.uses_fast_path() && !tok.fast_path_cuts_lines());
     check(&tok);
-    assert_eq!(tok.encode_ordinary("12345").unwrap().len(), 4, "digits now split in twos: 12|3|4|5");
-    assert_eq!(small_tokenizer(|_| {}).encode_ordinary("12345").unwrap().len(), 3, "V4 splits in threes: 123|4|5");
+    assert_eq!(
+        tok.encode_ordinary("12345").unwrap().len(),
+        4,
+        "digits now split in twos: 12|3|4|5"
+    );
+    assert_eq!(
+        small_tokenizer(|_| {})
+            .encode_ordinary("12345")
+            .unwrap()
+            .len(),
+        3,
+        "V4 splits in threes: 123|4|5"
+    );
 }

@@ -4,17 +4,26 @@
 use proptest::prelude::*;
 use recipe_core::encoding::{Encoding, EncodingVersion, Span};
 use recipe_core::{
-    Conversation, ImageData, ImageDetail, ImageSource, ImageText, Message, SpecialToken, UserMessage,
+    Conversation, ImageData, ImageDetail, ImageSource, ImageText, Message, SpecialToken,
+    UserMessage,
 };
 
 const IMG: &str = "<｜image｜>";
 
 fn source() -> ImageSource {
-    ImageSource { data: ImageData::Url("https://x/a.png".into()), detail: ImageDetail::High, path: String::new() }
+    ImageSource {
+        data: ImageData::Url("https://x/a.png".into()),
+        detail: ImageDetail::High,
+        path: String::new(),
+    }
 }
 
 fn image_spans(msg: UserMessage, v: EncodingVersion) -> Vec<Span> {
-    let conv = Conversation { messages: vec![Message::User(msg)], thinking_mode: false, ..Default::default() };
+    let conv = Conversation {
+        messages: vec![Message::User(msg)],
+        thinking_mode: false,
+        ..Default::default()
+    };
     Encoding::new(v).render(&conv).spans
 }
 
@@ -27,7 +36,10 @@ fn built_text_marks_only_pushed_placeholders() {
     assert_eq!(msg.content, format!("typed {IMG} {IMG}{IMG}"));
     for v in [EncodingVersion::V4, EncodingVersion::V41] {
         let spans = image_spans(msg.clone(), v);
-        let k = spans.iter().position(|s| matches!(s, Span::Special(SpecialToken::Image, _))).unwrap();
+        let k = spans
+            .iter()
+            .position(|s| matches!(s, Span::Special(SpecialToken::Image, _)))
+            .unwrap();
         assert_eq!(spans[k - 1], Span::Text(format!("typed {IMG} ")));
         assert_eq!(spans[k + 1], Span::Text(IMG.to_owned()));
     }
@@ -50,7 +62,10 @@ fn inconsistent_offsets_are_ignored() {
         placeholders: vec![1, 99, 2, 2],
     };
     let spans = image_spans(msg, EncodingVersion::V41);
-    let images = spans.iter().filter(|s| matches!(s, Span::Special(SpecialToken::Image, _))).count();
+    let images = spans
+        .iter()
+        .filter(|s| matches!(s, Span::Special(SpecialToken::Image, _)))
+        .count();
     assert_eq!(images, 1);
 }
 

@@ -12,8 +12,18 @@ use recipe_core::Tokenizer;
 use std::sync::OnceLock;
 
 const CTRL: [&str; 12] = [
-    "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<think>", "</think>", "<｜System｜>", "<｜User｜>",
-    "<｜Assistant｜>", "<｜latest_reminder｜>", "｜DSML｜", "<｜image｜>", "<｜ref｜>", "<｜/box｜>",
+    "<｜begin▁of▁sentence｜>",
+    "<｜end▁of▁sentence｜>",
+    "<think>",
+    "</think>",
+    "<｜System｜>",
+    "<｜User｜>",
+    "<｜Assistant｜>",
+    "<｜latest_reminder｜>",
+    "｜DSML｜",
+    "<｜image｜>",
+    "<｜ref｜>",
+    "<｜/box｜>",
 ];
 
 fn toks() -> &'static (Tokenizer, Tokenizer) {
@@ -25,30 +35,67 @@ fn toks() -> &'static (Tokenizer, Tokenizer) {
 }
 
 fn text() -> impl Strategy<Value = String> {
-    prop::collection::vec(prop_oneof![any::<String>().prop_map(|s| s.chars().take(10).collect()), prop::sample::select(CTRL.to_vec()).prop_map(str::to_owned)], 0..4)
-        .prop_map(|v| v.concat())
+    prop::collection::vec(
+        prop_oneof![
+            any::<String>().prop_map(|s| s.chars().take(10).collect()),
+            prop::sample::select(CTRL.to_vec()).prop_map(str::to_owned)
+        ],
+        0..4,
+    )
+    .prop_map(|v| v.concat())
 }
 
 fn conversation() -> impl Strategy<Value = Conversation> {
     (
         prop::collection::vec(text(), 12),
         any::<bool>(),
-        prop::sample::select(vec![ToolChoice::Auto, ToolChoice::None, ToolChoice::Required]),
+        prop::sample::select(vec![
+            ToolChoice::Auto,
+            ToolChoice::None,
+            ToolChoice::Required,
+        ]),
         any::<bool>(),
     )
         .prop_map(|(t, thinking, tool_choice, prefix)| {
-            let calls = vec![ToolCall { id: t[0].clone(), name: t[1].clone(), arguments: serde_json::json!({ t[2].clone(): t[3].clone() }).to_string() }];
+            let calls = vec![ToolCall {
+                id: t[0].clone(),
+                name: t[1].clone(),
+                arguments: serde_json::json!({ t[2].clone(): t[3].clone() }).to_string(),
+            }];
             Conversation {
                 messages: vec![
                     Message::System(SystemMessage::new(t[4].clone(), vec![], "<｜image｜>")),
                     Message::User(UserMessage::new(t[5].clone(), vec![], "<｜image｜>")),
-                    Message::Assistant(AssistantMessage { content: t[6].clone(), reasoning_content: Some(t[7].clone()), tool_calls: Some(calls), prefix: false }),
-                    Message::Tool(ToolMessage::new(t[8].clone(), Some(t[0].clone()), vec![], "<｜image｜>")),
-                    Message::LatestReminder(LatestReminderMessage { content: t[9].clone() }),
-                    Message::Assistant(AssistantMessage { content: t[10].clone(), reasoning_content: Some(t[11].clone()), tool_calls: None, prefix }),
+                    Message::Assistant(AssistantMessage {
+                        content: t[6].clone(),
+                        reasoning_content: Some(t[7].clone()),
+                        tool_calls: Some(calls),
+                        prefix: false,
+                    }),
+                    Message::Tool(ToolMessage::new(
+                        t[8].clone(),
+                        Some(t[0].clone()),
+                        vec![],
+                        "<｜image｜>",
+                    )),
+                    Message::LatestReminder(LatestReminderMessage {
+                        content: t[9].clone(),
+                    }),
+                    Message::Assistant(AssistantMessage {
+                        content: t[10].clone(),
+                        reasoning_content: Some(t[11].clone()),
+                        tool_calls: None,
+                        prefix,
+                    }),
                 ],
                 thinking_mode: thinking,
-                tools: vec![ToolDefinition { name: t[1].clone(), description: Some(t[2].clone()), parameters: serde_json::json!({"p": t[3].clone()}), strict: None, defer_loading: false }],
+                tools: vec![ToolDefinition {
+                    name: t[1].clone(),
+                    description: Some(t[2].clone()),
+                    parameters: serde_json::json!({"p": t[3].clone()}),
+                    strict: None,
+                    defer_loading: false,
+                }],
                 tool_choice,
                 reasoning_effort: None,
                 response_format: ResponseFormat::JsonSchema(serde_json::json!({"k": t[4].clone()})),
@@ -56,10 +103,16 @@ fn conversation() -> impl Strategy<Value = Conversation> {
         })
 }
 
-fn check(version: EncodingVersion, tok: &Tokenizer, conv: &Conversation) -> Result<(), TestCaseError> {
+fn check(
+    version: EncodingVersion,
+    tok: &Tokenizer,
+    conv: &Conversation,
+) -> Result<(), TestCaseError> {
     let enc = Encoding::new(version).with_tokenizer(tok.clone());
     let rendered = enc.render(conv);
-    let ids = enc.encode(conv).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let ids = enc
+        .encode(conv)
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
     prop_assert_eq!(tok.decode(&ids).unwrap(), rendered.prompt());
     // Added-vocabulary IDs in the output are exactly the template's tokens, in order.
     let want: Vec<u32> = rendered
@@ -70,7 +123,11 @@ fn check(version: EncodingVersion, tok: &Tokenizer, conv: &Conversation) -> Resu
             _ => None,
         })
         .collect();
-    let got: Vec<u32> = ids.iter().copied().filter(|&i| tok.added_token(i).is_some()).collect();
+    let got: Vec<u32> = ids
+        .iter()
+        .copied()
+        .filter(|&i| tok.added_token(i).is_some())
+        .collect();
     prop_assert_eq!(got, want);
     Ok(())
 }

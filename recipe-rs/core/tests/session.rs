@@ -41,9 +41,21 @@ fn text() -> impl Strategy<Value = String> {
 #[derive(Clone, Debug)]
 enum Step {
     /// The model answered with calls; their results come back (in `order`), maybe with a user note.
-    ToolRound { reasoning: String, content: String, n_calls: usize, args: String, results: Vec<String>, shuffle: bool, note: Option<String> },
+    ToolRound {
+        reasoning: String,
+        content: String,
+        n_calls: usize,
+        args: String,
+        results: Vec<String>,
+        shuffle: bool,
+        note: Option<String>,
+    },
     /// The model answered in text, the user follows up.
-    TextRound { reasoning: String, content: String, user: String },
+    TextRound {
+        reasoning: String,
+        content: String,
+        user: String,
+    },
     /// A latest-reminder message is appended.
     Reminder(String),
     /// A system message is appended.
@@ -89,16 +101,32 @@ fn tool(name: &str) -> ToolDefinition {
 }
 
 fn user(content: String) -> Message {
-    Message::User(UserMessage { content, image_sources: vec![], placeholders: vec![], image_token: IMG.into() })
+    Message::User(UserMessage {
+        content,
+        image_sources: vec![],
+        placeholders: vec![],
+        image_token: IMG.into(),
+    })
 }
 
 fn apply(conv: &mut Conversation, step: &Step, turn: usize) {
     match step {
-        Step::ToolRound { reasoning, content, n_calls, args, results, shuffle, note } => {
+        Step::ToolRound {
+            reasoning,
+            content,
+            n_calls,
+            args,
+            results,
+            shuffle,
+            note,
+        } => {
             let calls: Vec<ToolCall> = (0..*n_calls)
                 .map(|i| ToolCall {
                     id: format!("call_{turn}_{i}"),
-                    name: conv.tools.first().map_or("search".into(), |t| t.name.clone()),
+                    name: conv
+                        .tools
+                        .first()
+                        .map_or("search".into(), |t| t.name.clone()),
                     arguments: serde_json::json!({"q": args, "n": i}).to_string(),
                 })
                 .collect();
@@ -116,7 +144,8 @@ fn apply(conv: &mut Conversation, step: &Step, turn: usize) {
                 conv.messages.push(Message::Tool(ToolMessage {
                     content: results[i % results.len()].clone(),
                     tool_call_id: Some(calls[i].id.clone()),
-                    image_sources: vec![], placeholders: vec![],
+                    image_sources: vec![],
+                    placeholders: vec![],
                     image_token: IMG.into(),
                 }));
             }
@@ -124,7 +153,11 @@ fn apply(conv: &mut Conversation, step: &Step, turn: usize) {
                 conv.messages.push(user(n.clone()));
             }
         }
-        Step::TextRound { reasoning, content, user: u } => {
+        Step::TextRound {
+            reasoning,
+            content,
+            user: u,
+        } => {
             conv.messages.push(Message::Assistant(AssistantMessage {
                 content: content.clone(),
                 reasoning_content: Some(reasoning.clone()),
@@ -133,10 +166,15 @@ fn apply(conv: &mut Conversation, step: &Step, turn: usize) {
             }));
             conv.messages.push(user(u.clone()));
         }
-        Step::Reminder(r) => conv.messages.push(Message::LatestReminder(LatestReminderMessage { content: r.clone() })),
+        Step::Reminder(r) => conv
+            .messages
+            .push(Message::LatestReminder(LatestReminderMessage {
+                content: r.clone(),
+            })),
         Step::System(s) => conv.messages.push(Message::System(SystemMessage {
             content: s.clone(),
-            image_sources: vec![], placeholders: vec![],
+            image_sources: vec![],
+            placeholders: vec![],
             tools: None,
             image_token: IMG.into(),
         })),
@@ -148,7 +186,11 @@ fn apply(conv: &mut Conversation, step: &Step, turn: usize) {
             }
         }
         Step::EditFirstUser(t) => {
-            if let Some(Message::User(u)) = conv.messages.iter_mut().find(|m| matches!(m, Message::User(_))) {
+            if let Some(Message::User(u)) = conv
+                .messages
+                .iter_mut()
+                .find(|m| matches!(m, Message::User(_)))
+            {
                 u.content = t.clone();
             }
         }
@@ -160,8 +202,13 @@ fn apply(conv: &mut Conversation, step: &Step, turn: usize) {
             }
         }
         Step::Effort(e) => {
-            conv.reasoning_effort = [None, Some(ReasoningEffort::Low), Some(ReasoningEffort::High), Some(ReasoningEffort::XHigh), Some(ReasoningEffort::Max)]
-                [*e as usize]
+            conv.reasoning_effort = [
+                None,
+                Some(ReasoningEffort::Low),
+                Some(ReasoningEffort::High),
+                Some(ReasoningEffort::XHigh),
+                Some(ReasoningEffort::Max),
+            ][*e as usize]
         }
     }
 }
@@ -169,32 +216,56 @@ fn apply(conv: &mut Conversation, step: &Step, turn: usize) {
 fn start(system: String, first: String, with_tools: bool, thinking: bool) -> Conversation {
     Conversation {
         messages: vec![
-            Message::System(SystemMessage { content: system, image_sources: vec![], placeholders: vec![], tools: None, image_token: IMG.into() }),
+            Message::System(SystemMessage {
+                content: system,
+                image_sources: vec![],
+                placeholders: vec![],
+                tools: None,
+                image_token: IMG.into(),
+            }),
             user(first),
         ],
         thinking_mode: thinking,
-        tools: if with_tools { vec![tool("search"), tool("read_file")] } else { vec![] },
+        tools: if with_tools {
+            vec![tool("search"), tool("read_file")]
+        } else {
+            vec![]
+        },
         tool_choice: ToolChoice::Auto,
         reasoning_effort: None,
         response_format: ResponseFormat::Text,
     }
 }
 
-fn run(version: EncodingVersion, tok: &Tokenizer, mut conv: Conversation, steps: &[Step]) -> Result<(), TestCaseError> {
+fn run(
+    version: EncodingVersion,
+    tok: &Tokenizer,
+    mut conv: Conversation,
+    steps: &[Step],
+) -> Result<(), TestCaseError> {
     let enc = Encoding::new(version).with_tokenizer(tok.clone());
     let mut session = EncodingSession::new(enc.clone());
     let mut previous: Option<Vec<u32>> = None;
-    for (turn, s) in std::iter::once(None).chain(steps.iter().map(Some)).enumerate() {
+    for (turn, s) in std::iter::once(None)
+        .chain(steps.iter().map(Some))
+        .enumerate()
+    {
         if let Some(s) = s {
             apply(&mut conv, s, turn);
         }
-        let cold = enc.encode(&conv).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        let warm = session.encode(&conv).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let cold = enc
+            .encode(&conv)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let warm = session
+            .encode(&conv)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(&warm, &cold, "turn {} ({:?})", turn, s);
         let r = session.last_turn();
         prop_assert_eq!(r.tokens, cold.len());
         match &previous {
-            None => prop_assert!(!r.extends_previous && r.divergence.is_none() && r.reused_tokens == 0),
+            None => {
+                prop_assert!(!r.extends_previous && r.divergence.is_none() && r.reused_tokens == 0)
+            }
             Some(p) => {
                 let common = p.iter().zip(&cold).take_while(|(a, b)| a == b).count();
                 prop_assert_eq!(r.common_prefix_tokens, common);
@@ -213,7 +284,13 @@ fn run(version: EncodingVersion, tok: &Tokenizer, mut conv: Conversation, steps:
 }
 
 fn history() -> impl Strategy<Value = (String, String, bool, bool, Vec<Step>)> {
-    (text(), text(), any::<bool>(), any::<bool>(), prop::collection::vec(step(), 1..7))
+    (
+        text(),
+        text(),
+        any::<bool>(),
+        any::<bool>(),
+        prop::collection::vec(step(), 1..7),
+    )
 }
 
 proptest! {
@@ -237,11 +314,28 @@ fn agent_turn_extends_and_reuses() {
     let tok = &toks().1;
     let enc = Encoding::new(EncodingVersion::V41).with_tokenizer(tok.clone());
     let mut session = EncodingSession::new(enc);
-    let mut conv = start("You are an agent.".into(), "Fix the bug <｜User｜>".into(), true, true);
+    let mut conv = start(
+        "You are an agent.".into(),
+        "Fix the bug <｜User｜>".into(),
+        true,
+        true,
+    );
     session.encode(&conv).unwrap();
     for turn in 0..3 {
         let prev = session.last_turn().tokens;
-        apply(&mut conv, &Step::ToolRound { reasoning: "look".into(), content: String::new(), n_calls: 1, args: "x".into(), results: vec!["ok".into()], shuffle: false, note: None }, turn);
+        apply(
+            &mut conv,
+            &Step::ToolRound {
+                reasoning: "look".into(),
+                content: String::new(),
+                n_calls: 1,
+                args: "x".into(),
+                results: vec!["ok".into()],
+                shuffle: false,
+                note: None,
+            },
+            turn,
+        );
         session.encode(&conv).unwrap();
         let r = session.last_turn();
         assert!(r.extends_previous, "turn {turn}: {r:?}");
@@ -249,52 +343,117 @@ fn agent_turn_extends_and_reuses() {
     }
 }
 
-fn cause_after(version: EncodingVersion, tools: bool, change: impl FnOnce(&mut Conversation)) -> DivergenceCause {
-    let tok = if version == EncodingVersion::V4 { &toks().0 } else { &toks().1 };
+fn cause_after(
+    version: EncodingVersion,
+    tools: bool,
+    change: impl FnOnce(&mut Conversation),
+) -> DivergenceCause {
+    let tok = if version == EncodingVersion::V4 {
+        &toks().0
+    } else {
+        &toks().1
+    };
     let mut session = EncodingSession::new(Encoding::new(version).with_tokenizer(tok.clone()));
     let mut conv = start("sys".into(), "hi".into(), tools, true);
-    apply(&mut conv, &Step::ToolRound { reasoning: "r".into(), content: "c".into(), n_calls: 2, args: "a".into(), results: vec!["x".into(), "y".into()], shuffle: false, note: None }, 0);
+    apply(
+        &mut conv,
+        &Step::ToolRound {
+            reasoning: "r".into(),
+            content: "c".into(),
+            n_calls: 2,
+            args: "a".into(),
+            results: vec!["x".into(), "y".into()],
+            shuffle: false,
+            note: None,
+        },
+        0,
+    );
     session.encode(&conv).unwrap();
     change(&mut conv);
     session.encode(&conv).unwrap();
-    session.last_turn().divergence.as_ref().expect("diverges").cause
+    session
+        .last_turn()
+        .divergence
+        .as_ref()
+        .expect("diverges")
+        .cause
 }
 
 #[test]
 fn divergence_causes_are_named() {
     use DivergenceCause::*;
     let v41 = EncodingVersion::V41;
-    assert_eq!(cause_after(v41, true, |c| c.thinking_mode = false), ThinkingModeChanged);
-    assert_eq!(cause_after(v41, true, |c| c.reasoning_effort = Some(ReasoningEffort::Max)), ReasoningEffortChanged);
-    assert_eq!(cause_after(v41, true, |c| c.tools.push(tool("extra"))), ToolsChanged);
     assert_eq!(
-        cause_after(v41, true, |c| if let Message::System(s) = &mut c.messages[0] { s.content.push('!') }),
+        cause_after(v41, true, |c| c.thinking_mode = false),
+        ThinkingModeChanged
+    );
+    assert_eq!(
+        cause_after(v41, true, |c| c.reasoning_effort =
+            Some(ReasoningEffort::Max)),
+        ReasoningEffortChanged
+    );
+    assert_eq!(
+        cause_after(v41, true, |c| c.tools.push(tool("extra"))),
+        ToolsChanged
+    );
+    assert_eq!(
+        cause_after(v41, true, |c| {
+            if let Message::System(s) = &mut c.messages[0] {
+                s.content.push('!')
+            }
+        }),
         SystemChanged
     );
     assert_eq!(
-        cause_after(v41, true, |c| if let Message::Assistant(a) = &mut c.messages[2] { a.reasoning_content = None }),
+        cause_after(v41, true, |c| {
+            if let Message::Assistant(a) = &mut c.messages[2] {
+                a.reasoning_content = None
+            }
+        }),
         ReasoningDroppedFromHistory
     );
-    assert_eq!(cause_after(v41, true, |c| if let Message::User(u) = &mut c.messages[1] { u.content.push('?') }), MessageEdited);
-    assert_eq!(cause_after(v41, true, |c| { c.messages.pop(); }), MessagesRemoved);
-    assert_eq!(cause_after(v41, true, |c| c.messages.push(user("more".into()))), TurnMerged);
     assert_eq!(
-        cause_after(EncodingVersion::V4, true, |c| c.messages.push(Message::System(SystemMessage {
-            content: "late".into(),
-            image_sources: vec![], placeholders: vec![],
-            tools: None,
-            image_token: IMG.into()
-        }))),
+        cause_after(
+            v41,
+            true,
+            |c| if let Message::User(u) = &mut c.messages[1] {
+                u.content.push('?')
+            }
+        ),
+        MessageEdited
+    );
+    assert_eq!(
+        cause_after(v41, true, |c| {
+            c.messages.pop();
+        }),
+        MessagesRemoved
+    );
+    assert_eq!(
+        cause_after(v41, true, |c| c.messages.push(user("more".into()))),
+        TurnMerged
+    );
+    assert_eq!(
+        cause_after(EncodingVersion::V4, true, |c| c.messages.push(
+            Message::System(SystemMessage {
+                content: "late".into(),
+                image_sources: vec![],
+                placeholders: vec![],
+                tools: None,
+                image_token: IMG.into()
+            })
+        )),
         SystemHoisted
     );
     // Without tools, V4.1 drops the reasoning of the answering turn: `A <think>` becomes `A </think>`.
     assert_eq!(
-        cause_after(v41, false, |c| c.messages.push(Message::Assistant(AssistantMessage {
-            content: "done".into(),
-            reasoning_content: Some("why".into()),
-            tool_calls: None,
-            prefix: false
-        }))),
+        cause_after(v41, false, |c| c.messages.push(Message::Assistant(
+            AssistantMessage {
+                content: "done".into(),
+                reasoning_content: Some("why".into()),
+                tool_calls: None,
+                prefix: false
+            }
+        ))),
         ReasoningDroppedByTemplate
     );
 }
@@ -303,9 +462,22 @@ fn divergence_causes_are_named() {
 /// changes the prompt.
 #[test]
 fn reordered_results_without_ids_are_named() {
-    let mut session = EncodingSession::new(Encoding::new(EncodingVersion::V41).with_tokenizer(toks().1.clone()));
+    let mut session =
+        EncodingSession::new(Encoding::new(EncodingVersion::V41).with_tokenizer(toks().1.clone()));
     let mut conv = start("sys".into(), "hi".into(), true, true);
-    apply(&mut conv, &Step::ToolRound { reasoning: "r".into(), content: "c".into(), n_calls: 2, args: "a".into(), results: vec!["x".into(), "y".into()], shuffle: false, note: None }, 0);
+    apply(
+        &mut conv,
+        &Step::ToolRound {
+            reasoning: "r".into(),
+            content: "c".into(),
+            n_calls: 2,
+            args: "a".into(),
+            results: vec!["x".into(), "y".into()],
+            shuffle: false,
+            note: None,
+        },
+        0,
+    );
     for m in &mut conv.messages {
         if let Message::Tool(t) = m {
             t.tool_call_id = None;
@@ -315,17 +487,35 @@ fn reordered_results_without_ids_are_named() {
     conv.messages.swap(3, 4);
     session.encode(&conv).unwrap();
     let d = session.last_turn().divergence.clone().expect("diverges");
-    assert_eq!((d.cause, d.message_index), (DivergenceCause::ToolResultsReordered, Some(3)));
+    assert_eq!(
+        (d.cause, d.message_index),
+        (DivergenceCause::ToolResultsReordered, Some(3))
+    );
 }
 
 /// Results sent in another order are sorted back into call order by both templates: the prompt
 /// does not change.
 #[test]
 fn reordered_results_with_ids_keep_the_prompt() {
-    for (version, tok) in [(EncodingVersion::V4, &toks().0), (EncodingVersion::V41, &toks().1)] {
+    for (version, tok) in [
+        (EncodingVersion::V4, &toks().0),
+        (EncodingVersion::V41, &toks().1),
+    ] {
         let mut session = EncodingSession::new(Encoding::new(version).with_tokenizer(tok.clone()));
         let mut conv = start("sys".into(), "hi".into(), true, true);
-        apply(&mut conv, &Step::ToolRound { reasoning: "r".into(), content: "c".into(), n_calls: 2, args: "a".into(), results: vec!["x".into(), "y".into()], shuffle: false, note: None }, 0);
+        apply(
+            &mut conv,
+            &Step::ToolRound {
+                reasoning: "r".into(),
+                content: "c".into(),
+                n_calls: 2,
+                args: "a".into(),
+                results: vec!["x".into(), "y".into()],
+                shuffle: false,
+                note: None,
+            },
+            0,
+        );
         session.encode(&conv).unwrap();
         conv.messages.swap(3, 4);
         session.encode(&conv).unwrap();
@@ -354,5 +544,7 @@ fn memory_bound_is_respected() {
 #[test]
 fn no_tokenizer_is_an_error() {
     let mut s = EncodingSession::new(Encoding::new(EncodingVersion::V4));
-    assert!(s.encode(&start("s".into(), "u".into(), false, false)).is_err());
+    assert!(s
+        .encode(&start("s".into(), "u".into(), false, false))
+        .is_err());
 }

@@ -3,17 +3,24 @@
 //! (padding optional, ASCII whitespace and percent-escapes removed first; the URL-safe alphabet
 //! is refused, as officially) or, without `;base64`, percent-encoded bytes.
 
+use base64::alphabet;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use base64::engine::{DecodePaddingMode, Engine};
-use base64::alphabet;
 
 use crate::error::{ImageError, ImageErrorKind};
 
 /// Media types a data URL may declare (compared without case).
-pub const ACCEPTED_MEDIA_TYPES: [&str; 5] = ["image/png", "image/jpeg", "image/jpg", "image/gif", "image/webp"];
+pub const ACCEPTED_MEDIA_TYPES: [&str; 5] = [
+    "image/png",
+    "image/jpeg",
+    "image/jpg",
+    "image/gif",
+    "image/webp",
+];
 
-const LENIENT: GeneralPurposeConfig =
-    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent).with_decode_allow_trailing_bits(true);
+const LENIENT: GeneralPurposeConfig = GeneralPurposeConfig::new()
+    .with_decode_padding_mode(DecodePaddingMode::Indifferent)
+    .with_decode_allow_trailing_bits(true);
 const STANDARD: GeneralPurpose = GeneralPurpose::new(&alphabet::STANDARD, LENIENT);
 
 fn invalid(detail: &str) -> ImageError {
@@ -22,13 +29,22 @@ fn invalid(detail: &str) -> ImageError {
 
 /// The bytes a data URL carries.
 pub fn decode_data_url(url: &str) -> Result<Vec<u8>, ImageError> {
-    let rest = strip_prefix_ignore_case(url.trim(), "data:").ok_or_else(|| invalid("not a data URL"))?;
-    let (header, body) = rest.split_once(',').ok_or_else(|| invalid("missing comma"))?;
+    let rest =
+        strip_prefix_ignore_case(url.trim(), "data:").ok_or_else(|| invalid("not a data URL"))?;
+    let (header, body) = rest
+        .split_once(',')
+        .ok_or_else(|| invalid("missing comma"))?;
     let mut params = header.split(';');
     let media_type = params.next().unwrap_or("").trim();
     let is_base64 = params.any(|p| p.trim().eq_ignore_ascii_case("base64"));
-    if !ACCEPTED_MEDIA_TYPES.iter().any(|m| m.eq_ignore_ascii_case(media_type)) {
-        return Err(ImageError::new(ImageErrorKind::UnsupportedMediaType, format!("data URL media type {media_type:?}")));
+    if !ACCEPTED_MEDIA_TYPES
+        .iter()
+        .any(|m| m.eq_ignore_ascii_case(media_type))
+    {
+        return Err(ImageError::new(
+            ImageErrorKind::UnsupportedMediaType,
+            format!("data URL media type {media_type:?}"),
+        ));
     }
     if is_base64 {
         decode_base64(body)
@@ -38,13 +54,20 @@ pub fn decode_data_url(url: &str) -> Result<Vec<u8>, ImageError> {
 }
 
 fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
-    (s.len() >= prefix.len() && s.is_char_boundary(prefix.len()) && s[..prefix.len()].eq_ignore_ascii_case(prefix))
-        .then(|| &s[prefix.len()..])
+    (s.len() >= prefix.len()
+        && s.is_char_boundary(prefix.len())
+        && s[..prefix.len()].eq_ignore_ascii_case(prefix))
+    .then(|| &s[prefix.len()..])
 }
 
 /// Standard base64; percent-escapes and whitespace are removed first.
 fn decode_base64(body: &str) -> Result<Vec<u8>, ImageError> {
     let unescaped: Vec<u8> = percent_encoding::percent_decode_str(body).collect();
-    let compact: Vec<u8> = unescaped.into_iter().filter(|b| !b.is_ascii_whitespace()).collect();
-    STANDARD.decode(&compact).map_err(|e| invalid(&format!("base64: {e}")))
+    let compact: Vec<u8> = unescaped
+        .into_iter()
+        .filter(|b| !b.is_ascii_whitespace())
+        .collect();
+    STANDARD
+        .decode(&compact)
+        .map_err(|e| invalid(&format!("base64: {e}")))
 }

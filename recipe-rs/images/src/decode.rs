@@ -41,7 +41,9 @@ pub fn header_dimensions(data: &[u8], media: MediaType) -> Result<(u32, u32), Im
         let info = reader.info();
         return Ok((info.width, info.height));
     }
-    let reader = ImageReader::new(Cursor::new(data)).with_guessed_format().map_err(decode_err)?;
+    let reader = ImageReader::new(Cursor::new(data))
+        .with_guessed_format()
+        .map_err(decode_err)?;
     let decoder = reader.into_decoder().map_err(decode_err)?;
     Ok(decoder.dimensions())
 }
@@ -60,7 +62,10 @@ pub fn decode_rgb(data: &[u8], media: MediaType, pixel_budget: u64) -> Result<Pi
 
 fn check_budget(w: u32, h: u32, budget: u64) -> Result<(), ImageError> {
     if w as u64 * h as u64 > budget {
-        return Err(ImageError::new(ImageErrorKind::DecodedSizeTooLarge, format!("{w}x{h} exceeds the decode budget")));
+        return Err(ImageError::new(
+            ImageErrorKind::DecodedSizeTooLarge,
+            format!("{w}x{h} exceeds the decode budget"),
+        ));
     }
     Ok(())
 }
@@ -121,7 +126,11 @@ fn decode_png(data: &[u8], budget: u64) -> Result<Pixels, ImageError> {
             } else {
                 bytes
             };
-            put_row(samples, channels, &mut out.data[y * row_out..(y + 1) * row_out]);
+            put_row(
+                samples,
+                channels,
+                &mut out.data[y * row_out..(y + 1) * row_out],
+            );
         }
         return Ok(out);
     }
@@ -140,7 +149,11 @@ fn decode_png(data: &[u8], budget: u64) -> Result<Pixels, ImageError> {
         } else {
             bytes
         };
-        put_row(samples, channels, &mut out.data[y * row_out..(y + 1) * row_out]);
+        put_row(
+            samples,
+            channels,
+            &mut out.data[y * row_out..(y + 1) * row_out],
+        );
         y += 1;
     }
     if y < h as usize {
@@ -150,14 +163,22 @@ fn decode_png(data: &[u8], budget: u64) -> Result<Pixels, ImageError> {
 }
 
 fn decode_other(data: &[u8], media: MediaType, budget: u64) -> Result<Pixels, ImageError> {
-    let mut reader = ImageReader::new(Cursor::new(data)).with_guessed_format().map_err(decode_err)?;
+    let mut reader = ImageReader::new(Cursor::new(data))
+        .with_guessed_format()
+        .map_err(decode_err)?;
     let mut limits = Limits::default();
     limits.max_alloc = Some(budget.saturating_mul(8));
     reader.limits(limits);
     let decoder = reader.into_decoder().map_err(decode_err)?;
     let (w, h) = decoder.dimensions();
     check_budget(w, h, budget)?;
-    let body = |e: String| if media == MediaType::Gif { decode_err(e) } else { body_err(e) };
+    let body = |e: String| {
+        if media == MediaType::Gif {
+            decode_err(e)
+        } else {
+            body_err(e)
+        }
+    };
     let img = image::DynamicImage::from_decoder(decoder).map_err(|e| body(e.to_string()))?;
     let (channels, bytes): (usize, Vec<u8>) = match img {
         image::DynamicImage::ImageLuma8(b) => (1, b.into_raw()),
@@ -170,7 +191,11 @@ fn decode_other(data: &[u8], media: MediaType, budget: u64) -> Result<Pixels, Im
     let row_in = w as usize * channels;
     let row_out = w as usize * 3;
     for y in 0..h as usize {
-        put_row(&bytes[y * row_in..(y + 1) * row_in], channels, &mut out.data[y * row_out..(y + 1) * row_out]);
+        put_row(
+            &bytes[y * row_in..(y + 1) * row_in],
+            channels,
+            &mut out.data[y * row_out..(y + 1) * row_out],
+        );
     }
     Ok(out)
 }

@@ -12,7 +12,9 @@ pub enum ImageErrorKind {
     InvalidDataUrl,
     InvalidUrl,
     Fetch,
-    FetchStatus { retryable: bool },
+    FetchStatus {
+        retryable: bool,
+    },
     DestinationRejected,
     ImageTooLarge,
     ImageDimensionsTooLarge,
@@ -65,11 +67,23 @@ pub struct ImageError {
 
 impl ImageError {
     pub fn new(kind: ImageErrorKind, detail: impl Into<String>) -> Self {
-        Self { kind, public: UNSUPPORTED_IMAGE.to_string(), detail: detail.into() }
+        Self {
+            kind,
+            public: UNSUPPORTED_IMAGE.to_string(),
+            detail: detail.into(),
+        }
     }
 
-    pub fn with_public(kind: ImageErrorKind, public: impl Into<String>, detail: impl Into<String>) -> Self {
-        Self { kind, public: public.into(), detail: detail.into() }
+    pub fn with_public(
+        kind: ImageErrorKind,
+        public: impl Into<String>,
+        detail: impl Into<String>,
+    ) -> Self {
+        Self {
+            kind,
+            public: public.into(),
+            detail: detail.into(),
+        }
     }
 
     pub fn download_failed(kind: ImageErrorKind, url: &str, detail: impl Into<String>) -> Self {

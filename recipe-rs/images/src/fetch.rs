@@ -33,13 +33,19 @@ pub struct ImageFetcher {
 
 impl Default for ImageFetcher {
     fn default() -> Self {
-        Self { max_bytes: DEFAULT_MAX_BYTES, filter: None }
+        Self {
+            max_bytes: DEFAULT_MAX_BYTES,
+            filter: None,
+        }
     }
 }
 
 impl std::fmt::Debug for ImageFetcher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ImageFetcher").field("max_bytes", &self.max_bytes).field("filtered", &self.filter.is_some()).finish()
+        f.debug_struct("ImageFetcher")
+            .field("max_bytes", &self.max_bytes)
+            .field("filtered", &self.filter.is_some())
+            .finish()
     }
 }
 
@@ -70,7 +76,12 @@ pub fn is_public_address(addr: &IpAddr) -> bool {
             }
             let s = v6.segments();
             if s[0] == 0x64 && s[1] == 0xff9b {
-                let v4 = std::net::Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
+                let v4 = std::net::Ipv4Addr::new(
+                    (s[6] >> 8) as u8,
+                    s[6] as u8,
+                    (s[7] >> 8) as u8,
+                    s[7] as u8,
+                );
                 return is_public_address(&IpAddr::V4(v4));
             }
             !(v6.is_loopback()
@@ -91,45 +102,71 @@ pub fn deny_private_destinations() -> DestinationFilter {
 
 impl ImageFetcher {
     pub fn with_max_bytes(max_bytes: u64) -> Self {
-        Self { max_bytes, filter: None }
+        Self {
+            max_bytes,
+            filter: None,
+        }
     }
 
     pub fn with_filter(&self, filter: DestinationFilter) -> Self {
-        Self { max_bytes: self.max_bytes, filter: Some(filter) }
+        Self {
+            max_bytes: self.max_bytes,
+            filter: Some(filter),
+        }
     }
 
     fn too_large(&self) -> ImageError {
         ImageError::with_public(
             ImageErrorKind::ImageTooLarge,
-            format!("image file size exceeds limit {} MB", self.max_bytes / (1024 * 1024)),
+            format!(
+                "image file size exceeds limit {} MB",
+                self.max_bytes / (1024 * 1024)
+            ),
             "body over the size limit",
         )
     }
 
     /// Download one image.
     pub fn fetch(&self, url: &str) -> Result<Vec<u8>, ImageError> {
-        let fail = |kind: ImageErrorKind, detail: String| ImageError::download_failed(kind, url, detail);
-        let mut current = reqwest::Url::parse(url).map_err(|e| fail(ImageErrorKind::Fetch, e.to_string()))?;
+        let fail =
+            |kind: ImageErrorKind, detail: String| ImageError::download_failed(kind, url, detail);
+        let mut current =
+            reqwest::Url::parse(url).map_err(|e| fail(ImageErrorKind::Fetch, e.to_string()))?;
         for _hop in 0..=MAX_REDIRECTS {
             if !matches!(current.scheme(), "http" | "https") {
-                return Err(fail(ImageErrorKind::Fetch, format!("scheme {}", current.scheme())));
+                return Err(fail(
+                    ImageErrorKind::Fetch,
+                    format!("scheme {}", current.scheme()),
+                ));
             }
             let client = self.client_for(&current).map_err(|mut e| {
                 e.public = format!("Failed to download image from {url}");
                 e
             })?;
-            let response = client.get(current.clone()).send().map_err(|e| fail(ImageErrorKind::Fetch, e.to_string()))?;
+            let response = client
+                .get(current.clone())
+                .send()
+                .map_err(|e| fail(ImageErrorKind::Fetch, e.to_string()))?;
             let status = response.status();
             if status.is_redirection() {
                 let Some(location) = response.headers().get(reqwest::header::LOCATION) else {
-                    return Err(fail(ImageErrorKind::FetchStatus { retryable: false }, format!("status {status}")));
+                    return Err(fail(
+                        ImageErrorKind::FetchStatus { retryable: false },
+                        format!("status {status}"),
+                    ));
                 };
-                let location = location.to_str().map_err(|e| fail(ImageErrorKind::Fetch, e.to_string()))?;
-                current = current.join(location).map_err(|e| fail(ImageErrorKind::Fetch, e.to_string()))?;
+                let location = location
+                    .to_str()
+                    .map_err(|e| fail(ImageErrorKind::Fetch, e.to_string()))?;
+                current = current
+                    .join(location)
+                    .map_err(|e| fail(ImageErrorKind::Fetch, e.to_string()))?;
                 continue;
             }
             if !status.is_success() {
-                let kind = ImageErrorKind::FetchStatus { retryable: status.is_server_error() };
+                let kind = ImageErrorKind::FetchStatus {
+                    retryable: status.is_server_error(),
+                };
                 return Err(fail(kind, format!("status {status}")));
             }
             return self.read_body(response, url);
@@ -137,8 +174,15 @@ impl ImageFetcher {
         Err(fail(ImageErrorKind::Fetch, "too many redirects".into()))
     }
 
-    fn read_body(&self, response: reqwest::blocking::Response, url: &str) -> Result<Vec<u8>, ImageError> {
-        if response.content_length().is_some_and(|n| n > self.max_bytes) {
+    fn read_body(
+        &self,
+        response: reqwest::blocking::Response,
+        url: &str,
+    ) -> Result<Vec<u8>, ImageError> {
+        if response
+            .content_length()
+            .is_some_and(|n| n > self.max_bytes)
+        {
             return Err(self.too_large());
         }
         let mut body = Vec::new();
@@ -158,26 +202,43 @@ impl ImageFetcher {
             .redirect(reqwest::redirect::Policy::none())
             .timeout(TIMEOUT);
         let Some(filter) = &self.filter else {
-            return builder.build().map_err(|e| ImageError::new(ImageErrorKind::Fetch, e.to_string()));
+            return builder
+                .build()
+                .map_err(|e| ImageError::new(ImageErrorKind::Fetch, e.to_string()));
         };
-        let rejected = |detail: String| ImageError::new(ImageErrorKind::DestinationRejected, detail);
-        let host = url.host_str().ok_or_else(|| rejected("no host".into()))?.to_string();
+        let rejected =
+            |detail: String| ImageError::new(ImageErrorKind::DestinationRejected, detail);
+        let host = url
+            .host_str()
+            .ok_or_else(|| rejected("no host".into()))?
+            .to_string();
         let port = url.port_or_known_default().unwrap_or(80);
         let bare = host.trim_start_matches('[').trim_end_matches(']');
         let candidates: Vec<SocketAddr> = match bare.parse::<IpAddr>() {
             Ok(ip) => vec![SocketAddr::new(ip, port)],
             Err(_) => (bare, port)
                 .to_socket_addrs()
-                .map_err(|e| ImageError::new(ImageErrorKind::Fetch, format!("resolve {bare}: {e}")))?
+                .map_err(|e| {
+                    ImageError::new(ImageErrorKind::Fetch, format!("resolve {bare}: {e}"))
+                })?
                 .collect(),
         };
-        let allowed: Vec<SocketAddr> = candidates.into_iter().filter(|a| filter(bare, &a.ip())).collect();
+        let allowed: Vec<SocketAddr> = candidates
+            .into_iter()
+            .filter(|a| filter(bare, &a.ip()))
+            .collect();
         if allowed.is_empty() {
             return Err(rejected(format!("no allowed address for {bare}")));
         }
         let builder = builder.no_proxy();
-        let builder = if bare.parse::<IpAddr>().is_ok() { builder } else { builder.resolve_to_addrs(bare, &allowed) };
-        builder.build().map_err(|e| ImageError::new(ImageErrorKind::Fetch, e.to_string()))
+        let builder = if bare.parse::<IpAddr>().is_ok() {
+            builder
+        } else {
+            builder.resolve_to_addrs(bare, &allowed)
+        };
+        builder
+            .build()
+            .map_err(|e| ImageError::new(ImageErrorKind::Fetch, e.to_string()))
     }
 }
 
@@ -187,11 +248,30 @@ mod tests {
 
     #[test]
     fn deny_filter_classes() {
-        for a in ["127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.100.100.200", "0.0.0.0",
-                  "::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "fd00::1", "fe80::1", "64:ff9b::a9fe:a9fe", "::"] {
+        for a in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.100.100.200",
+            "0.0.0.0",
+            "::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+            "fd00::1",
+            "fe80::1",
+            "64:ff9b::a9fe:a9fe",
+            "::",
+        ] {
             assert!(!is_public_address(&a.parse().unwrap()), "{a}");
         }
-        for a in ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "::ffff:8.8.8.8"] {
+        for a in [
+            "8.8.8.8",
+            "1.1.1.1",
+            "2606:4700:4700::1111",
+            "::ffff:8.8.8.8",
+        ] {
             assert!(is_public_address(&a.parse().unwrap()), "{a}");
         }
     }

@@ -60,8 +60,15 @@ pub const MAX_OPTION_VALUE: u64 = i32::MAX as u64;
 
 impl PreprocessOptions {
     /// Options with the default decode budget; values above `i32::MAX` are refused.
-    pub fn new(detail: Detail, max_dimension_px: u64, low_detail_max_dimension_px: u64) -> Result<Self, ImageError> {
-        for (name, v) in [("max_dimension_px", max_dimension_px), ("low_detail_max_dimension_px", low_detail_max_dimension_px)] {
+    pub fn new(
+        detail: Detail,
+        max_dimension_px: u64,
+        low_detail_max_dimension_px: u64,
+    ) -> Result<Self, ImageError> {
+        for (name, v) in [
+            ("max_dimension_px", max_dimension_px),
+            ("low_detail_max_dimension_px", low_detail_max_dimension_px),
+        ] {
             if v > MAX_OPTION_VALUE {
                 return Err(ImageError::with_public(
                     ImageErrorKind::InvalidOption,
@@ -88,7 +95,10 @@ pub struct ImageInfo {
 }
 
 fn too_large() -> ImageError {
-    ImageError::new(ImageErrorKind::ImageDimensionsTooLarge, "image side over max_dimension_px")
+    ImageError::new(
+        ImageErrorKind::ImageDimensionsTooLarge,
+        "image side over max_dimension_px",
+    )
 }
 
 /// Preprocess one encoded image.
@@ -110,9 +120,17 @@ pub fn preprocess(data: &[u8], options: &PreprocessOptions) -> Result<ImageInfo,
         return Err(too_large());
     }
     let (tw, th) = webp_target_size(pixels.width, pixels.height)?;
-    let fitted = if (tw, th) == (pixels.width, pixels.height) { pixels } else { fit_onto_canvas(&pixels, tw, th) };
+    let fitted = if (tw, th) == (pixels.width, pixels.height) {
+        pixels
+    } else {
+        fit_onto_canvas(&pixels, tw, th)
+    };
     let encoded = encode_webp(&fitted)?;
-    Ok(ImageInfo { data: encoded, width: tw as u32, height: th as u32 })
+    Ok(ImageInfo {
+        data: encoded,
+        width: tw as u32,
+        height: th as u32,
+    })
 }
 
 /// Low detail: scale so that the long side is at most `max_side` (sides rounded, at least 1).
@@ -134,7 +152,9 @@ pub fn webp_target_size(width: usize, height: usize) -> Result<(usize, usize), I
     let spec = ImageTokenSpec::V41;
     let mut source = (width, height);
     for _ in 0..6 {
-        let fitted = spec.fit(source.0, source.1).map_err(|e| ImageError::new(ImageErrorKind::Resize, e.to_string()))?;
+        let fitted = spec
+            .fit(source.0, source.1)
+            .map_err(|e| ImageError::new(ImageErrorKind::Resize, e.to_string()))?;
         if fitted.width <= WEBP_MAX_SIDE && fitted.height <= WEBP_MAX_SIDE {
             if fitted.width == 0 || fitted.height == 0 {
                 return Err(ImageError::new(ImageErrorKind::Resize, "empty target size"));
@@ -143,9 +163,14 @@ pub fn webp_target_size(width: usize, height: usize) -> Result<(usize, usize), I
         }
         let long = fitted.width.max(fitted.height);
         let new_long = WEBP_MAX_SIDE / spec.patch * spec.patch;
-        let short = (fitted.width.min(fitted.height) as f64 * new_long as f64 / long as f64).round();
+        let short =
+            (fitted.width.min(fitted.height) as f64 * new_long as f64 / long as f64).round();
         let new_short = (short as usize).max(1).div_ceil(spec.patch) * spec.patch;
-        source = if fitted.width >= fitted.height { (new_long, new_short) } else { (new_short, new_long) };
+        source = if fitted.width >= fitted.height {
+            (new_long, new_short)
+        } else {
+            (new_short, new_long)
+        };
     }
     Err(ImageError::new(
         ImageErrorKind::Resize,
@@ -159,9 +184,15 @@ fn fit_onto_canvas(src: &Pixels, tw: usize, th: usize) -> Pixels {
     let src_ratio = src.width as f64 / src.height as f64;
     let dst_ratio = tw as f64 / th as f64;
     let (w, h) = if src_ratio > dst_ratio {
-        (tw, ((src.height as f64 / src.width as f64 * tw as f64).round_ties_even() as usize).max(1))
+        (
+            tw,
+            ((src.height as f64 / src.width as f64 * tw as f64).round_ties_even() as usize).max(1),
+        )
     } else if src_ratio < dst_ratio {
-        (((src.width as f64 / src.height as f64 * th as f64).round_ties_even() as usize).max(1), th)
+        (
+            ((src.width as f64 / src.height as f64 * th as f64).round_ties_even() as usize).max(1),
+            th,
+        )
     } else {
         (tw, th)
     };

@@ -21,7 +21,12 @@ pub struct Pixels {
 
 impl Pixels {
     pub fn filled(width: usize, height: usize, channels: usize, value: u8) -> Self {
-        Self { width, height, channels, data: vec![value; width * height * channels] }
+        Self {
+            width,
+            height,
+            channels,
+            data: vec![value; width * height * channels],
+        }
     }
 }
 
@@ -117,7 +122,12 @@ mod tests {
 
     #[test]
     fn identity_and_flat() {
-        let src = Pixels { width: 3, height: 2, channels: 3, data: (0..18).map(|v| v as u8 * 10).collect() };
+        let src = Pixels {
+            width: 3,
+            height: 2,
+            channels: 3,
+            data: (0..18).map(|v| v as u8 * 10).collect(),
+        };
         assert_eq!(resize_cubic(&src, 3, 2), src);
         let flat = Pixels::filled(7, 5, 3, 99);
         assert_eq!(resize_cubic(&flat, 20, 13), Pixels::filled(20, 13, 3, 99));

@@ -48,7 +48,11 @@ impl ImageResolver {
             ImageData::Url(u) => {
                 let lower = u.get(..8).unwrap_or(u).to_ascii_lowercase();
                 if !(lower.starts_with("http://") || lower.starts_with("https://")) {
-                    return Err(ImageError::with_public(ImageErrorKind::InvalidUrl, format!("invalid url: {u:?}"), "not http(s)"));
+                    return Err(ImageError::with_public(
+                        ImageErrorKind::InvalidUrl,
+                        format!("invalid url: {u:?}"),
+                        "not http(s)",
+                    ));
                 }
                 self.fetcher.fetch(u)
             }
@@ -56,7 +60,11 @@ impl ImageResolver {
     }
 
     /// Resolve `sources` in order; on success add them to `quota`, on failure leave it alone.
-    pub fn resolve(&self, sources: &[ImageSource], quota: &mut ImageQuota) -> Result<Vec<ImageInfo>, LocatedImageError> {
+    pub fn resolve(
+        &self,
+        sources: &[ImageSource],
+        quota: &mut ImageQuota,
+    ) -> Result<Vec<ImageInfo>, LocatedImageError> {
         let mut images = Vec::with_capacity(sources.len());
         let mut bytes = 0u64;
         for source in sources {
@@ -65,8 +73,12 @@ impl ImageResolver {
                 LocatedImageError { error, message }
             };
             let data = self.source_bytes(source).map_err(located)?;
-            let options = PreprocessOptions::new(detail_of(source.detail), MAX_DIMENSION_PX as u64, LOW_DETAIL_MAX_DIMENSION_PX as u64)
-                .map_err(located)?;
+            let options = PreprocessOptions::new(
+                detail_of(source.detail),
+                MAX_DIMENSION_PX as u64,
+                LOW_DETAIL_MAX_DIMENSION_PX as u64,
+            )
+            .map_err(located)?;
             let info = preprocess(&data, &options).map_err(located)?;
             bytes += data.len() as u64;
             images.push(info);

@@ -21,6 +21,9 @@ pub fn sniff(data: &[u8]) -> Result<MediaType, ImageError> {
     } else if data.len() >= 12 && &data[0..4] == b"RIFF" && &data[8..12] == b"WEBP" {
         Ok(MediaType::Webp)
     } else {
-        Err(ImageError::new(ImageErrorKind::UnsupportedMediaType, "unknown media type"))
+        Err(ImageError::new(
+            ImageErrorKind::UnsupportedMediaType,
+            "unknown media type",
+        ))
     }
 }

@@ -53,7 +53,12 @@ pub struct ImageTokenSpec {
 const MAX_STEPS: usize = 10;
 
 impl ImageTokenSpec {
-    pub const V41: ImageTokenSpec = ImageTokenSpec { patch: 14, merge: 3, max_tokens: 1024, min_pixels: 544 * 544 };
+    pub const V41: ImageTokenSpec = ImageTokenSpec {
+        patch: 14,
+        merge: 3,
+        max_tokens: 1024,
+        min_pixels: 544 * 544,
+    };
 
     /// Tokens of an image of `width`×`height` pixels (after fitting).
     pub fn tokens(&self, width: usize, height: usize) -> Result<usize, CalcResizeError> {
@@ -70,7 +75,10 @@ impl ImageTokenSpec {
             }
             current = next;
         }
-        Err(CalcResizeError { steps: MAX_STEPS, last: current })
+        Err(CalcResizeError {
+            steps: MAX_STEPS,
+            last: current,
+        })
     }
 
     /// One step: raise a small area, round up to the patch grid, shrink into the token budget.
@@ -82,7 +90,10 @@ impl ImageTokenSpec {
             w = (w as f64 * up) as usize;
             h = (h as f64 * up) as usize;
         }
-        let on_grid = self.grid(h.div_ceil(self.patch) * self.patch, w.div_ceil(self.patch) * self.patch);
+        let on_grid = self.grid(
+            h.div_ceil(self.patch) * self.patch,
+            w.div_ceil(self.patch) * self.patch,
+        );
         if on_grid.num_tokens <= self.max_tokens {
             return on_grid;
         }
@@ -93,7 +104,13 @@ impl ImageTokenSpec {
     fn grid(&self, height: usize, width: usize) -> ResizeResult {
         let token_rows = (height / self.patch).div_ceil(self.merge);
         let token_cols = (width / self.patch).div_ceil(self.merge);
-        ResizeResult { token_rows, token_cols, height, width, num_tokens: token_rows * (token_cols + 1) + 2 }
+        ResizeResult {
+            token_rows,
+            token_cols,
+            height,
+            width,
+            num_tokens: token_rows * (token_cols + 1) + 2,
+        }
     }
 
     /// The largest size keeping the aspect of `width`×`height` whose grid fits the budget.

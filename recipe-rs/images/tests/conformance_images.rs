@@ -20,7 +20,9 @@ fn corpus() -> PathBuf {
 }
 
 fn rgb(webp: &[u8]) -> image::RgbImage {
-    image::load_from_memory_with_format(webp, image::ImageFormat::WebP).expect("decodes").to_rgb8()
+    image::load_from_memory_with_format(webp, image::ImageFormat::WebP)
+        .expect("decodes")
+        .to_rgb8()
 }
 
 /// (largest per-patch MAD, whole-image MAD).
@@ -51,16 +53,25 @@ fn closeness(ours: &image::RgbImage, theirs: &image::RgbImage) -> (f64, f64) {
 #[test]
 fn preprocess_matches_official_cases() {
     let dir = corpus();
-    let cases: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(dir.join("cases.json")).unwrap()).unwrap();
+    let cases: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("cases.json")).unwrap()).unwrap();
     let mut failures = Vec::new();
     let mut compared = 0;
     let mut checked = 0;
     for case in cases.iter().filter(|c| c["op"] == "preprocess") {
         let name = case["name"].as_str().unwrap();
         let o = &case["options"];
-        let (detail, max, low) = (o[0].as_str().unwrap(), o[1].as_u64().unwrap(), o[2].as_u64().unwrap());
+        let (detail, max, low) = (
+            o[0].as_str().unwrap(),
+            o[1].as_u64().unwrap(),
+            o[2].as_u64().unwrap(),
+        );
         let input = case["input"].as_str().unwrap();
-        let data = if input.is_empty() { Vec::new() } else { std::fs::read(dir.join("inputs").join(input)).unwrap() };
+        let data = if input.is_empty() {
+            Vec::new()
+        } else {
+            std::fs::read(dir.join("inputs").join(input)).unwrap()
+        };
         let options = PreprocessOptions::new(Detail::parse(detail).unwrap(), max, low).unwrap();
         let official = &case["official"];
         if name == "format apng_corrupt" {
@@ -71,10 +82,19 @@ fn preprocess_matches_official_cases() {
         checked += 1;
         match (preprocess(&data, &options), official.get("ok")) {
             (Ok(info), Some(ok)) => {
-                let tokens = ImageTokenSpec::V41.tokens(info.width as usize, info.height as usize).unwrap();
-                let want = (ok["width"].as_u64().unwrap() as u32, ok["height"].as_u64().unwrap() as u32, ok["tokens"].as_u64().unwrap() as usize);
+                let tokens = ImageTokenSpec::V41
+                    .tokens(info.width as usize, info.height as usize)
+                    .unwrap();
+                let want = (
+                    ok["width"].as_u64().unwrap() as u32,
+                    ok["height"].as_u64().unwrap() as u32,
+                    ok["tokens"].as_u64().unwrap() as usize,
+                );
                 if (info.width, info.height, tokens) != want {
-                    failures.push(format!("{name}: ours {}x{} {tokens} tokens, official {want:?}", info.width, info.height));
+                    failures.push(format!(
+                        "{name}: ours {}x{} {tokens} tokens, official {want:?}",
+                        info.width, info.height
+                    ));
                     continue;
                 }
                 // Known gap (docs/image-deviations.md): the low-detail shrink's pixels are not yet
@@ -94,24 +114,50 @@ fn preprocess_matches_official_cases() {
             (Err(e), None) => {
                 let kind = official["error"]["kind"].as_str().unwrap_or("");
                 if e.kind.name() != kind {
-                    failures.push(format!("{name}: ours {} ({}), official {kind}", e.kind.name(), e.detail));
+                    failures.push(format!(
+                        "{name}: ours {} ({}), official {kind}",
+                        e.kind.name(),
+                        e.detail
+                    ));
                 }
             }
-            (Ok(info), None) => failures.push(format!("{name}: ours {}x{}, official {}", info.width, info.height, official)),
-            (Err(e), Some(_)) => failures.push(format!("{name}: ours error {e}, official {official}")),
+            (Ok(info), None) => failures.push(format!(
+                "{name}: ours {}x{}, official {}",
+                info.width, info.height, official
+            )),
+            (Err(e), Some(_)) => {
+                failures.push(format!("{name}: ours error {e}, official {official}"))
+            }
         }
     }
-    assert!(checked > 100 && compared > 25, "corpus too small: {checked} cases, {compared} pixel comparisons");
-    assert!(failures.is_empty(), "{} of {checked} cases differ:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        checked > 100 && compared > 25,
+        "corpus too small: {checked} cases, {compared} pixel comparisons"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} cases differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
 fn token_counts_match_official_cases() {
-    let cases: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(corpus().join("cases.json")).unwrap()).unwrap();
+    let cases: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(corpus().join("cases.json")).unwrap())
+            .unwrap();
     for case in cases.iter().filter(|c| c["op"] == "tokens") {
         let size = &case["size"];
-        let (w, h) = (size[0].as_u64().unwrap() as usize, size[1].as_u64().unwrap() as usize);
+        let (w, h) = (
+            size[0].as_u64().unwrap() as usize,
+            size[1].as_u64().unwrap() as usize,
+        );
         let want = case["official"]["ok"]["adjustment"].as_i64().unwrap();
-        assert_eq!(ImageTokenSpec::V41.tokens(w, h).unwrap() as i64 - 1, want, "{w}x{h}");
+        assert_eq!(
+            ImageTokenSpec::V41.tokens(w, h).unwrap() as i64 - 1,
+            want,
+            "{w}x{h}"
+        );
     }
 }

@@ -7,14 +7,18 @@ mod fuzz_support;
 use recipe_images::{preprocess, Detail, PreprocessOptions};
 
 fn inputs() -> std::path::PathBuf {
-    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/images/inputs")
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/conformance/images/inputs")
 }
 
 #[test]
 fn seeded_mutations_never_panic() {
     let (n, decoded) = fuzz_support::run(&inputs(), 3000, 7);
     assert_eq!(n, 3000);
-    assert!(decoded > 0 && decoded < n, "mutations should both decode and fail: {decoded}/{n}");
+    assert!(
+        decoded > 0 && decoded < n,
+        "mutations should both decode and fail: {decoded}/{n}"
+    );
 }
 
 #[test]

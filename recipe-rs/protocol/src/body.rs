@@ -8,7 +8,10 @@
 
 use std::fmt;
 
-use serde::de::{self as serde_de, DeserializeOwned, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{
+    self as serde_de, DeserializeOwned, DeserializeSeed, Deserializer, MapAccess, SeqAccess,
+    Visitor,
+};
 use serde_json::{Map, Value};
 
 use crate::error::RequestError;
@@ -22,7 +25,9 @@ pub fn parse_json(bytes: &[u8]) -> Result<Value, RequestError> {
 /// `keep` (the others are validated and dropped). Any other top-level value is kept whole.
 pub fn parse_json_keeping(bytes: &[u8], keep: &[&str]) -> Result<Value, RequestError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let value = TopLevel { keep }.deserialize(&mut de).and_then(|v| de.end().map(|()| v));
+    let value = TopLevel { keep }
+        .deserialize(&mut de)
+        .and_then(|v| de.end().map(|()| v));
     value.map_err(|e| RequestError::Json(e.to_string()))
 }
 
@@ -185,10 +190,15 @@ pub(crate) mod de {
     }
 
     impl<'de, T: serde::de::DeserializeOwned> StringOrList<T> {
-        pub fn deserialize_with<D: Deserializer<'de>>(d: D, message: &str) -> Result<Self, D::Error> {
+        pub fn deserialize_with<D: Deserializer<'de>>(
+            d: D,
+            message: &str,
+        ) -> Result<Self, D::Error> {
             match Value::deserialize(d)? {
                 Value::String(s) => Ok(StringOrList::String(s)),
-                v @ Value::Array(_) => serde_json::from_value(v).map(StringOrList::List).map_err(D::Error::custom),
+                v @ Value::Array(_) => serde_json::from_value(v)
+                    .map(StringOrList::List)
+                    .map_err(D::Error::custom),
                 _ => Err(D::Error::custom(message)),
             }
         }

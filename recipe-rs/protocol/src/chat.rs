@@ -9,7 +9,9 @@ use recipe_core::{
 };
 
 use crate::body::de::StringOrList;
-use crate::common::{self, Assembly, DeclaredTool, ImagePart, Part, RequestEffort, RequestToolChoice};
+use crate::common::{
+    self, Assembly, DeclaredTool, ImagePart, Part, RequestEffort, RequestToolChoice,
+};
 use crate::error::{reject, ConvResult, RequestError};
 use crate::options::ConversionOptions;
 use crate::request::ConversationRequest;
@@ -90,13 +92,19 @@ fn de_stop<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Stop>, D::Error> {
     match Value::deserialize(d)? {
         Value::Null => Ok(None),
         Value::String(s) => Ok(Some(Stop::One(s))),
-        v @ Value::Array(_) => serde_json::from_value(v).map(|l| Some(Stop::Many(l))).map_err(D::Error::custom),
+        v @ Value::Array(_) => serde_json::from_value(v)
+            .map(|l| Some(Stop::Many(l)))
+            .map_err(D::Error::custom),
         _ => Err(D::Error::custom("expected a string or a list")),
     }
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(tag = "role", rename_all = "snake_case", rename = "ChatCompletionRequestMessage")]
+#[serde(
+    tag = "role",
+    rename_all = "snake_case",
+    rename = "ChatCompletionRequestMessage"
+)]
 pub enum ChatCompletionRequestMessage {
     System {
         #[serde(deserialize_with = "de_content")]
@@ -145,16 +153,26 @@ fn de_opt_content<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ChatContent>
     match Value::deserialize(d)? {
         Value::Null => Ok(None),
         Value::String(s) => Ok(Some(StringOrList::String(s))),
-        v @ Value::Array(_) => serde_json::from_value(v).map(|l| Some(StringOrList::List(l))).map_err(D::Error::custom),
+        v @ Value::Array(_) => serde_json::from_value(v)
+            .map(|l| Some(StringOrList::List(l)))
+            .map_err(D::Error::custom),
         _ => Err(D::Error::custom(CONTENT_SHAPE)),
     }
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", rename = "ChatCompletionRequestContentBlock")]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename = "ChatCompletionRequestContentBlock"
+)]
 pub enum ChatCompletionRequestContentBlock {
-    Text { text: String },
-    ImageUrl { image_url: ChatCompletionImageUrl },
+    Text {
+        text: String,
+    },
+    ImageUrl {
+        image_url: ChatCompletionImageUrl,
+    },
     File {
         #[serde(default)]
         file: Option<Value>,
@@ -251,11 +269,15 @@ fn de_tool_choice<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ChatToolChoi
             "none" => Ok(Some(ChatToolChoice::None)),
             "auto" => Ok(Some(ChatToolChoice::Auto)),
             "required" => Ok(Some(ChatToolChoice::Required)),
-            _ => Err(D::Error::custom("expected one of `none`, `auto`, `required` or a tool")),
+            _ => Err(D::Error::custom(
+                "expected one of `none`, `auto`, `required` or a tool",
+            )),
         },
         Value::Object(mut o) => {
             if !o.contains_key("type") {
-                return Err(D::Error::custom("expected one of `none`, `auto`, `required` or a tool"));
+                return Err(D::Error::custom(
+                    "expected one of `none`, `auto`, `required` or a tool",
+                ));
             }
             let ty = o.remove("type").unwrap_or(Value::Null);
             serde_json::from_value::<FunctionType>(ty)
@@ -265,16 +287,26 @@ fn de_tool_choice<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ChatToolChoi
                 .map_err(|e| D::Error::custom(format!("field `function`: {e}")))?;
             Ok(Some(ChatToolChoice::Function(f.name)))
         }
-        _ => Err(D::Error::custom("expected one of `none`, `auto`, `required` or a tool")),
+        _ => Err(D::Error::custom(
+            "expected one of `none`, `auto`, `required` or a tool",
+        )),
     }
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", rename = "ChatCompletionResponseFormat")]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename = "ChatCompletionResponseFormat"
+)]
 pub enum ChatCompletionResponseFormat {
     JsonObject,
-    JsonSchema { json_schema: ChatCompletionResponseFormatJsonSchema },
-    Regex { regex: String },
+    JsonSchema {
+        json_schema: ChatCompletionResponseFormatJsonSchema,
+    },
+    Regex {
+        regex: String,
+    },
     Text,
 }
 
@@ -321,7 +353,9 @@ fn content_parts(
         StringOrList::List(b) => b,
     };
     if version != ModelVersion::DeepseekV4Pro
-        && blocks.iter().any(|b| matches!(b, ChatCompletionRequestContentBlock::File { .. }))
+        && blocks
+            .iter()
+            .any(|b| matches!(b, ChatCompletionRequestContentBlock::File { .. }))
     {
         return reject(format!("{path}: file must have a file_id or file_data"));
     }
@@ -359,10 +393,17 @@ fn content_parts(
     Ok(parts)
 }
 
-fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResult<ConversationRequest> {
+fn convert(
+    req: ChatCompletionRequest,
+    options: &ConversionOptions,
+) -> ConvResult<ConversationRequest> {
     let version = common::resolve_model(options, &req.model)?;
-    let switch = req.thinking.as_ref().map(|t| !matches!(t.kind, ThinkingType::Disabled));
-    let (thinking, effort) = common::resolve_thinking(switch, req.reasoning_effort, options.default_thinking_mode);
+    let switch = req
+        .thinking
+        .as_ref()
+        .map(|t| !matches!(t.kind, ThinkingType::Disabled));
+    let (thinking, effort) =
+        common::resolve_thinking(switch, req.reasoning_effort, options.default_thinking_mode);
 
     // Tool names are checked first, the rest of the tool rules after the messages.
     let mut declared: Vec<DeclaredTool> = Vec::new();
@@ -398,14 +439,28 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
             ChatCompletionRequestMessage::System { content, .. } => {
                 let parts = content_parts(content, &path, true, version)?;
                 let (text, image_sources) = common::join_parts(parts, version, &image_token, &path);
-                Message::System(SystemMessage::from_text(text, image_sources, image_token.as_str()))
+                Message::System(SystemMessage::from_text(
+                    text,
+                    image_sources,
+                    image_token.as_str(),
+                ))
             }
             ChatCompletionRequestMessage::User { content, .. } => {
                 let parts = content_parts(content, &path, true, version)?;
                 let (text, image_sources) = common::join_parts(parts, version, &image_token, &path);
-                Message::User(UserMessage::from_text(text, image_sources, image_token.as_str()))
+                Message::User(UserMessage::from_text(
+                    text,
+                    image_sources,
+                    image_token.as_str(),
+                ))
             }
-            ChatCompletionRequestMessage::Assistant { content, reasoning_content, tool_calls, prefix, .. } => {
+            ChatCompletionRequestMessage::Assistant {
+                content,
+                reasoning_content,
+                tool_calls,
+                prefix,
+                ..
+            } => {
                 if content.is_none() && tool_calls.is_none() {
                     return reject("Invalid assistant message: content or tool_calls must be set");
                 }
@@ -413,7 +468,9 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
                     None => String::new(),
                     Some(c) => {
                         let parts = content_parts(c, &path, false, version)?;
-                        common::join_parts(parts, version, &image_token, &path).0.content
+                        common::join_parts(parts, version, &image_token, &path)
+                            .0
+                            .content
                     }
                 };
                 let tool_calls = match tool_calls {
@@ -427,25 +484,43 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
                         Some(
                             calls
                                 .into_iter()
-                                .map(|c| ToolCall { id: c.id, name: c.function.name, arguments: c.function.arguments })
+                                .map(|c| ToolCall {
+                                    id: c.id,
+                                    name: c.function.name,
+                                    arguments: c.function.arguments,
+                                })
                                 .collect(),
                         )
                     }
                 };
                 let prefix = prefix.unwrap_or(false);
-                Message::Assistant(AssistantMessage { content: text, reasoning_content, tool_calls, prefix })
+                Message::Assistant(AssistantMessage {
+                    content: text,
+                    reasoning_content,
+                    tool_calls,
+                    prefix,
+                })
             }
-            ChatCompletionRequestMessage::Tool { content, tool_call_id } => {
+            ChatCompletionRequestMessage::Tool {
+                content,
+                tool_call_id,
+            } => {
                 let parts = content_parts(content, &path, true, version)?;
                 let (text, image_sources) = common::join_parts(parts, version, &image_token, &path);
-                Message::Tool(ToolMessage::from_text(text, Some(tool_call_id), image_sources, image_token.as_str()))
+                Message::Tool(ToolMessage::from_text(
+                    text,
+                    Some(tool_call_id),
+                    image_sources,
+                    image_token.as_str(),
+                ))
             }
             ChatCompletionRequestMessage::LatestReminder { content } => {
                 Message::LatestReminder(LatestReminderMessage { content })
             }
         };
         sequence.after(&msg);
-        if matches!(&msg, Message::System(sys) if sys.content.is_empty() && sys.image_sources.is_empty()) {
+        if matches!(&msg, Message::System(sys) if sys.content.is_empty() && sys.image_sources.is_empty())
+        {
             continue;
         }
         messages.push(msg);
@@ -462,7 +537,10 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
         }
     }
     let has_response_format = req.response_format.is_some();
-    let is_json_object = matches!(req.response_format, Some(ChatCompletionResponseFormat::JsonObject));
+    let is_json_object = matches!(
+        req.response_format,
+        Some(ChatCompletionResponseFormat::JsonObject)
+    );
     let is_prefix = matches!(messages.last(), Some(Message::Assistant(a)) if a.prefix);
     if is_json_object && !common::mentions_json(&messages) {
         return reject(common::JSON_WORD_REQUIRED);
@@ -482,7 +560,9 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
     }
     let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;
     if is_prefix {
-        let any_calls = messages.iter().any(|m| matches!(m, Message::Assistant(x) if x.tool_calls.is_some()));
+        let any_calls = messages
+            .iter()
+            .any(|m| matches!(m, Message::Assistant(x) if x.tool_calls.is_some()));
         if any_declared || any_calls {
             return reject("Function call should not be used with prefix");
         }
@@ -509,7 +589,10 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
     let strict_response_schema = match &req.response_format {
         Some(ChatCompletionResponseFormat::JsonSchema { json_schema }) => {
             if json_schema.strict == Some(true) {
-                Some(crate::strict::normalize_response_schema(json_schema.schema.clone())?.to_string())
+                Some(
+                    crate::strict::normalize_response_schema(json_schema.schema.clone())?
+                        .to_string(),
+                )
             } else {
                 common::check_response_schema(&json_schema.schema)?;
                 None
@@ -527,8 +610,12 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
         None | Some(ChatCompletionResponseFormat::Text) => (ResponseFormat::Text, None),
         Some(ChatCompletionResponseFormat::JsonObject) => (ResponseFormat::JsonObject, None),
         Some(ChatCompletionResponseFormat::JsonSchema { json_schema }) => {
-            let constraint = strict_response_schema.unwrap_or_else(|| json_schema.schema.to_string());
-            (ResponseFormat::JsonSchema(json_schema.schema), Some(constraint))
+            let constraint =
+                strict_response_schema.unwrap_or_else(|| json_schema.schema.to_string());
+            (
+                ResponseFormat::JsonSchema(json_schema.schema),
+                Some(constraint),
+            )
         }
         Some(ChatCompletionResponseFormat::Regex { regex }) => (ResponseFormat::Regex(regex), None),
     };
@@ -545,14 +632,15 @@ fn convert(req: ChatCompletionRequest, options: &ConversionOptions) -> ConvResul
             return reject("Invalid top_logprobs and logprobs value, logprobs must be set to true if top_logprobs is used.");
         }
         if top > 20 {
-            return reject("Invalid top_logprobs value, the valid range of top_logprobs is [0, 20].");
+            return reject(
+                "Invalid top_logprobs value, the valid range of top_logprobs is [0, 20].",
+            );
         }
     }
     common::check_max_tokens(req.max_tokens, options.max_tokens_upper_bound(thinking))?;
     if req.seed.is_some_and(|s| s >= 1 << 63) {
         return reject("Invalid seed value, the valid range of seed is [0, 2^63)");
     }
-
 
     common::apply_reasoning_policy(&mut messages, thinking, options.reasoning_content_behavior)?;
 
@@ -603,7 +691,9 @@ impl ToolSequence {
                 pending.remove(pos);
                 answered.push(id);
             } else if answered.contains(&id) {
-                return reject(format!("Duplicate value for 'tool_call_id' of {id} in message[{index}]"));
+                return reject(format!(
+                    "Duplicate value for 'tool_call_id' of {id} in message[{index}]"
+                ));
             } else {
                 return reject(format!(
                     "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id', The following tool_call_ids did not have response messages: {id}"
@@ -616,7 +706,11 @@ impl ToolSequence {
 
     /// After a message is converted: an assistant turn with tool calls opens a run.
     fn after(&mut self, msg: &Message) {
-        if let Message::Assistant(AssistantMessage { tool_calls: Some(calls), .. }) = msg {
+        if let Message::Assistant(AssistantMessage {
+            tool_calls: Some(calls),
+            ..
+        }) = msg
+        {
             self.open = Some((calls.iter().map(|c| c.id.clone()).collect(), Vec::new()));
         }
     }

@@ -5,9 +5,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use recipe_core::{
-    AssistantMessage, Conversation, ImageData, ImageDetail, ImageSource, ImageText, Message, ModelVersion,
-    ParsingOptions, ReasoningEffort, ResponseFormat, ThinkingInitialStage, ToolChoice,
-    ToolDefinition,
+    AssistantMessage, Conversation, ImageData, ImageDetail, ImageSource, ImageText, Message,
+    ModelVersion, ParsingOptions, ReasoningEffort, ResponseFormat, ThinkingInitialStage,
+    ToolChoice, ToolDefinition,
 };
 
 use crate::error::{reject, ConvResult};
@@ -59,14 +59,25 @@ pub fn resolve_thinking(
     if !thinking {
         return (false, None);
     }
-    (true, Some(effort.and_then(RequestEffort::level).unwrap_or(ReasoningEffort::High)))
+    (
+        true,
+        Some(
+            effort
+                .and_then(RequestEffort::level)
+                .unwrap_or(ReasoningEffort::High),
+        ),
+    )
 }
 
 pub fn resolve_model(options: &ConversionOptions, model: &str) -> ConvResult<ModelVersion> {
     match options.model_version(model) {
         Some(v) => Ok(v),
         None => {
-            let names: Vec<&str> = options.model_versions_by_name.keys().map(String::as_str).collect();
+            let names: Vec<&str> = options
+                .model_versions_by_name
+                .keys()
+                .map(String::as_str)
+                .collect();
             reject(format!(
                 "The supported API model names are {}, but you passed {model}.",
                 names.join(", ")
@@ -110,7 +121,12 @@ pub fn resolve_temperature(thinking: bool, requested: Option<f32>) -> f32 {
     }
 }
 
-pub fn resolve_top_p(version: ModelVersion, thinking: bool, tools_active: bool, requested: Option<f32>) -> f32 {
+pub fn resolve_top_p(
+    version: ModelVersion,
+    thinking: bool,
+    tools_active: bool,
+    requested: Option<f32>,
+) -> f32 {
     match (version, thinking) {
         (ModelVersion::DeepseekV41Flash, true) => requested.map(|p| p.max(0.95)).unwrap_or(1.0),
         (ModelVersion::DeepseekV41Flash, false) => 1.0,
@@ -160,7 +176,11 @@ pub fn join_parts(
                 ModelVersion::DeepseekV4Pro => text.push_text(UNSUPPORTED_IMAGE),
                 ModelVersion::DeepseekV41Flash => {
                     text.push_placeholder(image_token);
-                    images.push(ImageSource { data: img.data, detail: img.detail, path: path.to_owned() });
+                    images.push(ImageSource {
+                        data: img.data,
+                        detail: img.detail,
+                        path: path.to_owned(),
+                    });
                 }
             },
         }
@@ -200,7 +220,10 @@ fn json_type_name(v: &Value) -> &'static str {
 }
 
 pub fn is_valid_tool_name(name: &str) -> bool {
-    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// Validate the name of `tools[i]` (`field` is the JSON path used in the message).
@@ -285,7 +308,10 @@ pub fn declare_strict(tool: &mut DeclaredTool) -> ConvResult<()> {
             // Reported later, when the tool list is finished (and only if the tool is kept).
             return Ok(());
         }
-        let schema = tool.parameters.take().unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}}));
+        let schema = tool
+            .parameters
+            .take()
+            .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}}));
         tool.parameters = Some(crate::strict::normalize_strict_schema(schema)?);
     }
     Ok(())
@@ -389,7 +415,10 @@ pub fn apply_tool_choice(
 
 /// `tool_choice: none` removes the tools before their schemas are checked for `type: object`
 /// (their schemas still have to be valid JSON Schemas).
-pub fn drop_tools_for_none(declared: &mut Vec<DeclaredTool>, choice: &Option<RequestToolChoice>) -> ConvResult<()> {
+pub fn drop_tools_for_none(
+    declared: &mut Vec<DeclaredTool>,
+    choice: &Option<RequestToolChoice>,
+) -> ConvResult<()> {
     if matches!(choice, Some(RequestToolChoice::None)) {
         declared.clear();
     }
@@ -398,7 +427,9 @@ pub fn drop_tools_for_none(declared: &mut Vec<DeclaredTool>, choice: &Option<Req
 
 /// Whether the text of the messages mentions "json" (any case), as json_object requires.
 pub fn mentions_json(messages: &[Message]) -> bool {
-    messages.iter().any(|m| m.content().to_ascii_lowercase().contains("json"))
+    messages
+        .iter()
+        .any(|m| m.content().to_ascii_lowercase().contains("json"))
 }
 
 pub const JSON_WORD_REQUIRED: &str =
@@ -411,10 +442,23 @@ pub fn tools_constraint_json(tools: &[ToolDefinition]) -> String {
         .map(|t| {
             let mut f = Map::new();
             f.insert("name".into(), Value::String(t.name.clone()));
-            f.insert("description".into(), t.description.clone().map(Value::String).unwrap_or(Value::Null));
-            let params = if t.parameters.is_null() { Value::Object(Map::new()) } else { t.parameters.clone() };
+            f.insert(
+                "description".into(),
+                t.description
+                    .clone()
+                    .map(Value::String)
+                    .unwrap_or(Value::Null),
+            );
+            let params = if t.parameters.is_null() {
+                Value::Object(Map::new())
+            } else {
+                t.parameters.clone()
+            };
             f.insert("parameters".into(), params);
-            f.insert("strict".into(), t.strict.map(Value::Bool).unwrap_or(Value::Null));
+            f.insert(
+                "strict".into(),
+                t.strict.map(Value::Bool).unwrap_or(Value::Null),
+            );
             if t.defer_loading {
                 f.insert("defer_loading".into(), Value::Bool(true));
             }
@@ -484,8 +528,12 @@ pub fn thinking_stage(messages: &[Message], thinking: bool) -> Option<ThinkingIn
     if !thinking {
         return None;
     }
-    if let Some(Message::Assistant(AssistantMessage { prefix: true, content, reasoning_content, .. })) =
-        messages.last()
+    if let Some(Message::Assistant(AssistantMessage {
+        prefix: true,
+        content,
+        reasoning_content,
+        ..
+    })) = messages.last()
     {
         if !content.is_empty() {
             return Some(ThinkingInitialStage::ContentContinuation);
@@ -502,22 +550,31 @@ pub fn assemble(a: Assembly, options: &ConversionOptions) -> ConversationRequest
     let required = tools_active && a.tool_choice == ToolChoice::Required;
     let output_constraint = if tools_active {
         Some(OutputConstraint {
-            kind: if required { OutputConstraintKind::ToolCallRequired } else { OutputConstraintKind::ToolCall },
+            kind: if required {
+                OutputConstraintKind::ToolCallRequired
+            } else {
+                OutputConstraintKind::ToolCall
+            },
             schema: tools_constraint_json(&a.tools),
         })
     } else {
         match &a.response_format {
             ResponseFormat::Text => None,
-            ResponseFormat::JsonObject => {
-                Some(OutputConstraint { kind: OutputConstraintKind::Json, schema: String::new() })
-            }
+            ResponseFormat::JsonObject => Some(OutputConstraint {
+                kind: OutputConstraintKind::Json,
+                schema: String::new(),
+            }),
             ResponseFormat::JsonSchema(schema) => Some(OutputConstraint {
                 kind: OutputConstraintKind::Json,
-                schema: a.json_constraint.clone().unwrap_or_else(|| schema.to_string()),
+                schema: a
+                    .json_constraint
+                    .clone()
+                    .unwrap_or_else(|| schema.to_string()),
             }),
-            ResponseFormat::Regex(r) => {
-                Some(OutputConstraint { kind: OutputConstraintKind::Regex, schema: r.clone() })
-            }
+            ResponseFormat::Regex(r) => Some(OutputConstraint {
+                kind: OutputConstraintKind::Regex,
+                schema: r.clone(),
+            }),
         }
     };
     let parsing_options = ParsingOptions {

@@ -37,7 +37,10 @@ pub struct ConversionError {
 impl ConversionError {
     /// A 400 `invalid_request_error`.
     pub fn invalid(message: impl Into<String>) -> Self {
-        ConversionError { status_code: 400, message: message.into() }
+        ConversionError {
+            status_code: 400,
+            message: message.into(),
+        }
     }
 
     /// The JSON error body an OpenAI-compatible server returns for this error.

@@ -4,11 +4,13 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use recipe_core::{
-    AssistantMessage, ImageData, ImageDetail, ImageSource, ImageText, Message, ModelVersion, ResponseFormat,
-    SpecialToken, SystemMessage, ToolCall, ToolMessage, UserMessage,
+    AssistantMessage, ImageData, ImageDetail, ImageSource, ImageText, Message, ModelVersion,
+    ResponseFormat, SpecialToken, SystemMessage, ToolCall, ToolMessage, UserMessage,
 };
 
-use crate::common::{self, Assembly, DeclaredTool, ImagePart, Part, RequestEffort, RequestToolChoice};
+use crate::common::{
+    self, Assembly, DeclaredTool, ImagePart, Part, RequestEffort, RequestToolChoice,
+};
 use crate::error::{reject, ConvResult, RequestError};
 use crate::options::{ConversionOptions, WebSearchBehavior};
 use crate::request::ConversationRequest;
@@ -84,7 +86,13 @@ fn de_system<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::
         Value::Null => Ok(None),
         Value::String(s) => Ok(Some(vec![s])),
         v @ Value::Array(_) => serde_json::from_value::<Vec<MessagesSystemBlock>>(v)
-            .map(|b| Some(b.into_iter().map(|MessagesSystemBlock::Text { text }| text).collect()))
+            .map(|b| {
+                Some(
+                    b.into_iter()
+                        .map(|MessagesSystemBlock::Text { text }| text)
+                        .collect(),
+                )
+            })
             .map_err(D::Error::custom),
         _ => Err(D::Error::custom("expected a string or a list")),
     }
@@ -98,7 +106,12 @@ pub enum Role {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(tag = "role", content = "content", rename_all = "lowercase", rename = "MessagesMessage")]
+#[serde(
+    tag = "role",
+    content = "content",
+    rename_all = "lowercase",
+    rename = "MessagesMessage"
+)]
 pub enum MessagesMessage {
     User(#[serde(deserialize_with = "de_content")] Vec<MessagesContentBlock>),
     Assistant(#[serde(deserialize_with = "de_content")] Vec<MessagesContentBlock>),
@@ -125,18 +138,32 @@ fn de_content<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<MessagesContentBloc
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", rename = "MessagesContentBlock")]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename = "MessagesContentBlock"
+)]
 pub enum MessagesContentBlock {
-    Text { text: String },
-    Image { source: MessagesImageSource },
-    Document { source: MessagesDocumentSource },
+    Text {
+        text: String,
+    },
+    Image {
+        source: MessagesImageSource,
+    },
+    Document {
+        source: MessagesDocumentSource,
+    },
     Thinking {
         thinking: String,
         #[serde(default)]
         signature: Option<String>,
     },
     ServerToolUse {},
-    ToolUse { id: String, name: String, input: Value },
+    ToolUse {
+        id: String,
+        name: String,
+        input: Value,
+    },
     ToolResult {
         tool_use_id: String,
         #[serde(default, deserialize_with = "de_tool_result_content")]
@@ -179,21 +206,37 @@ fn check_tool_shape(tool: &Value) -> Result<(), String> {
     };
     if let Some(ty) = obj.get("type") {
         if !ty.is_string() {
-            return Err(format!("invalid type: {}, expected a string", unexpected(ty)));
+            return Err(format!(
+                "invalid type: {}, expected a string",
+                unexpected(ty)
+            ));
         }
         return match obj.get("name") {
             None | Some(Value::Null) | Some(Value::String(_)) => Ok(()),
-            Some(v) => Err(format!("invalid type: {}, expected a string", unexpected(v))),
+            Some(v) => Err(format!(
+                "invalid type: {}, expected a string",
+                unexpected(v)
+            )),
         };
     }
     match obj.get("name") {
         None => return Err("missing field `name`".to_owned()),
         Some(Value::String(_)) => {}
-        Some(v) => return Err(format!("field `name`: invalid type: {}, expected a string", crate::strict::unexpected(v))),
+        Some(v) => {
+            return Err(format!(
+                "field `name`: invalid type: {}, expected a string",
+                crate::strict::unexpected(v)
+            ))
+        }
     }
     match obj.get("description") {
         None | Some(Value::Null) | Some(Value::String(_)) => {}
-        Some(v) => return Err(format!("field `description`: invalid type: {}, expected a string", crate::strict::unexpected(v))),
+        Some(v) => {
+            return Err(format!(
+                "field `description`: invalid type: {}, expected a string",
+                crate::strict::unexpected(v)
+            ))
+        }
     }
     Ok(())
 }
@@ -270,10 +313,19 @@ pub fn is_canonical_base64(s: &str) -> bool {
 
 /// Where a Messages image block takes its bytes from (tagged by `type`).
 #[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", rename = "MessagesImageSource")]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename = "MessagesImageSource"
+)]
 pub enum MessagesImageSource {
-    Base64 { media_type: MessagesImageMediaType, data: String },
-    Url { url: String },
+    Base64 {
+        media_type: MessagesImageMediaType,
+        data: String,
+    },
+    Url {
+        url: String,
+    },
     File {
         #[allow(dead_code)]
         file_id: String,
@@ -308,13 +360,19 @@ impl MessagesImageMediaType {
 }
 
 /// The image data of an image block; `Err` carries the message suffix of a rejection.
-fn image_from_source(source: &MessagesImageSource, validate: bool) -> Result<Option<ImageData>, String> {
+fn image_from_source(
+    source: &MessagesImageSource,
+    validate: bool,
+) -> Result<Option<ImageData>, String> {
     match source {
         MessagesImageSource::Base64 { media_type, data } => {
             if validate && !is_canonical_base64(data) {
                 return Err("base64 decode error".to_owned());
             }
-            Ok(Some(ImageData::DataUrl(format!("data:{};base64,{data}", media_type.as_str()))))
+            Ok(Some(ImageData::DataUrl(format!(
+                "data:{};base64,{data}",
+                media_type.as_str()
+            ))))
         }
         MessagesImageSource::Url { url } => {
             if validate && !(url.starts_with("http://") || url.starts_with("https://")) {
@@ -324,7 +382,10 @@ fn image_from_source(source: &MessagesImageSource, validate: bool) -> Result<Opt
         }
         MessagesImageSource::File { .. } => {
             if validate {
-                return Err("file_id is not supported. Pass the image as a base64 data url instead.".to_owned());
+                return Err(
+                    "file_id is not supported. Pass the image as a base64 data url instead."
+                        .to_owned(),
+                );
             }
             // Only read by versions that show a placeholder instead of the image.
             Ok(Some(ImageData::Url(String::new())))
@@ -341,29 +402,50 @@ pub struct MessagesDocumentSource {
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum MessagesToolResultBlock {
-    Text { text: String },
-    Image { source: MessagesImageSource },
-    Document { source: MessagesDocumentSource },
+    Text {
+        text: String,
+    },
+    Image {
+        source: MessagesImageSource,
+    },
+    Document {
+        source: MessagesDocumentSource,
+    },
     /// A reference to a tool; its name is shown as text.
-    ToolReference { tool_name: String },
+    ToolReference {
+        tool_name: String,
+    },
 }
 
-fn de_tool_result_content<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<MessagesToolResultBlock>>, D::Error> {
+fn de_tool_result_content<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Vec<MessagesToolResultBlock>>, D::Error> {
     use serde::de::Error;
     match Value::deserialize(d)? {
         Value::Null => Ok(None),
         Value::String(s) => Ok(Some(vec![MessagesToolResultBlock::Text { text: s }])),
-        v @ Value::Array(_) => serde_json::from_value(v).map(Some).map_err(D::Error::custom),
+        v @ Value::Array(_) => serde_json::from_value(v)
+            .map(Some)
+            .map_err(D::Error::custom),
         _ => Err(D::Error::custom("expected a string or a list")),
     }
 }
 
 /// The image as a request part, or `None` for a source that shows nothing. V4.1 validates the
 /// source (errors name `path`); V4 shows a placeholder text for any source.
-fn image_part(source: &MessagesImageSource, path: &str, version: ModelVersion) -> Result<Option<Part>, String> {
+fn image_part(
+    source: &MessagesImageSource,
+    path: &str,
+    version: ModelVersion,
+) -> Result<Option<Part>, String> {
     let validate = version == ModelVersion::DeepseekV41Flash;
     let data = image_from_source(source, validate).map_err(|m| format!("{path}: {m}"))?;
-    Ok(data.map(|data| Part::Image(ImagePart { data, detail: ImageDetail::default() })))
+    Ok(data.map(|data| {
+        Part::Image(ImagePart {
+            data,
+            detail: ImageDetail::default(),
+        })
+    }))
 }
 
 fn document_text(source: MessagesDocumentSource) -> String {
@@ -372,31 +454,53 @@ fn document_text(source: MessagesDocumentSource) -> String {
 }
 
 /// Text, image and document blocks of a tool result, in order (`path` names the tool result).
-fn tool_result_parts(content: Option<Vec<MessagesToolResultBlock>>, path: &str, version: ModelVersion) -> Result<Vec<Part>, String> {
+fn tool_result_parts(
+    content: Option<Vec<MessagesToolResultBlock>>,
+    path: &str,
+    version: ModelVersion,
+) -> Result<Vec<Part>, String> {
     let mut parts = Vec::new();
     for (k, block) in content.unwrap_or_default().into_iter().enumerate() {
         match block {
             MessagesToolResultBlock::Text { text } => parts.push(Part::Text(text)),
             MessagesToolResultBlock::Image { source } => {
-                parts.extend(image_part(&source, &format!("{path}.content[{k}]"), version)?);
+                parts.extend(image_part(
+                    &source,
+                    &format!("{path}.content[{k}]"),
+                    version,
+                )?);
             }
-            MessagesToolResultBlock::Document { source } => parts.push(Part::Text(document_text(source))),
-            MessagesToolResultBlock::ToolReference { tool_name } => parts.push(Part::Text(tool_name)),
+            MessagesToolResultBlock::Document { source } => {
+                parts.push(Part::Text(document_text(source)))
+            }
+            MessagesToolResultBlock::ToolReference { tool_name } => {
+                parts.push(Part::Text(tool_name))
+            }
         }
     }
     Ok(parts)
 }
 
 /// Text, image and document blocks of a mid-conversation system turn (message `i`), in order.
-fn system_parts(content: Vec<MessagesContentBlock>, i: usize, version: ModelVersion) -> Result<Vec<Part>, String> {
+fn system_parts(
+    content: Vec<MessagesContentBlock>,
+    i: usize,
+    version: ModelVersion,
+) -> Result<Vec<Part>, String> {
     let mut parts = Vec::new();
     for (j, block) in content.into_iter().enumerate() {
         match block {
             MessagesContentBlock::Text { text } => parts.push(Part::Text(text)),
             MessagesContentBlock::Image { source } => {
-                parts.extend(image_part(&source, &format!("messages.{i}.content[{j}]"), version)?);
+                parts.extend(image_part(
+                    &source,
+                    &format!("messages.{i}.content[{j}]"),
+                    version,
+                )?);
             }
-            MessagesContentBlock::Document { source } => parts.push(Part::Text(document_text(source))),
+            MessagesContentBlock::Document { source } => {
+                parts.push(Part::Text(document_text(source)))
+            }
             _ => {}
         }
     }
@@ -405,28 +509,43 @@ fn system_parts(content: Vec<MessagesContentBlock>, i: usize, version: ModelVers
 
 fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<ConversationRequest> {
     let version = common::resolve_model(options, &req.model)?;
-    let switch = req.thinking.as_ref().map(|t| !matches!(t.kind, crate::chat::ThinkingType::Disabled));
+    let switch = req
+        .thinking
+        .as_ref()
+        .map(|t| !matches!(t.kind, crate::chat::ThinkingType::Disabled));
     let effort = req.output_config.as_ref().and_then(|o| o.effort);
-    let (thinking, effort) = common::resolve_thinking(switch, effort, options.default_thinking_mode);
+    let (thinking, effort) =
+        common::resolve_thinking(switch, effort, options.default_thinking_mode);
     let mut declared = Vec::new();
     for (i, tool) in req.tools.unwrap_or_default().iter().enumerate() {
-        let Some(obj) = tool.as_object() else { continue };
+        let Some(obj) = tool.as_object() else {
+            continue;
+        };
         // A `type` makes a server tool, unless it is a `custom` tool with a name.
         let ty = obj.get("type").and_then(Value::as_str);
         if let Some(t) = ty {
             // A `custom` tool needs a name; without one it counts as a server tool.
             if t != "custom" || !obj.get("name").is_some_and(Value::is_string) {
-                if options.messages_web_search == WebSearchBehavior::Reject || !t.starts_with("web_search") {
+                if options.messages_web_search == WebSearchBehavior::Reject
+                    || !t.starts_with("web_search")
+                {
                     return reject(format!("tools[{i}]: server tools are not supported"));
                 }
                 continue;
             }
         }
-        let name = obj.get("name").and_then(Value::as_str).unwrap_or("").to_owned();
+        let name = obj
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
         common::check_tool_name(&name, &format!("tools[{i}].name"))?;
         let tool = DeclaredTool {
             name,
-            description: obj.get("description").and_then(Value::as_str).map(str::to_owned),
+            description: obj
+                .get("description")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
             // A missing schema is validated as `null` (and fails); `strict` is not read.
             parameters: Some(obj.get("input_schema").cloned().unwrap_or(Value::Null)),
             strict: None,
@@ -442,7 +561,11 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
     let mut messages: Vec<Message> = Vec::new();
     if let Some(system) = req.system {
         let text = ImageText::plain(system.join("\n\n"));
-        messages.push(Message::System(SystemMessage::from_text(text, Vec::new(), image_token.as_str())));
+        messages.push(Message::System(SystemMessage::from_text(
+            text,
+            Vec::new(),
+            image_token.as_str(),
+        )));
     }
     let mut previous_calls: Vec<String> = Vec::new();
     for (i, m) in req.messages.into_iter().enumerate() {
@@ -450,14 +573,26 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
         let m = Msg { role, content };
         // (An empty system turn is dropped instead.)
         if m.content.is_empty() && !matches!(m.role, Role::System) {
-            return reject(format!("messages.{i}: all messages must have non-empty content"));
+            return reject(format!(
+                "messages.{i}: all messages must have non-empty content"
+            ));
         }
         if !matches!(m.role, Role::Assistant) {
-            if m.content.iter().any(|b| matches!(b, MessagesContentBlock::Thinking { .. })) {
-                return reject(format!("messages.{i}.content: thinking blocks may only be in `assistant` messages"));
+            if m.content
+                .iter()
+                .any(|b| matches!(b, MessagesContentBlock::Thinking { .. }))
+            {
+                return reject(format!(
+                    "messages.{i}.content: thinking blocks may only be in `assistant` messages"
+                ));
             }
-            if m.content.iter().any(|b| matches!(b, MessagesContentBlock::ToolUse { .. })) {
-                return reject(format!("messages.{i}: `tool_use` blocks can only be in `assistant` messages"));
+            if m.content
+                .iter()
+                .any(|b| matches!(b, MessagesContentBlock::ToolUse { .. }))
+            {
+                return reject(format!(
+                    "messages.{i}: `tool_use` blocks can only be in `assistant` messages"
+                ));
             }
         }
         let answered_here: Vec<String> = m
@@ -478,12 +613,24 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
                 Ok(p) => p,
                 Err(e) => return reject(e),
             };
-            let (text, image_sources) = common::join_parts(parts, version, &image_token, &format!("messages.{i}"));
+            let (text, image_sources) =
+                common::join_parts(parts, version, &image_token, &format!("messages.{i}"));
             if version == ModelVersion::DeepseekV41Flash {
-                messages.push(Message::System(SystemMessage::from_text(text, image_sources, image_token.as_str())));
+                messages.push(Message::System(SystemMessage::from_text(
+                    text,
+                    image_sources,
+                    image_token.as_str(),
+                )));
             } else if !text.content.is_empty() {
-                let reminder = ImageText::plain(format!("<system-reminder>\n{}\n</system-reminder>", text.content));
-                messages.push(Message::User(UserMessage::from_text(reminder, Vec::new(), image_token.as_str())));
+                let reminder = ImageText::plain(format!(
+                    "<system-reminder>\n{}\n</system-reminder>",
+                    text.content
+                ));
+                messages.push(Message::User(UserMessage::from_text(
+                    reminder,
+                    Vec::new(),
+                    image_token.as_str(),
+                )));
             }
             if !owed.is_empty() {
                 return reject(format!(
@@ -514,8 +661,16 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
                                     flush_user(&mut texts, &mut messages, &image_token, m.role);
                                     let mut text = ImageText::default();
                                     text.push_placeholder(&image_token);
-                                    let source = ImageSource { data, detail: ImageDetail::default(), path };
-                                    messages.push(Message::User(UserMessage::from_text(text, vec![source], image_token.as_str())));
+                                    let source = ImageSource {
+                                        data,
+                                        detail: ImageDetail::default(),
+                                        path,
+                                    };
+                                    messages.push(Message::User(UserMessage::from_text(
+                                        text,
+                                        vec![source],
+                                        image_token.as_str(),
+                                    )));
                                 }
                             }
                         }
@@ -523,27 +678,43 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
                             let mt = source.media_type.unwrap_or_else(|| "unknown".to_owned());
                             texts.push(format!("[Unsupported document type: {mt}]"));
                         }
-                        MessagesContentBlock::ToolResult { tool_use_id, content } => {
+                        MessagesContentBlock::ToolResult {
+                            tool_use_id,
+                            content,
+                        } => {
                             if !owed.contains(&tool_use_id) {
                                 return reject(format!(
                                     "unexpected `messages.{i}.content.{j}: tool_use_id` found in `tool_result` blocks: {tool_use_id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
                                 ));
                             }
                             flush_user(&mut texts, &mut messages, &image_token, m.role);
-                            let parts = match tool_result_parts(content, &format!("messages.{i}.content.{j}.tool_result"), version) {
+                            let parts = match tool_result_parts(
+                                content,
+                                &format!("messages.{i}.content.{j}.tool_result"),
+                                version,
+                            ) {
                                 Ok(p) => p,
                                 Err(e) => return reject(e),
                             };
                             let path = format!("messages.{i}.content.{j}.tool_result");
-                            let (text, image_sources) = common::join_parts(parts, version, &image_token, &path);
-                            messages.push(Message::Tool(ToolMessage::from_text(text, Some(tool_use_id), image_sources, image_token.as_str())));
+                            let (text, image_sources) =
+                                common::join_parts(parts, version, &image_token, &path);
+                            messages.push(Message::Tool(ToolMessage::from_text(
+                                text,
+                                Some(tool_use_id),
+                                image_sources,
+                                image_token.as_str(),
+                            )));
                         }
-                        MessagesContentBlock::ServerToolUse {} | MessagesContentBlock::WebSearchToolResult {} => {
+                        MessagesContentBlock::ServerToolUse {}
+                        | MessagesContentBlock::WebSearchToolResult {} => {
                             if options.messages_web_search == WebSearchBehavior::Reject {
                                 return reject(format!("{path}: server tools are not supported"));
                             }
                         }
-                        MessagesContentBlock::Thinking { .. } | MessagesContentBlock::ToolUse { .. } | MessagesContentBlock::ToolAddition {} => {}
+                        MessagesContentBlock::Thinking { .. }
+                        | MessagesContentBlock::ToolUse { .. }
+                        | MessagesContentBlock::ToolAddition {} => {}
                     }
                     if !texts.is_empty() {
                         flush_user(&mut texts, &mut messages, &image_token, m.role);
@@ -558,14 +729,23 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
                 for (j, block) in m.content.into_iter().enumerate() {
                     match block {
                         MessagesContentBlock::Text { text } => texts.push(text),
-                        MessagesContentBlock::Thinking { thinking, .. } => reasoning = Some(thinking),
+                        MessagesContentBlock::Thinking { thinking, .. } => {
+                            reasoning = Some(thinking)
+                        }
                         MessagesContentBlock::ToolUse { id, name, input } => {
                             calls_here.push(id.clone());
-                            calls.push(ToolCall { id, name, arguments: spaced_json(&input) });
+                            calls.push(ToolCall {
+                                id,
+                                name,
+                                arguments: spaced_json(&input),
+                            });
                         }
-                        MessagesContentBlock::ServerToolUse {} | MessagesContentBlock::WebSearchToolResult {} => {
+                        MessagesContentBlock::ServerToolUse {}
+                        | MessagesContentBlock::WebSearchToolResult {} => {
                             if options.messages_web_search == WebSearchBehavior::Reject {
-                                return reject(format!("messages.{i}.content[{j}]: server tools are not supported"));
+                                return reject(format!(
+                                    "messages.{i}.content[{j}]: server tools are not supported"
+                                ));
                             }
                         }
                         _ => {}
@@ -579,7 +759,11 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
                 }));
             }
         }
-        let missing: Vec<&str> = owed.iter().map(String::as_str).filter(|id| !answered_here.iter().any(|a| a == id)).collect();
+        let missing: Vec<&str> = owed
+            .iter()
+            .map(String::as_str)
+            .filter(|id| !answered_here.iter().any(|a| a == id))
+            .collect();
         if !missing.is_empty() {
             return reject(format!(
                 "messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",

@@ -49,7 +49,10 @@ impl Default for ConversionOptions {
             special_tokens: SpecialTokens::default(),
             model_versions_by_name: BTreeMap::from([
                 ("DeepSeek-V4-Pro".to_owned(), ModelVersion::DeepseekV4Pro),
-                ("DeepSeek-V4.1-Flash".to_owned(), ModelVersion::DeepseekV41Flash),
+                (
+                    "DeepSeek-V4.1-Flash".to_owned(),
+                    ModelVersion::DeepseekV41Flash,
+                ),
             ]),
         }
     }

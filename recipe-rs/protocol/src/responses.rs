@@ -13,7 +13,9 @@ use recipe_core::{
     SpecialToken, SystemMessage, ToolCall, ToolMessage, UserMessage,
 };
 
-use crate::common::{self, Assembly, DeclaredTool, ImagePart, Part, RequestEffort, RequestToolChoice};
+use crate::common::{
+    self, Assembly, DeclaredTool, ImagePart, Part, RequestEffort, RequestToolChoice,
+};
 use crate::error::{reject, ConvResult, RequestError};
 use crate::options::{ConversionOptions, WebSearchBehavior};
 use crate::request::ConversationRequest;
@@ -81,7 +83,9 @@ enum TextVerbosity {
 }
 
 /// A present `format` must be a format object (`null` is a shape error).
-fn de_text_format<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ResponsesTextFormat>, D::Error> {
+fn de_text_format<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<ResponsesTextFormat>, D::Error> {
     ResponsesTextFormat::deserialize(d).map(Some)
 }
 
@@ -96,7 +100,11 @@ pub struct ResponsesTextConfig {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", rename = "ResponsesTextFormat")]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename = "ResponsesTextFormat"
+)]
 pub enum ResponsesTextFormat {
     Text,
     JsonSchema {
@@ -127,7 +135,9 @@ fn de_input<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ResponsesInput>, D
             }
             Ok(Some(ResponsesInput::Items(items)))
         }
-        _ => Err(D::Error::custom("input should be a string or a list of input items")),
+        _ => Err(D::Error::custom(
+            "input should be a string or a list of input items",
+        )),
     }
 }
 
@@ -141,7 +151,11 @@ enum Role {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", rename = "ResponsesContentBlock")]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename = "ResponsesContentBlock"
+)]
 enum ResponsesContentBlock {
     InputText {
         text: String,
@@ -169,7 +183,9 @@ enum Content {
 fn content_of(v: Value) -> Result<Content, String> {
     match v {
         Value::String(s) => Ok(Content::Text(s)),
-        v @ Value::Array(_) => serde_json::from_value(v).map(Content::Blocks).map_err(|e| e.to_string()),
+        v @ Value::Array(_) => serde_json::from_value(v)
+            .map(Content::Blocks)
+            .map_err(|e| e.to_string()),
         _ => Err("content should be a string or a list of content blocks".to_owned()),
     }
 }
@@ -201,11 +217,21 @@ fn output_of(v: Value) -> Result<Content, String> {
                     parts
                         .into_iter()
                         .map(|p| match p {
-                            ResponsesToolCallOutputItem::InputText { text } => ResponsesContentBlock::InputText { text },
-                            ResponsesToolCallOutputItem::InputImage { image_url, file_id, detail } => {
-                                ResponsesContentBlock::InputImage { image_url, file_id, detail }
+                            ResponsesToolCallOutputItem::InputText { text } => {
+                                ResponsesContentBlock::InputText { text }
                             }
-                            ResponsesToolCallOutputItem::InputFile {} => ResponsesContentBlock::InputFile {},
+                            ResponsesToolCallOutputItem::InputImage {
+                                image_url,
+                                file_id,
+                                detail,
+                            } => ResponsesContentBlock::InputImage {
+                                image_url,
+                                file_id,
+                                detail,
+                            },
+                            ResponsesToolCallOutputItem::InputFile {} => {
+                                ResponsesContentBlock::InputFile {}
+                            }
                         })
                         .collect(),
                 )
@@ -258,9 +284,14 @@ enum Item {
 }
 
 fn parse_item(item: Value) -> Result<Item, String> {
-    let Value::Object(obj) = &item else { return Err("invalid input item".to_owned()) };
+    let Value::Object(obj) = &item else {
+        return Err("invalid input item".to_owned());
+    };
     if let Some(t) = obj.get("type").filter(|t| !t.is_string()) {
-        return Err(format!("invalid type: {}, expected variant identifier", crate::strict::unexpected(t)));
+        return Err(format!(
+            "invalid type: {}, expected variant identifier",
+            crate::strict::unexpected(t)
+        ));
     }
     let ty = obj.get("type").and_then(Value::as_str).map(str::to_owned);
     match ty.as_deref() {
@@ -276,7 +307,8 @@ fn parse_item(item: Value) -> Result<Item, String> {
             Ok(Item::FunctionCall(f))
         }
         Some("function_call_output") => {
-            let f: FunctionCallOutputItem = serde_json::from_value(item).map_err(|e| e.to_string())?;
+            let f: FunctionCallOutputItem =
+                serde_json::from_value(item).map_err(|e| e.to_string())?;
             let output = output_of(f.output)?;
             Ok(Item::FunctionCallOutput(f.call_id, output))
         }
@@ -286,7 +318,13 @@ fn parse_item(item: Value) -> Result<Item, String> {
             if r.content.is_none() {
                 return Ok(Item::Break);
             }
-            let text = r.content.unwrap_or_default().into_iter().map(|t| t.text).collect::<Vec<_>>().join("\n\n");
+            let text = r
+                .content
+                .unwrap_or_default()
+                .into_iter()
+                .map(|t| t.text)
+                .collect::<Vec<_>>()
+                .join("\n\n");
             Ok(Item::Reasoning(text))
         }
         Some("web_search_call") => Ok(Item::Break),
@@ -336,14 +374,21 @@ impl ResponsesRequest {
             reasoning: self.raw_reasoning.clone(),
             text: self.raw_text.clone(),
             tool_choice: self.tool_choice.clone().filter(|v| !v.is_null()),
-            tools: self.tools.as_ref().map(|tools| Value::Array(echo_tools(tools))),
+            tools: self
+                .tools
+                .as_ref()
+                .map(|tools| Value::Array(echo_tools(tools))),
         }
     }
 
     /// `"ns::name" → (ns, name)` for every function declared inside a namespace tool.
-    pub fn namespace_tool_map(&self, options: &ConversionOptions) -> ConvResult<BTreeMap<String, (String, String)>> {
+    pub fn namespace_tool_map(
+        &self,
+        options: &ConversionOptions,
+    ) -> ConvResult<BTreeMap<String, (String, String)>> {
         let version = common::resolve_model(options, &self.model)?;
-        let (_, map) = declared_tools(self.tools.as_deref().unwrap_or(&[]), options, version, true)?;
+        let (_, map) =
+            declared_tools(self.tools.as_deref().unwrap_or(&[]), options, version, true)?;
         Ok(map)
     }
 
@@ -373,14 +418,21 @@ fn echo_tools(tools: &[Value]) -> Vec<Value> {
     }
     let mut out = Vec::new();
     for tool in tools {
-        let Some(obj) = tool.as_object() else { continue };
+        let Some(obj) = tool.as_object() else {
+            continue;
+        };
         match obj.get("type").and_then(Value::as_str) {
             Some("function") => out.push(function(obj)),
             Some("namespace") => {
                 let inner: Vec<Value> = obj
                     .get("tools")
                     .and_then(Value::as_array)
-                    .map(|ts| ts.iter().filter_map(Value::as_object).map(function).collect())
+                    .map(|ts| {
+                        ts.iter()
+                            .filter_map(Value::as_object)
+                            .map(function)
+                            .collect()
+                    })
                     .unwrap_or_default();
                 out.push(serde_json::json!({
                     "type": "namespace",
@@ -389,7 +441,9 @@ fn echo_tools(tools: &[Value]) -> Vec<Value> {
                     "tools": inner,
                 }));
             }
-            Some("custom") => out.push(serde_json::json!({"type": "custom", "name": field(obj, "name")})),
+            Some("custom") => {
+                out.push(serde_json::json!({"type": "custom", "name": field(obj, "name")}))
+            }
             Some("web_search") => {
                 let location = match obj.get("user_location") {
                     Some(Value::Object(loc)) => serde_json::json!({
@@ -430,29 +484,48 @@ fn check_tool_shape(tool: &Value) -> Result<(), String> {
                     )),
                     _ => Ok(()),
                 },
-                Some(v) => Err(format!("invalid type: {}, expected variant identifier", unexpected(v))),
+                Some(v) => Err(format!(
+                    "invalid type: {}, expected variant identifier",
+                    unexpected(v)
+                )),
             };
         }
-        _ => return Err(format!("invalid type: {}, expected internally tagged enum ResponsesTool", unexpected(tool))),
+        _ => {
+            return Err(format!(
+                "invalid type: {}, expected internally tagged enum ResponsesTool",
+                unexpected(tool)
+            ))
+        }
     };
     let ty = match obj.get("type") {
         None => return Err("missing field `type`".to_owned()),
         Some(Value::String(s)) => s.as_str(),
-        Some(v) => return Err(format!("invalid type: {}, expected variant identifier", unexpected(v))),
+        Some(v) => {
+            return Err(format!(
+                "invalid type: {}, expected variant identifier",
+                unexpected(v)
+            ))
+        }
     };
     let string_field = |key: &str, required: bool| -> Result<(), String> {
         match obj.get(key) {
             None if required => Err(format!("missing field `{key}`")),
             None | Some(Value::Null) if !required => Ok(()),
             Some(Value::String(_)) => Ok(()),
-            Some(v) => Err(format!("invalid type: {}, expected a string", unexpected(v))),
+            Some(v) => Err(format!(
+                "invalid type: {}, expected a string",
+                unexpected(v)
+            )),
             None => Err(format!("missing field `{key}`")),
         }
     };
     let bool_field = |key: &str| -> Result<(), String> {
         match obj.get(key) {
             None | Some(Value::Null) | Some(Value::Bool(_)) => Ok(()),
-            Some(v) => Err(format!("invalid type: {}, expected a boolean", unexpected(v))),
+            Some(v) => Err(format!(
+                "invalid type: {}, expected a boolean",
+                unexpected(v)
+            )),
         }
     };
     match ty {
@@ -495,23 +568,38 @@ fn check_tool_shape(tool: &Value) -> Result<(), String> {
                                 }
                                 let mut inner = t.clone();
                                 if let Some(o) = inner.as_object_mut() {
-                                    o.insert("type".into(), Value::String(if k == 0 { "function" } else { "custom" }.into()));
+                                    o.insert(
+                                        "type".into(),
+                                        Value::String(
+                                            if k == 0 { "function" } else { "custom" }.into(),
+                                        ),
+                                    );
                                 }
                                 check_tool_shape(&inner)?;
                                 continue;
                             }
                             Some(Value::String(k)) => {
-                                return Err(format!("unknown variant `{k}`, expected `function` or `custom`"))
+                                return Err(format!(
+                                    "unknown variant `{k}`, expected `function` or `custom`"
+                                ))
                             }
                             None => return Err("missing field `type`".to_owned()),
                             Some(v) => {
-                                return Err(format!("invalid type: {}, expected variant identifier", unexpected(v)))
+                                return Err(format!(
+                                    "invalid type: {}, expected variant identifier",
+                                    unexpected(v)
+                                ))
                             }
                         }
                         check_tool_shape(t)?;
                     }
                 }
-                Some(v) => return Err(format!("invalid type: {}, expected a sequence", unexpected(v))),
+                Some(v) => {
+                    return Err(format!(
+                        "invalid type: {}, expected a sequence",
+                        unexpected(v)
+                    ))
+                }
             }
         }
         "custom" => string_field("name", true)?,
@@ -550,7 +638,10 @@ fn apply_patch_tool(version: ModelVersion) -> DeclaredTool {
     let data: Value = serde_json::from_str(text).unwrap_or(Value::Null);
     DeclaredTool {
         name: "apply_patch".to_owned(),
-        description: data.get("description").and_then(Value::as_str).map(str::to_owned),
+        description: data
+            .get("description")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
         parameters: data.get("parameters").cloned(),
         strict: None,
         defer_loading: false,
@@ -563,7 +654,11 @@ fn str_field(obj: &Map<String, Value>, key: &str) -> Option<String> {
 
 type NamespaceMap = BTreeMap<String, (String, String)>;
 
-fn function_tool(obj: &Map<String, Value>, name: String, description: Option<String>) -> DeclaredTool {
+fn function_tool(
+    obj: &Map<String, Value>,
+    name: String,
+    description: Option<String>,
+) -> DeclaredTool {
     DeclaredTool {
         name,
         description,
@@ -584,21 +679,26 @@ fn declared_tools(
     let mut out = Vec::new();
     let mut map = NamespaceMap::new();
     for (i, tool) in tools.iter().enumerate() {
-        let Some(obj) = tool.as_object() else { continue };
+        let Some(obj) = tool.as_object() else {
+            continue;
+        };
         match obj.get("type").and_then(Value::as_str).unwrap_or("") {
             "function" => {
                 let name = str_field(obj, "name").unwrap_or_default();
                 common::check_tool_name(&name, &format!("tools[{i}].name"))?;
                 let tool = function_tool(obj, name, str_field(obj, "description"));
-                if !names_only {
-                            }
+                if !names_only {}
                 out.push(tool);
             }
             "namespace" => {
                 let ns = str_field(obj, "name").unwrap_or_default();
                 common::check_tool_name(&ns, &format!("tools[{i}].name"))?;
                 let ns_desc = str_field(obj, "description");
-                let inner = obj.get("tools").and_then(Value::as_array).cloned().unwrap_or_default();
+                let inner = obj
+                    .get("tools")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
                 for (j, t) in inner.iter().enumerate() {
                     let Some(t) = t.as_object() else { continue };
                     let kind = match t.get("type") {
@@ -621,17 +721,20 @@ fn declared_tools(
                     let (full, description) = match version {
                         ModelVersion::DeepseekV41Flash => {
                             let description = match (&ns_desc, str_field(t, "description")) {
-                                (Some(n), d) if !n.is_empty() => Some(format!("{n}\n{}", d.unwrap_or_default())),
+                                (Some(n), d) if !n.is_empty() => {
+                                    Some(format!("{n}\n{}", d.unwrap_or_default()))
+                                }
                                 (_, d) => d,
                             };
                             (format!("{ns}::{local}"), description)
                         }
-                        ModelVersion::DeepseekV4Pro => (format!("{ns}__{local}"), str_field(t, "description")),
+                        ModelVersion::DeepseekV4Pro => {
+                            (format!("{ns}__{local}"), str_field(t, "description"))
+                        }
                     };
                     map.insert(full.clone(), (ns.clone(), local));
                     let tool = function_tool(t, full, description);
-                    if !names_only {
-                                    }
+                    if !names_only {}
                     out.push(tool);
                 }
             }
@@ -641,7 +744,9 @@ fn declared_tools(
                     continue;
                 }
                 if name != "apply_patch" {
-                    return reject(format!("Unsupported custom tool: '{name}'. Only 'apply_patch' is supported."));
+                    return reject(format!(
+                        "Unsupported custom tool: '{name}'. Only 'apply_patch' is supported."
+                    ));
                 }
                 out.push(apply_patch_tool(version));
             }
@@ -656,14 +761,24 @@ fn declared_tools(
     Ok((out, map))
 }
 
-fn content_parts(content: Content, path: &str, version: ModelVersion, assistant: bool) -> ConvResult<Vec<Part>> {
+fn content_parts(
+    content: Content,
+    path: &str,
+    version: ModelVersion,
+    assistant: bool,
+) -> ConvResult<Vec<Part>> {
     let blocks = match content {
         Content::Text(s) => return Ok(vec![Part::Text(s)]),
         Content::Blocks(b) => b,
     };
     if version == ModelVersion::DeepseekV41Flash {
         for (j, block) in blocks.iter().enumerate() {
-            if let ResponsesContentBlock::InputImage { image_url, file_id: Some(_), .. } = block {
+            if let ResponsesContentBlock::InputImage {
+                image_url,
+                file_id: Some(_),
+                ..
+            } = block
+            {
                 if image_url.as_deref().is_some_and(|u| !u.is_empty()) {
                     continue;
                 }
@@ -676,11 +791,18 @@ fn content_parts(content: Content, path: &str, version: ModelVersion, assistant:
     let mut parts = Vec::with_capacity(blocks.len());
     for (j, block) in blocks.into_iter().enumerate() {
         match block {
-            ResponsesContentBlock::InputText { text } | ResponsesContentBlock::OutputText { text } => parts.push(Part::Text(text)),
-            ResponsesContentBlock::InputImage { image_url, file_id, detail } => {
+            ResponsesContentBlock::InputText { text }
+            | ResponsesContentBlock::OutputText { text } => parts.push(Part::Text(text)),
+            ResponsesContentBlock::InputImage {
+                image_url,
+                file_id,
+                detail,
+            } => {
                 if assistant && version == ModelVersion::DeepseekV41Flash {
                     if image_url.as_deref().is_none_or(str::is_empty) && file_id.is_none() {
-                        return reject(format!("{path}.content[{j}]: input_image must have image_url or file_id"));
+                        return reject(format!(
+                            "{path}.content[{j}]: input_image must have image_url or file_id"
+                        ));
                     }
                     return reject(format!("{path}: Image in assistant message is unsupported"));
                 }
@@ -690,7 +812,9 @@ fn content_parts(content: Content, path: &str, version: ModelVersion, assistant:
                     (Some(url), _) => {
                         let data = match common::image_data_from_url(&url) {
                             Some(d) => d,
-                            None if version == ModelVersion::DeepseekV4Pro => recipe_core::ImageData::Url(url),
+                            None if version == ModelVersion::DeepseekV4Pro => {
+                                recipe_core::ImageData::Url(url)
+                            }
                             None => return reject(format!("{path}: Unsupported image_url format")),
                         };
                         parts.push(Part::Image(ImagePart { data, detail }));
@@ -708,12 +832,16 @@ fn content_parts(content: Content, path: &str, version: ModelVersion, assistant:
                         if version == ModelVersion::DeepseekV4Pro {
                             parts.push(Part::Text(common::UNSUPPORTED_IMAGE.to_owned()));
                         } else {
-                            return reject(format!("{path}.content[{j}]: input_image must have image_url or file_id"));
+                            return reject(format!(
+                                "{path}.content[{j}]: input_image must have image_url or file_id"
+                            ));
                         }
                     }
                 }
             }
-            ResponsesContentBlock::InputFile {} => parts.push(Part::Text("[Unsupported Document]".to_owned())),
+            ResponsesContentBlock::InputFile {} => {
+                parts.push(Part::Text("[Unsupported Document]".to_owned()))
+            }
         }
     }
     Ok(parts)
@@ -724,12 +852,17 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
     let effort = req.reasoning.as_ref().and_then(|r| r.effort);
     let (thinking, effort) = common::resolve_thinking(None, effort, options.default_thinking_mode);
 
-    let (declared, _) = declared_tools(req.tools.as_deref().unwrap_or(&[]), options, version, false)?;
+    let (declared, _) =
+        declared_tools(req.tools.as_deref().unwrap_or(&[]), options, version, false)?;
 
     let image_token = options.special_tokens.get(SpecialToken::Image).to_owned();
     let mut messages: Vec<Message> = Vec::new();
     if let Some(instr) = req.instructions.as_ref().filter(|i| !i.is_empty()) {
-        messages.push(Message::System(SystemMessage::from_text(ImageText::plain(instr.as_str()), Vec::new(), image_token.as_str())));
+        messages.push(Message::System(SystemMessage::from_text(
+            ImageText::plain(instr.as_str()),
+            Vec::new(),
+            image_token.as_str(),
+        )));
     }
     match req.input {
         None => {
@@ -737,9 +870,11 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
                 return reject("Either input or instructions must be provided");
             }
         }
-        Some(ResponsesInput::Text(t)) => {
-            messages.push(Message::User(UserMessage::from_text(ImageText::plain(t), Vec::new(), image_token.as_str())))
-        }
+        Some(ResponsesInput::Text(t)) => messages.push(Message::User(UserMessage::from_text(
+            ImageText::plain(t),
+            Vec::new(),
+            image_token.as_str(),
+        ))),
         Some(ResponsesInput::Items(items)) => {
             if items.is_empty() {
                 return reject("Input items array must not be empty");
@@ -757,7 +892,9 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
             _ => Some(RequestToolChoice::Auto),
         },
         Some(Value::Object(o)) => match o.get("type").and_then(Value::as_str) {
-            Some("function") => Some(RequestToolChoice::Named(str_field(&o, "name").unwrap_or_default())),
+            Some("function") => Some(RequestToolChoice::Named(
+                str_field(&o, "name").unwrap_or_default(),
+            )),
             Some("web_search") | Some("web_search_preview") => {
                 if options.responses_web_search == WebSearchBehavior::Reject {
                     return reject("Server tools are not supported");
@@ -788,7 +925,10 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
         req.text.as_ref().and_then(|t| t.format.as_ref()),
         Some(ResponsesTextFormat::JsonObject) | Some(ResponsesTextFormat::JsonSchema { .. })
     );
-    let is_json_object = matches!(req.text.as_ref().and_then(|t| t.format.as_ref()), Some(ResponsesTextFormat::JsonObject));
+    let is_json_object = matches!(
+        req.text.as_ref().and_then(|t| t.format.as_ref()),
+        Some(ResponsesTextFormat::JsonObject)
+    );
     if is_json_object && !common::mentions_json(&messages) {
         return reject("Response input messages must contain the word 'json' in some form to use 'text.format' of type 'json_object'.");
     }
@@ -805,13 +945,15 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
         }
     };
 
-
     common::check_temperature(req.temperature)?;
     common::check_top_p(req.top_p)?;
     if req.top_logprobs.is_some_and(|t| t > 20) {
         return reject("Invalid top_logprobs value, the valid range of top_logprobs is [0, 20].");
     }
-    common::check_max_tokens(req.max_output_tokens, options.max_tokens_upper_bound(thinking))?;
+    common::check_max_tokens(
+        req.max_output_tokens,
+        options.max_tokens_upper_bound(thinking),
+    )?;
     common::apply_reasoning_policy(&mut messages, thinking, options.reasoning_content_behavior)?;
 
     Ok(common::assemble(
@@ -871,7 +1013,9 @@ impl CallGroup {
             return reject(format!("Duplicate tool output for call_id: {id}."));
         }
         if !self.calls.iter().any(|c| c == id) {
-            return reject(format!("No tool call found for tool output with call_id {id}."));
+            return reject(format!(
+                "No tool call found for tool output with call_id {id}."
+            ));
         }
         Ok(())
     }
@@ -888,7 +1032,11 @@ impl CallGroup {
         if self.calls.is_empty() {
             return Ok(());
         }
-        let answered = |id: &String| self.outputs.iter().any(|o| o.tool_call_id.as_ref() == Some(id));
+        let answered = |id: &String| {
+            self.outputs
+                .iter()
+                .any(|o| o.tool_call_id.as_ref() == Some(id))
+        };
         if let Some(missing) = self.calls.iter().find(|id| !answered(id)) {
             return reject(format!("No tool output found for tool call {missing}."));
         }
@@ -898,7 +1046,8 @@ impl CallGroup {
                 calls.sort_by(|x, y| x.id.cmp(&y.id));
             }
         }
-        self.outputs.sort_by(|x, y| x.tool_call_id.cmp(&y.tool_call_id));
+        self.outputs
+            .sort_by(|x, y| x.tool_call_id.cmp(&y.tool_call_id));
         messages.extend(self.outputs.drain(..).map(Message::Tool));
         self.calls.clear();
         Ok(())
@@ -947,7 +1096,11 @@ fn convert_items(
                     group.close(messages)?;
                 }
                 group.add_call(&call.call_id)?;
-                let tc = ToolCall { id: call.call_id, name: call.name, arguments: call.arguments };
+                let tc = ToolCall {
+                    id: call.call_id,
+                    name: call.name,
+                    arguments: call.arguments,
+                };
                 match messages.last_mut() {
                     Some(Message::Assistant(a)) if pending_reasoning.is_none() => {
                         a.tool_calls.get_or_insert_with(Vec::new).push(tc);
@@ -966,17 +1119,28 @@ fn convert_items(
                 group.close(messages)?;
                 let parts = content_parts(content, &path, version, false)?;
                 let (text, image_sources) = common::join_parts(parts, version, image_token, &path);
-                messages.push(Message::Tool(ToolMessage::from_text(text, None, image_sources, image_token)));
+                messages.push(Message::Tool(ToolMessage::from_text(
+                    text,
+                    None,
+                    image_sources,
+                    image_token,
+                )));
             }
             Item::FunctionCallOutput(Some(call_id), content) => {
                 group.check_output(&call_id)?;
                 let parts = content_parts(content, &path, version, false)?;
                 let (text, image_sources) = common::join_parts(parts, version, image_token, &path);
-                group.add_output(ToolMessage::from_text(text, Some(call_id), image_sources, image_token));
+                group.add_output(ToolMessage::from_text(
+                    text,
+                    Some(call_id),
+                    image_sources,
+                    image_token,
+                ));
             }
             Item::Message(role, content) => {
                 group.close(messages)?;
-                let parts = content_parts(content, &path, version, matches!(role, Role::Assistant))?;
+                let parts =
+                    content_parts(content, &path, version, matches!(role, Role::Assistant))?;
                 if !matches!(role, Role::Assistant) {
                     if let Some(r) = pending_reasoning.take() {
                         messages.push(Message::Assistant(AssistantMessage {
@@ -998,18 +1162,24 @@ fn convert_items(
                                 prefix: false,
                             }));
                         }
-                        messages.push(Message::User(UserMessage::from_text(text, image_sources, image_token)))
+                        messages.push(Message::User(UserMessage::from_text(
+                            text,
+                            image_sources,
+                            image_token,
+                        )))
                     }
-                    Role::Developer if version == ModelVersion::DeepseekV4Pro => {
-                        messages.push(Message::User(UserMessage::from_text(text, image_sources, image_token)))
-                    }
-                    Role::System | Role::Developer => {
-                        messages.push(Message::System(SystemMessage::from_text(text, image_sources, image_token)))
-                    }
+                    Role::Developer if version == ModelVersion::DeepseekV4Pro => messages.push(
+                        Message::User(UserMessage::from_text(text, image_sources, image_token)),
+                    ),
+                    Role::System | Role::Developer => messages.push(Message::System(
+                        SystemMessage::from_text(text, image_sources, image_token),
+                    )),
                     Role::Assistant => match messages.last_mut() {
                         // Consecutive assistant messages (no reasoning item between them) are
                         // one turn: their non-empty texts are joined.
-                        Some(Message::Assistant(prev)) if pending_reasoning.is_none() && prev.tool_calls.is_none() => {
+                        Some(Message::Assistant(prev))
+                            if pending_reasoning.is_none() && prev.tool_calls.is_none() =>
+                        {
                             if !text.content.is_empty() {
                                 if !prev.content.is_empty() {
                                     prev.content.push_str("\n\n");

@@ -64,7 +64,10 @@ fn serde_json_float(f: f64) -> String {
 }
 
 fn invalid_type<T>(v: &Value, expected: &str) -> ConvResult<T> {
-    schema_err(format!("invalid type: {}, expected {expected}", unexpected(v)))
+    schema_err(format!(
+        "invalid type: {}, expected {expected}",
+        unexpected(v)
+    ))
 }
 
 fn get_string(obj: &Map<String, Value>, key: &str) -> ConvResult<Option<Value>> {
@@ -83,11 +86,17 @@ fn get_number(obj: &Map<String, Value>, key: &str) -> ConvResult<Option<Value>> 
     }
 }
 
-const TYPES: [&str; 7] = ["object", "string", "number", "integer", "boolean", "array", "null"];
+const TYPES: [&str; 7] = [
+    "object", "string", "number", "integer", "boolean", "array", "null",
+];
 const FORMATS: [&str; 5] = ["email", "hostname", "ipv4", "ipv6", "uuid"];
 
 fn variant_list(names: &[&str]) -> String {
-    names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn check_type_name(v: &Value) -> ConvResult<&str> {
@@ -99,7 +108,10 @@ fn check_type_name(v: &Value) -> ConvResult<&str> {
                 variant_list(&TYPES)
             )),
         },
-        other => schema_err(format!("invalid type: {}, expected variant identifier", unexpected(other))),
+        other => schema_err(format!(
+            "invalid type: {}, expected variant identifier",
+            unexpected(other)
+        )),
     }
 }
 
@@ -144,7 +156,10 @@ fn normalize(schema: &Value, root: bool) -> ConvResult<Value> {
                         ))
                     }
                     other => {
-                        return schema_err(format!("field `type`: invalid type: {}, expected string or map", unexpected(other)))
+                        return schema_err(format!(
+                            "field `type`: invalid type: {}, expected string or map",
+                            unexpected(other)
+                        ))
                     }
                 }
             }
@@ -155,7 +170,10 @@ fn normalize(schema: &Value, root: bool) -> ConvResult<Value> {
                     out.insert("description".into(), d.clone());
                 }
                 Some(v) => {
-                    return schema_err(format!("field `description`: invalid type: {}, expected a string", unexpected(v)))
+                    return schema_err(format!(
+                        "field `description`: invalid type: {}, expected a string",
+                        unexpected(v)
+                    ))
                 }
             }
             return Ok(Value::Object(out));
@@ -199,7 +217,13 @@ fn normalize(schema: &Value, root: bool) -> ConvResult<Value> {
                 if let Some(d) = get_string(obj, "description")? {
                     out.insert("description".into(), d);
                 }
-                for key in ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"] {
+                for key in [
+                    "minimum",
+                    "maximum",
+                    "exclusiveMinimum",
+                    "exclusiveMaximum",
+                    "multipleOf",
+                ] {
                     if let Some(n) = get_number(obj, key)? {
                         out.insert(key.into(), n);
                     }
@@ -224,7 +248,9 @@ fn normalize(schema: &Value, root: bool) -> ConvResult<Value> {
         return Ok(Value::Object(out));
     }
     if let Some(any_of) = obj.get("anyOf").filter(|v| !v.is_null()) {
-        let Value::Array(list) = any_of else { return invalid_type(any_of, "a sequence") };
+        let Value::Array(list) = any_of else {
+            return invalid_type(any_of, "a sequence");
+        };
         let mut items = Vec::with_capacity(list.len());
         for s in list {
             items.push(normalize(s, false)?);
@@ -236,14 +262,20 @@ fn normalize(schema: &Value, root: bool) -> ConvResult<Value> {
         return Ok(Value::Object(out));
     }
     if let Some(r) = obj.get("$ref").filter(|v| !v.is_null()) {
-        let Value::String(_) = r else { return invalid_type(r, "a string") };
+        let Value::String(_) = r else {
+            return invalid_type(r, "a string");
+        };
         out.insert("$ref".into(), r.clone());
         return Ok(Value::Object(out));
     }
     schema_err("one of `type`, `anyOf`, `$ref` field is required")
 }
 
-fn normalize_object(obj: &Map<String, Value>, out: &mut Map<String, Value>, root: bool) -> ConvResult<()> {
+fn normalize_object(
+    obj: &Map<String, Value>,
+    out: &mut Map<String, Value>,
+    root: bool,
+) -> ConvResult<()> {
     let props = match obj.get("properties") {
         None | Some(Value::Null) => {
             if !root {
@@ -273,7 +305,9 @@ fn normalize_object(obj: &Map<String, Value>, out: &mut Map<String, Value>, root
         Some(Value::Array(req)) => {
             let mut seen = std::collections::HashSet::new();
             for r in req {
-                let Value::String(name) = r else { return invalid_type(r, "a string") };
+                let Value::String(name) = r else {
+                    return invalid_type(r, "a string");
+                };
                 if !props.contains_key(name) {
                     return reject(format!("Required property '{name}' not found in object"));
                 }

@@ -12,20 +12,33 @@ use recipe_protocol::dump::conversation_json;
 use recipe_protocol::messages::MessagesRequest;
 use recipe_protocol::responses::ResponsesRequest;
 use recipe_protocol::{
-    ConversationRequest, ConversionError, ConversionOptions, ReasoningContentBehavior, RequestError,
-    WebSearchBehavior,
+    ConversationRequest, ConversionError, ConversionOptions, ReasoningContentBehavior,
+    RequestError, WebSearchBehavior,
 };
 
-const RESOLVE_PAIRS: [(u32, u32); 6] = [(10, 1_000_000), (100, 100), (101, 100), (50, 60), (0, 0), (1000, 200_000)];
+const RESOLVE_PAIRS: [(u32, u32); 6] = [
+    (10, 1_000_000),
+    (100, 100),
+    (101, 100),
+    (50, 60),
+    (0, 0),
+    (1000, 200_000),
+];
 
 /// The recorded cases; `CONVERSION_CASES` may point at another file of the same shape.
 fn fixtures() -> Vec<Value> {
     let path = match std::env::var_os("CONVERSION_CASES") {
         Some(p) => PathBuf::from(p),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/conversion/cases.json"),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/conformance/conversion/cases.json"),
     };
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    serde_json::from_str::<Value>(&text).expect("fixture JSON").as_array().expect("a list").clone()
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str::<Value>(&text)
+        .expect("fixture JSON")
+        .as_array()
+        .expect("a list")
+        .clone()
 }
 
 fn version(name: &str) -> ModelVersion {
@@ -48,7 +61,11 @@ fn options(spec: &Value) -> ConversionOptions {
     if let Some(b) = spec.get("default_thinking_mode").and_then(Value::as_bool) {
         o.default_thinking_mode = b;
     }
-    if spec.get("reject_missing_reasoning").and_then(Value::as_bool) == Some(true) {
+    if spec
+        .get("reject_missing_reasoning")
+        .and_then(Value::as_bool)
+        == Some(true)
+    {
         o.reasoning_content_behavior = ReasoningContentBehavior::Reject;
     }
     if let Some(b) = spec.get("responses_web_search").and_then(Value::as_str) {
@@ -63,7 +80,12 @@ fn options(spec: &Value) -> ConversionOptions {
     if let Some(n) = spec.get("non_thinking_bound").and_then(Value::as_u64) {
         o.non_thinking_max_tokens_upper_bound = n as u32;
     }
-    for alias in spec.get("aliases").and_then(Value::as_array).cloned().unwrap_or_default() {
+    for alias in spec
+        .get("aliases")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+    {
         let name = alias[0].as_str().unwrap_or_default().to_owned();
         o = o.with_model_alias(name, version(alias[1].as_str().unwrap_or_default()));
     }
@@ -139,7 +161,10 @@ fn run_case(case: &Value) -> Value {
                            "user": e.user}),
                 );
                 let map = match r.namespace_tool_map(&opts) {
-                    Ok(m) => json!(m.into_iter().map(|(k, (a, b))| (k, json!([a, b]))).collect::<serde_json::Map<_, _>>()),
+                    Ok(m) => json!(m
+                        .into_iter()
+                        .map(|(k, (a, b))| (k, json!([a, b])))
+                        .collect::<serde_json::Map<_, _>>()),
                     Err(e) => json!({"error": e.body()}),
                 };
                 out.insert("namespace_tool_map".into(), map);
@@ -157,7 +182,10 @@ fn run_case(case: &Value) -> Value {
     };
     match result {
         Ok(cr) => {
-            out.insert("consumed".into(), json!("protocol request has been consumed"));
+            out.insert(
+                "consumed".into(),
+                json!("protocol request has been consumed"),
+            );
             if let Value::Object(m) = success_json(&cr) {
                 out.extend(m);
             }
@@ -182,7 +210,10 @@ fn rendered_json(cr: &ConversationRequest) -> Value {
     let prompt = r.prompt();
     let chars: Vec<char> = prompt.chars().collect();
     let ranges = r.special_char_ranges();
-    let special: Vec<String> = ranges.iter().map(|&(a, b)| chars[a..b].iter().collect()).collect();
+    let special: Vec<String> = ranges
+        .iter()
+        .map(|&(a, b)| chars[a..b].iter().collect())
+        .collect();
     json!({"prompt": prompt, "special": special, "special_ranges": ranges})
 }
 
@@ -219,9 +250,14 @@ fn diff(a: &Value, b: &Value) -> String {
     let (al, bl): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
     let mut out = String::new();
     for i in 0..al.len().max(bl.len()) {
-        let (x, y) = (al.get(i).copied().unwrap_or(""), bl.get(i).copied().unwrap_or(""));
+        let (x, y) = (
+            al.get(i).copied().unwrap_or(""),
+            bl.get(i).copied().unwrap_or(""),
+        );
         if x != y {
-            out.push_str(&format!("  line {i}:\n    expected: {x}\n    actual:   {y}\n"));
+            out.push_str(&format!(
+                "  line {i}:\n    expected: {x}\n    actual:   {y}\n"
+            ));
             if out.len() > 2000 {
                 break;
             }
@@ -243,7 +279,12 @@ fn conversions_match_the_official_package() {
             actuals.push(json!({"id": case["id"], "actual": actual}));
         }
         if &actual != expected {
-            failures.push(format!("{} ({}):\n{}", case["id"], case["format"], diff(expected, &actual)));
+            failures.push(format!(
+                "{} ({}):\n{}",
+                case["id"],
+                case["format"],
+                diff(expected, &actual)
+            ));
         }
     }
     if let Some(path) = std::env::var_os("CONVERSION_ACTUAL") {
@@ -255,6 +296,10 @@ fn conversions_match_the_official_package() {
             let _ = std::fs::write(report, failures.join("\n"));
         }
         failures.truncate(25);
-        panic!("{n} of {} cases differ:\n{}", cases.len(), failures.join("\n"));
+        panic!(
+            "{n} of {} cases differ:\n{}",
+            cases.len(),
+            failures.join("\n")
+        );
     }
 }

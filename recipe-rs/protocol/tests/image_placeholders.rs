@@ -17,8 +17,12 @@ const URL: &str = "https://example.com/a.png";
 fn convert(format: &str, body: Value) -> ConversationRequest {
     let options = ConversionOptions::default();
     match format {
-        "chat" => ChatCompletionRequest::from_value(body).unwrap().convert(&options),
-        "responses" => ResponsesRequest::from_value(body).unwrap().convert(&options),
+        "chat" => ChatCompletionRequest::from_value(body)
+            .unwrap()
+            .convert(&options),
+        "responses" => ResponsesRequest::from_value(body)
+            .unwrap()
+            .convert(&options),
         _ => MessagesRequest::from_value(body).unwrap().convert(&options),
     }
     .unwrap()
@@ -28,7 +32,10 @@ fn convert(format: &str, body: Value) -> ConversationRequest {
 fn placeholder_counts(cr: &ConversationRequest) -> (usize, usize) {
     let enc = Encoding::new(EncodingVersion::for_model(cr.model_version));
     let spans = enc.render(&cr.conversation).spans;
-    let specials = spans.iter().filter(|s| matches!(s, Span::Special(SpecialToken::Image, _))).count();
+    let specials = spans
+        .iter()
+        .filter(|s| matches!(s, Span::Special(SpecialToken::Image, _)))
+        .count();
     let typed = spans
         .iter()
         .map(|s| match s {
@@ -73,7 +80,9 @@ fn chat_regression_first_placeholder_is_the_image_part() {
         "thinking": {"type": "disabled"},
     });
     let cr = convert("chat", body);
-    let spans = Encoding::new(EncodingVersion::V41).render(&cr.conversation).spans;
+    let spans = Encoding::new(EncodingVersion::V41)
+        .render(&cr.conversation)
+        .spans;
     // BOS, User, text (with the typed spelling and the blank line), image, Assistant, </think>.
     assert_eq!(spans[2], Span::Text(format!("{}\n\n", typed())));
     assert_eq!(spans[3], Span::Special(SpecialToken::Image, IMG.to_owned()));
@@ -124,5 +133,7 @@ fn v4_shows_no_placeholder_and_keeps_typed_spellings_as_text() {
     });
     let cr = convert("chat", body);
     assert_eq!(placeholder_counts(&cr), (0, 1));
-    assert!(cr.conversation.messages[0].content().ends_with("[Unsupported Image]"));
+    assert!(cr.conversation.messages[0]
+        .content()
+        .ends_with("[Unsupported Image]"));
 }

@@ -9,9 +9,32 @@ use recipe_protocol::responses::ResponsesRequest;
 use recipe_protocol::ConversionOptions;
 
 const KEYS: &[&str] = &[
-    "model", "messages", "input", "instructions", "tools", "tool_choice", "role", "content", "type", "text",
-    "function", "name", "parameters", "input_schema", "thinking", "reasoning", "temperature", "top_p",
-    "max_tokens", "stop", "response_format", "tool_calls", "system", "properties", "strict", "items",
+    "model",
+    "messages",
+    "input",
+    "instructions",
+    "tools",
+    "tool_choice",
+    "role",
+    "content",
+    "type",
+    "text",
+    "function",
+    "name",
+    "parameters",
+    "input_schema",
+    "thinking",
+    "reasoning",
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "stop",
+    "response_format",
+    "tool_calls",
+    "system",
+    "properties",
+    "strict",
+    "items",
 ];
 
 fn json_value() -> impl Strategy<Value = Value> {
@@ -20,14 +43,23 @@ fn json_value() -> impl Strategy<Value = Value> {
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(Value::from),
         (-1e6f64..1e6).prop_map(Value::from),
-        prop_oneof![Just("DeepSeek-V4-Pro".to_owned()), Just("user".to_owned()), Just("function".to_owned()), "[a-z]{0,6}"]
-            .prop_map(Value::String),
+        prop_oneof![
+            Just("DeepSeek-V4-Pro".to_owned()),
+            Just("user".to_owned()),
+            Just("function".to_owned()),
+            "[a-z]{0,6}"
+        ]
+        .prop_map(Value::String),
     ];
     leaf.prop_recursive(6, 64, 6, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
             prop::collection::vec((prop::sample::select(KEYS), inner), 0..6).prop_map(|kv| {
-                Value::Object(kv.into_iter().map(|(k, v)| (k.to_owned(), v)).collect::<Map<_, _>>())
+                Value::Object(
+                    kv.into_iter()
+                        .map(|(k, v)| (k.to_owned(), v))
+                        .collect::<Map<_, _>>(),
+                )
             }),
         ]
     })
@@ -71,15 +103,26 @@ proptest! {
 
 #[test]
 fn deep_nesting_is_a_request_error() {
-    let deep = format!("{{\"model\":\"x\",\"messages\":{}{}}}", "[".repeat(50_000), "]".repeat(50_000));
+    let deep = format!(
+        "{{\"model\":\"x\",\"messages\":{}{}}}",
+        "[".repeat(50_000),
+        "]".repeat(50_000)
+    );
     let err = ChatCompletionRequest::from_slice(deep.as_bytes()).unwrap_err();
-    assert!(err.to_string().starts_with("invalid JSON request: recursion limit exceeded"), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with("invalid JSON request: recursion limit exceeded"),
+        "{err}"
+    );
 }
 
 #[test]
 fn resolve_max_tokens_handles_extremes() {
     let body = br#"{"model":"DeepSeek-V4-Pro","messages":[{"role":"user","content":"x"}],"max_tokens":393216}"#;
-    let req = ChatCompletionRequest::from_slice(body).unwrap().convert(&ConversionOptions::default()).unwrap();
+    let req = ChatCompletionRequest::from_slice(body)
+        .unwrap()
+        .convert(&ConversionOptions::default())
+        .unwrap();
     assert!(req.resolve_max_tokens(u32::MAX, u32::MAX).is_err());
     assert_eq!(req.resolve_max_tokens(0, u32::MAX).unwrap(), 393216);
 }

@@ -16,7 +16,11 @@ use pyo3::{PyClass, PyTypeInfo};
 
 /// `'<type of obj>' object cannot be cast as '<expected>'`.
 pub fn cast_error(obj: &Bound<'_, PyAny>, expected: &str) -> PyErr {
-    let name = obj.get_type().qualname().map(|n| n.to_string()).unwrap_or_else(|_| "object".to_owned());
+    let name = obj
+        .get_type()
+        .qualname()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "object".to_owned());
     PyTypeError::new_err(format!("'{name}' object cannot be cast as '{expected}'"))
 }
 
@@ -60,7 +64,9 @@ fn sequence<'py, T>(
     if obj.is_instance_of::<PyString>() {
         return Err(PyTypeError::new_err("Can't extract `str` to `Vec`"));
     }
-    let seq = obj.downcast::<PySequence>().map_err(|_| cast_error(obj, "Sequence"))?;
+    let seq = obj
+        .downcast::<PySequence>()
+        .map_err(|_| cast_error(obj, "Sequence"))?;
     let mut out = Vec::with_capacity(seq.len().unwrap_or(0));
     for x in seq.try_iter()? {
         out.push(item(&x?)?);
@@ -90,7 +96,9 @@ pub fn opt_value<T: PyClass + PyTypeInfo + Clone>(obj: &Bound<'_, PyAny>) -> PyR
 }
 
 /// `None` or an instance of the class `T`.
-pub fn opt_instance<'py, T: PyClass + PyTypeInfo>(obj: &Bound<'py, PyAny>) -> PyResult<Option<PyRef<'py, T>>> {
+pub fn opt_instance<'py, T: PyClass + PyTypeInfo>(
+    obj: &Bound<'py, PyAny>,
+) -> PyResult<Option<PyRef<'py, T>>> {
     if obj.is_none() {
         return Ok(None);
     }
@@ -107,9 +115,14 @@ pub fn opt_strings(obj: &Bound<'_, PyAny>) -> PyResult<Option<Vec<String>>> {
 
 /// A `(str, str)` tuple.
 pub fn string_pair(obj: &Bound<'_, PyAny>) -> PyResult<(String, String)> {
-    let tuple = obj.downcast::<PyTuple>().map_err(|_| cast_error(obj, "tuple"))?;
+    let tuple = obj
+        .downcast::<PyTuple>()
+        .map_err(|_| cast_error(obj, "tuple"))?;
     if tuple.len() != 2 {
-        return Err(PyValueError::new_err(format!("expected tuple of length 2, but got tuple of length {}", tuple.len())));
+        return Err(PyValueError::new_err(format!(
+            "expected tuple of length 2, but got tuple of length {}",
+            tuple.len()
+        )));
     }
     Ok((string(&tuple.get_item(0)?)?, string(&tuple.get_item(1)?)?))
 }
@@ -119,7 +132,9 @@ pub fn string_map<'py, T>(
     obj: &Bound<'py, PyAny>,
     item: impl Fn(&Bound<'py, PyAny>) -> PyResult<T>,
 ) -> PyResult<std::collections::BTreeMap<String, T>> {
-    let dict = obj.downcast::<PyDict>().map_err(|_| cast_error(obj, "dict"))?;
+    let dict = obj
+        .downcast::<PyDict>()
+        .map_err(|_| cast_error(obj, "dict"))?;
     let mut out = std::collections::BTreeMap::new();
     for (k, v) in dict.iter() {
         out.insert(string(&k)?, item(&v)?);
@@ -128,12 +143,16 @@ pub fn string_map<'py, T>(
 }
 
 /// A sequence of instances of `T`.
-pub fn instances<'py, T: PyClass + PyTypeInfo>(obj: &Bound<'py, PyAny>) -> PyResult<Vec<PyRef<'py, T>>> {
+pub fn instances<'py, T: PyClass + PyTypeInfo>(
+    obj: &Bound<'py, PyAny>,
+) -> PyResult<Vec<PyRef<'py, T>>> {
     sequence(obj, instance::<T>)
 }
 
 /// `None` or a sequence of instances of `T`.
-pub fn opt_instances<'py, T: PyClass + PyTypeInfo>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Vec<PyRef<'py, T>>>> {
+pub fn opt_instances<'py, T: PyClass + PyTypeInfo>(
+    obj: &Bound<'py, PyAny>,
+) -> PyResult<Option<Vec<PyRef<'py, T>>>> {
     if obj.is_none() {
         return Ok(None);
     }

@@ -16,13 +16,20 @@ pub(crate) fn encoding_of(obj: &Bound<'_, PyAny>) -> PyResult<Encoding> {
     if let Ok(e) = obj.downcast::<PyDeepseekV4Encoding>() {
         return Ok(e.get().inner.clone());
     }
-    Err(crate::args::cast_error(obj, "DeepseekV4Encoding | DeepseekV41Encoding"))
+    Err(crate::args::cast_error(
+        obj,
+        "DeepseekV4Encoding | DeepseekV41Encoding",
+    ))
 }
 
 fn to_json(r: Result<Report, CheckError>) -> PyResult<String> {
     match r {
-        Ok(report) => serde_json::to_string(&report).map_err(|e| PyRuntimeError::new_err(e.to_string())),
-        Err(CheckError::UnknownId(id)) => Err(PyValueError::new_err(format!("token ID {id} is not in the tokenizer's vocabulary"))),
+        Ok(report) => {
+            serde_json::to_string(&report).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+        }
+        Err(CheckError::UnknownId(id)) => Err(PyValueError::new_err(format!(
+            "token ID {id} is not in the tokenizer's vocabulary"
+        ))),
         Err(e) => Err(PyRuntimeError::new_err(e.to_string())),
     }
 }
@@ -33,7 +40,10 @@ fn to_json(r: Result<Report, CheckError>) -> PyResult<String> {
 fn check_token_ids(
     py: Python<'_>,
     encoding: &Bound<'_, PyAny>,
-    #[pyo3(from_py_with = crate::args::instance::<PyConversation>)] conversation: PyRef<'_, PyConversation>,
+    #[pyo3(from_py_with = crate::args::instance::<PyConversation>)] conversation: PyRef<
+        '_,
+        PyConversation,
+    >,
     token_ids: Vec<u32>,
 ) -> PyResult<String> {
     let enc = encoding_of(encoding)?;
@@ -47,7 +57,10 @@ fn check_token_ids(
 fn check_prompt_text(
     py: Python<'_>,
     encoding: &Bound<'_, PyAny>,
-    #[pyo3(from_py_with = crate::args::instance::<PyConversation>)] conversation: PyRef<'_, PyConversation>,
+    #[pyo3(from_py_with = crate::args::instance::<PyConversation>)] conversation: PyRef<
+        '_,
+        PyConversation,
+    >,
     prompt: &str,
 ) -> PyResult<String> {
     let enc = encoding_of(encoding)?;

@@ -74,20 +74,30 @@ fn py_to_json_at(obj: &Bound<'_, PyAny>, depth: usize, store: bool) -> PyResult<
         if let Ok(v) = obj.extract::<u64>() {
             return Ok(Value::Number(v.into()));
         }
-        return Err(PyOverflowError::new_err("integer is outside the JSON number range"));
+        return Err(PyOverflowError::new_err(
+            "integer is outside the JSON number range",
+        ));
     }
     if let Ok(f) = obj.downcast::<PyFloat>() {
         let v = f.value();
         return match Number::from_f64(v) {
             Some(n) => Ok(Value::Number(n)),
-            None => Err(PyValueError::new_err(format!("{v} is not a finite JSON number"))),
+            None => Err(PyValueError::new_err(format!(
+                "{v} is not a finite JSON number"
+            ))),
         };
     }
     if let Ok(s) = obj.downcast::<PyString>() {
         let text = s.to_cow()?;
-        return Ok(if store { Value::String(text.into_owned()) } else { Value::Null });
+        return Ok(if store {
+            Value::String(text.into_owned())
+        } else {
+            Value::Null
+        });
     }
-    let is_container = obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() || obj.is_instance_of::<PyDict>();
+    let is_container = obj.is_instance_of::<PyList>()
+        || obj.is_instance_of::<PyTuple>()
+        || obj.is_instance_of::<PyDict>();
     if is_container && depth >= MAX_JSON_DEPTH {
         return Err(PyRecursionError::new_err(format!(
             "JSON input exceeds the maximum nesting depth of {MAX_JSON_DEPTH}"
@@ -101,7 +111,11 @@ fn py_to_json_at(obj: &Bound<'_, PyAny>, depth: usize, store: bool) -> PyResult<
                 out.push(v);
             }
         }
-        return Ok(if store { Value::Array(out) } else { Value::Null });
+        return Ok(if store {
+            Value::Array(out)
+        } else {
+            Value::Null
+        });
     }
     if let Ok(t) = obj.downcast::<PyTuple>() {
         let mut out = Vec::with_capacity(if store { t.len() } else { 0 });
@@ -111,7 +125,11 @@ fn py_to_json_at(obj: &Bound<'_, PyAny>, depth: usize, store: bool) -> PyResult<
                 out.push(v);
             }
         }
-        return Ok(if store { Value::Array(out) } else { Value::Null });
+        return Ok(if store {
+            Value::Array(out)
+        } else {
+            Value::Null
+        });
     }
     if let Ok(d) = obj.downcast::<PyDict>() {
         let mut map = Map::with_capacity(if store { d.len() } else { 0 });
@@ -125,7 +143,11 @@ fn py_to_json_at(obj: &Bound<'_, PyAny>, depth: usize, store: bool) -> PyResult<
                 map.insert(key.into_owned(), v);
             }
         }
-        return Ok(if store { Value::Object(map) } else { Value::Null });
+        return Ok(if store {
+            Value::Object(map)
+        } else {
+            Value::Null
+        });
     }
     let name = obj.get_type().name()?;
     Err(PyTypeError::new_err(format!("{name} is not a JSON value")))
@@ -142,12 +164,19 @@ pub fn json_to_py(py: Python<'_>, v: &Value) -> PyResult<PyObject> {
             } else if let Some(u) = n.as_u64() {
                 u.into_pyobject(py)?.into_any().unbind()
             } else {
-                n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any().unbind()
+                n.as_f64()
+                    .unwrap_or(f64::NAN)
+                    .into_pyobject(py)?
+                    .into_any()
+                    .unbind()
             }
         }
         Value::String(s) => PyString::new(py, s).into_any().unbind(),
         Value::Array(a) => {
-            let items = a.iter().map(|x| json_to_py(py, x)).collect::<PyResult<Vec<_>>>()?;
+            let items = a
+                .iter()
+                .map(|x| json_to_py(py, x))
+                .collect::<PyResult<Vec<_>>>()?;
             PyList::new(py, items)?.into_any().unbind()
         }
         Value::Object(m) => {
@@ -175,7 +204,12 @@ fn parse_detail(detail: &str) -> PyResult<ImageDetail> {
 ///
 /// Not constructible: build a `DataUrlImageSource`, `UrlImageSource` or `BytesImageSource`.
 /// Exactly one of `data_url`, `url` and `data` is set, as `kind` says.
-#[pyclass(name = "ImageSource", module = "deepseek_recipe._native", subclass, frozen)]
+#[pyclass(
+    name = "ImageSource",
+    module = "deepseek_recipe._native",
+    subclass,
+    frozen
+)]
 #[derive(Clone)]
 pub struct PyImageSource {
     pub inner: ImageSource,
@@ -185,7 +219,9 @@ pub struct PyImageSource {
 impl PyImageSource {
     #[new]
     fn abstract_new() -> PyResult<Self> {
-        Err(PyTypeError::new_err("cannot create 'deepseek_recipe._native.ImageSource' instances"))
+        Err(PyTypeError::new_err(
+            "cannot create 'deepseek_recipe._native.ImageSource' instances",
+        ))
     }
     /// `"data_url"`, `"url"` or `"bytes"`: which of the three sources this is.
     #[getter]
@@ -241,11 +277,21 @@ fn image_source_repr(s: &ImageSource) -> String {
         ImageData::Url(u) => ("UrlImageSource", format!("{u:?}")),
         ImageData::Bytes(b) => ("BytesImageSource", format!("<{} bytes>", b.len())),
     };
-    format!("{class}({first}, detail={:?}, path={:?})", s.detail.as_str(), s.path)
+    format!(
+        "{class}({first}, detail={:?}, path={:?})",
+        s.detail.as_str(),
+        s.path
+    )
 }
 
 fn new_image_source(data: ImageData, detail: &str, path: String) -> PyResult<PyImageSource> {
-    Ok(PyImageSource { inner: ImageSource { data, detail: parse_detail(detail)?, path } })
+    Ok(PyImageSource {
+        inner: ImageSource {
+            data,
+            detail: parse_detail(detail)?,
+            path,
+        },
+    })
 }
 
 /// An image given by a `data:` URL.
@@ -257,8 +303,15 @@ impl PyDataUrlImageSource {
     #[new]
     #[pyo3(signature = (data_url, detail=String::from("high"), *, path=String::new()))]
     #[pyo3(text_signature = "(data_url, detail='high', *, path='')")]
-    fn new(#[pyo3(from_py_with = crate::args::string)] data_url: String, #[pyo3(from_py_with = crate::args::string)] detail: String, #[pyo3(from_py_with = crate::args::string)] path: String) -> PyResult<(Self, PyImageSource)> {
-        Ok((PyDataUrlImageSource, new_image_source(ImageData::DataUrl(data_url), &detail, path)?))
+    fn new(
+        #[pyo3(from_py_with = crate::args::string)] data_url: String,
+        #[pyo3(from_py_with = crate::args::string)] detail: String,
+        #[pyo3(from_py_with = crate::args::string)] path: String,
+    ) -> PyResult<(Self, PyImageSource)> {
+        Ok((
+            PyDataUrlImageSource,
+            new_image_source(ImageData::DataUrl(data_url), &detail, path)?,
+        ))
     }
 }
 
@@ -271,8 +324,15 @@ impl PyUrlImageSource {
     #[new]
     #[pyo3(signature = (url, detail=String::from("high"), *, path=String::new()))]
     #[pyo3(text_signature = "(url, detail='high', *, path='')")]
-    fn new(#[pyo3(from_py_with = crate::args::string)] url: String, #[pyo3(from_py_with = crate::args::string)] detail: String, #[pyo3(from_py_with = crate::args::string)] path: String) -> PyResult<(Self, PyImageSource)> {
-        Ok((PyUrlImageSource, new_image_source(ImageData::Url(url), &detail, path)?))
+    fn new(
+        #[pyo3(from_py_with = crate::args::string)] url: String,
+        #[pyo3(from_py_with = crate::args::string)] detail: String,
+        #[pyo3(from_py_with = crate::args::string)] path: String,
+    ) -> PyResult<(Self, PyImageSource)> {
+        Ok((
+            PyUrlImageSource,
+            new_image_source(ImageData::Url(url), &detail, path)?,
+        ))
     }
 }
 
@@ -285,8 +345,15 @@ impl PyBytesImageSource {
     #[new]
     #[pyo3(signature = (data, detail=String::from("high"), *, path=String::new()))]
     #[pyo3(text_signature = "(data, detail='high', *, path='')")]
-    fn new(#[pyo3(from_py_with = crate::args::byte_vec)] data: Vec<u8>, #[pyo3(from_py_with = crate::args::string)] detail: String, #[pyo3(from_py_with = crate::args::string)] path: String) -> PyResult<(Self, PyImageSource)> {
-        Ok((PyBytesImageSource, new_image_source(ImageData::Bytes(data), &detail, path)?))
+    fn new(
+        #[pyo3(from_py_with = crate::args::byte_vec)] data: Vec<u8>,
+        #[pyo3(from_py_with = crate::args::string)] detail: String,
+        #[pyo3(from_py_with = crate::args::string)] path: String,
+    ) -> PyResult<(Self, PyImageSource)> {
+        Ok((
+            PyBytesImageSource,
+            new_image_source(ImageData::Bytes(data), &detail, path)?,
+        ))
     }
 }
 
@@ -318,8 +385,18 @@ pub struct PyToolCall {
 #[pymethods]
 impl PyToolCall {
     #[new]
-    fn new(#[pyo3(from_py_with = crate::args::string)] id: String, #[pyo3(from_py_with = crate::args::string)] name: String, #[pyo3(from_py_with = crate::args::string)] arguments: String) -> Self {
-        PyToolCall { inner: ToolCall { id, name, arguments } }
+    fn new(
+        #[pyo3(from_py_with = crate::args::string)] id: String,
+        #[pyo3(from_py_with = crate::args::string)] name: String,
+        #[pyo3(from_py_with = crate::args::string)] arguments: String,
+    ) -> Self {
+        PyToolCall {
+            inner: ToolCall {
+                id,
+                name,
+                arguments,
+            },
+        }
     }
     /// The call's ID, which a later `ToolMessage.tool_call_id` refers to.
     #[getter]
@@ -366,7 +443,15 @@ impl PyToolDefinition {
             Some(p) => py_to_json(p)?,
             None => Value::Null,
         };
-        Ok(PyToolDefinition { inner: ToolDefinition { name, description, parameters, strict, defer_loading } })
+        Ok(PyToolDefinition {
+            inner: ToolDefinition {
+                name,
+                description,
+                parameters,
+                strict,
+                defer_loading,
+            },
+        })
     }
     /// The tool's name.
     #[getter]
@@ -402,7 +487,10 @@ impl PyToolDefinition {
 }
 
 fn tools_to_py(tools: &[ToolDefinition]) -> Vec<PyToolDefinition> {
-    tools.iter().map(|t| PyToolDefinition { inner: t.clone() }).collect()
+    tools
+        .iter()
+        .map(|t| PyToolDefinition { inner: t.clone() })
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -423,7 +511,9 @@ pub struct PyMessage {
 impl PyMessage {
     #[new]
     fn abstract_new() -> PyResult<Self> {
-        Err(PyTypeError::new_err("cannot create 'deepseek_recipe._native.Message' instances"))
+        Err(PyTypeError::new_err(
+            "cannot create 'deepseek_recipe._native.Message' instances",
+        ))
     }
     /// `"system"`, `"user"`, `"assistant"`, `"tool"` or `"latest_reminder"`.
     #[getter]
@@ -447,10 +537,12 @@ impl PyMessage {
     #[getter]
     fn tool_calls(&self) -> Option<Vec<PyToolCall>> {
         match &self.inner {
-            Message::Assistant(m) => m
-                .tool_calls
-                .as_ref()
-                .map(|calls| calls.iter().map(|c| PyToolCall { inner: c.clone() }).collect()),
+            Message::Assistant(m) => m.tool_calls.as_ref().map(|calls| {
+                calls
+                    .iter()
+                    .map(|c| PyToolCall { inner: c.clone() })
+                    .collect()
+            }),
             _ => None,
         }
     }
@@ -485,11 +577,19 @@ impl PyMessage {
 fn message_repr(m: &Message) -> String {
     match m {
         Message::System(m) => format!("SystemMessage({:?})", m.content),
-        Message::User(m) => format!("UserMessage({:?}, image_sources={})", m.content, m.image_sources.len()),
+        Message::User(m) => format!(
+            "UserMessage({:?}, image_sources={})",
+            m.content,
+            m.image_sources.len()
+        ),
         Message::Assistant(m) => format!(
             "AssistantMessage({:?}, reasoning_content={}, tool_calls={}, prefix={})",
             m.content,
-            if m.reasoning_content.is_some() { "True" } else { "False" },
+            if m.reasoning_content.is_some() {
+                "True"
+            } else {
+                "False"
+            },
             m.tool_calls.as_ref().map_or(0, Vec::len),
             if m.prefix { "True" } else { "False" },
         ),
@@ -512,7 +612,10 @@ fn image_token_arg(image_token: Option<String>) -> PyResult<String> {
 }
 
 fn image_sources_arg(srcs: Option<Vec<PyRef<'_, PyImageSource>>>) -> Vec<ImageSource> {
-    srcs.unwrap_or_default().iter().map(|s| s.inner.clone()).collect()
+    srcs.unwrap_or_default()
+        .iter()
+        .map(|s| s.inner.clone())
+        .collect()
 }
 
 /// A system message, optionally announcing updated tool schemas (rendered by V4.1 only).
@@ -525,13 +628,26 @@ impl PySystemMessage {
     #[pyo3(signature = (content, image_sources=None, tools=None, *, image_token=None))]
     fn new(
         #[pyo3(from_py_with = crate::args::string)] content: String,
-        #[pyo3(from_py_with = crate::args::opt_instances::<PyImageSource>)] image_sources: Option<Vec<PyRef<'_, PyImageSource>>>,
-        #[pyo3(from_py_with = crate::args::opt_instances::<PyToolDefinition>)] tools: Option<Vec<PyRef<'_, PyToolDefinition>>>,
+        #[pyo3(from_py_with = crate::args::opt_instances::<PyImageSource>)] image_sources: Option<
+            Vec<PyRef<'_, PyImageSource>>,
+        >,
+        #[pyo3(from_py_with = crate::args::opt_instances::<PyToolDefinition>)] tools: Option<
+            Vec<PyRef<'_, PyToolDefinition>>,
+        >,
         #[pyo3(from_py_with = crate::args::opt_string)] image_token: Option<String>,
     ) -> PyResult<(Self, PyMessage)> {
-        let mut msg = SystemMessage::new(content, image_sources_arg(image_sources), image_token_arg(image_token)?);
+        let mut msg = SystemMessage::new(
+            content,
+            image_sources_arg(image_sources),
+            image_token_arg(image_token)?,
+        );
         msg.tools = tools.map(|ts| ts.iter().map(|t| t.inner.clone()).collect());
-        Ok((PySystemMessage, PyMessage { inner: Message::System(msg) }))
+        Ok((
+            PySystemMessage,
+            PyMessage {
+                inner: Message::System(msg),
+            },
+        ))
     }
     /// The tool schemas this message announces, or `None`.
     #[getter]
@@ -555,11 +671,22 @@ impl PyUserMessage {
     #[pyo3(signature = (content, image_sources=None, *, image_token=None))]
     fn new(
         #[pyo3(from_py_with = crate::args::string)] content: String,
-        #[pyo3(from_py_with = crate::args::opt_instances::<PyImageSource>)] image_sources: Option<Vec<PyRef<'_, PyImageSource>>>,
+        #[pyo3(from_py_with = crate::args::opt_instances::<PyImageSource>)] image_sources: Option<
+            Vec<PyRef<'_, PyImageSource>>,
+        >,
         #[pyo3(from_py_with = crate::args::opt_string)] image_token: Option<String>,
     ) -> PyResult<(Self, PyMessage)> {
-        let msg = UserMessage::new(content, image_sources_arg(image_sources), image_token_arg(image_token)?);
-        Ok((PyUserMessage, PyMessage { inner: Message::User(msg) }))
+        let msg = UserMessage::new(
+            content,
+            image_sources_arg(image_sources),
+            image_token_arg(image_token)?,
+        );
+        Ok((
+            PyUserMessage,
+            PyMessage {
+                inner: Message::User(msg),
+            },
+        ))
     }
 }
 
@@ -574,7 +701,9 @@ impl PyAssistantMessage {
     fn new(
         #[pyo3(from_py_with = crate::args::string)] content: String,
         #[pyo3(from_py_with = crate::args::opt_string)] reasoning_content: Option<String>,
-        #[pyo3(from_py_with = crate::args::opt_instances::<PyToolCall>)] tool_calls: Option<Vec<PyRef<'_, PyToolCall>>>,
+        #[pyo3(from_py_with = crate::args::opt_instances::<PyToolCall>)] tool_calls: Option<
+            Vec<PyRef<'_, PyToolCall>>,
+        >,
         #[pyo3(from_py_with = crate::args::boolean)] prefix: bool,
     ) -> (Self, PyMessage) {
         let msg = AssistantMessage {
@@ -583,7 +712,12 @@ impl PyAssistantMessage {
             tool_calls: tool_calls.map(|cs| cs.iter().map(|c| c.inner.clone()).collect()),
             prefix,
         };
-        (PyAssistantMessage, PyMessage { inner: Message::Assistant(msg) })
+        (
+            PyAssistantMessage,
+            PyMessage {
+                inner: Message::Assistant(msg),
+            },
+        )
     }
 }
 
@@ -598,11 +732,23 @@ impl PyToolMessage {
     fn new(
         #[pyo3(from_py_with = crate::args::string)] content: String,
         #[pyo3(from_py_with = crate::args::opt_string)] tool_call_id: Option<String>,
-        #[pyo3(from_py_with = crate::args::opt_instances::<PyImageSource>)] image_sources: Option<Vec<PyRef<'_, PyImageSource>>>,
+        #[pyo3(from_py_with = crate::args::opt_instances::<PyImageSource>)] image_sources: Option<
+            Vec<PyRef<'_, PyImageSource>>,
+        >,
         #[pyo3(from_py_with = crate::args::opt_string)] image_token: Option<String>,
     ) -> PyResult<(Self, PyMessage)> {
-        let msg = ToolMessage::new(content, tool_call_id, image_sources_arg(image_sources), image_token_arg(image_token)?);
-        Ok((PyToolMessage, PyMessage { inner: Message::Tool(msg) }))
+        let msg = ToolMessage::new(
+            content,
+            tool_call_id,
+            image_sources_arg(image_sources),
+            image_token_arg(image_token)?,
+        );
+        Ok((
+            PyToolMessage,
+            PyMessage {
+                inner: Message::Tool(msg),
+            },
+        ))
     }
 }
 
@@ -614,7 +760,12 @@ pub struct PyLatestReminderMessage;
 impl PyLatestReminderMessage {
     #[new]
     fn new(#[pyo3(from_py_with = crate::args::string)] content: String) -> (Self, PyMessage) {
-        (PyLatestReminderMessage, PyMessage { inner: Message::LatestReminder(LatestReminderMessage { content }) })
+        (
+            PyLatestReminderMessage,
+            PyMessage {
+                inner: Message::LatestReminder(LatestReminderMessage { content }),
+            },
+        )
     }
 }
 
@@ -626,7 +777,9 @@ pub fn message_to_py(py: Python<'_>, msg: &Message) -> PyResult<PyObject> {
         Message::User(_) => Py::new(py, init.add_subclass(PyUserMessage))?.into_any(),
         Message::Assistant(_) => Py::new(py, init.add_subclass(PyAssistantMessage))?.into_any(),
         Message::Tool(_) => Py::new(py, init.add_subclass(PyToolMessage))?.into_any(),
-        Message::LatestReminder(_) => Py::new(py, init.add_subclass(PyLatestReminderMessage))?.into_any(),
+        Message::LatestReminder(_) => {
+            Py::new(py, init.add_subclass(PyLatestReminderMessage))?.into_any()
+        }
     })
 }
 
@@ -693,12 +846,18 @@ impl PyConversation {
     #[new]
     #[pyo3(signature = (messages=None, *, thinking_mode=true, tools=None, tool_choice=String::from("auto"),
         reasoning_effort=None, response_format=String::from("text"), response_schema=None, response_regex=None))]
-    #[pyo3(text_signature = "(messages=None, *, thinking_mode=True, tools=None, tool_choice='auto', reasoning_effort=None, response_format='text', response_schema=None, response_regex=None)")]
+    #[pyo3(
+        text_signature = "(messages=None, *, thinking_mode=True, tools=None, tool_choice='auto', reasoning_effort=None, response_format='text', response_schema=None, response_regex=None)"
+    )]
     #[allow(clippy::too_many_arguments)]
     fn new(
-        #[pyo3(from_py_with = crate::args::opt_instances::<PyMessage>)] messages: Option<Vec<PyRef<'_, PyMessage>>>,
+        #[pyo3(from_py_with = crate::args::opt_instances::<PyMessage>)] messages: Option<
+            Vec<PyRef<'_, PyMessage>>,
+        >,
         #[pyo3(from_py_with = crate::args::boolean)] thinking_mode: bool,
-        #[pyo3(from_py_with = crate::args::opt_instances::<PyToolDefinition>)] tools: Option<Vec<PyRef<'_, PyToolDefinition>>>,
+        #[pyo3(from_py_with = crate::args::opt_instances::<PyToolDefinition>)] tools: Option<
+            Vec<PyRef<'_, PyToolDefinition>>,
+        >,
         #[pyo3(from_py_with = crate::args::string)] tool_choice: String,
         #[pyo3(from_py_with = crate::args::opt_string)] reasoning_effort: Option<String>,
         #[pyo3(from_py_with = crate::args::string)] response_format: String,
@@ -723,7 +882,9 @@ impl PyConversation {
             ));
         }
         if schema.is_some() && response_regex.is_some() {
-            return Err(PyValueError::new_err("response_schema and response_regex cannot be combined"));
+            return Err(PyValueError::new_err(
+                "response_schema and response_regex cannot be combined",
+            ));
         }
         let response_format = if json_object {
             ResponseFormat::JsonObject
@@ -736,9 +897,17 @@ impl PyConversation {
         };
         Ok(PyConversation {
             inner: Conversation {
-                messages: messages.unwrap_or_default().iter().map(|m| m.inner.clone()).collect(),
+                messages: messages
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|m| m.inner.clone())
+                    .collect(),
                 thinking_mode,
-                tools: tools.unwrap_or_default().iter().map(|t| t.inner.clone()).collect(),
+                tools: tools
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|t| t.inner.clone())
+                    .collect(),
                 tool_choice,
                 reasoning_effort,
                 response_format,
@@ -748,7 +917,11 @@ impl PyConversation {
     /// The messages, each as its own subclass of `Message`.
     #[getter]
     fn messages(&self, py: Python<'_>) -> PyResult<Vec<PyObject>> {
-        self.inner.messages.iter().map(|m| message_to_py(py, m)).collect()
+        self.inner
+            .messages
+            .iter()
+            .map(|m| message_to_py(py, m))
+            .collect()
     }
     /// Whether the model reasons before it answers.
     #[getter]

@@ -25,7 +25,9 @@ pub struct PyRenderedPrompt {
 impl PyRenderedPrompt {
     #[new]
     fn no_new() -> PyResult<Self> {
-        Err(PyTypeError::new_err("cannot create 'deepseek_recipe._native.RenderedPrompt' instances"))
+        Err(PyTypeError::new_err(
+            "cannot create 'deepseek_recipe._native.RenderedPrompt' instances",
+        ))
     }
     /// The prompt text.
     #[getter]
@@ -40,7 +42,10 @@ impl PyRenderedPrompt {
     /// The images, in the order of their placeholders in `prompt`.
     #[getter]
     fn image_sources(&self, py: Python<'_>) -> PyResult<Vec<PyObject>> {
-        self.image_sources.iter().map(|s| image_source_to_py(py, s)).collect()
+        self.image_sources
+            .iter()
+            .map(|s| image_source_to_py(py, s))
+            .collect()
     }
     fn __repr__(&self) -> String {
         format!(
@@ -61,7 +66,8 @@ fn render(enc: &Encoding, py: Python<'_>, conv: &PyConversation) -> PyRenderedPr
 }
 
 fn encode(enc: &Encoding, py: Python<'_>, conv: &PyConversation) -> PyResult<Vec<u32>> {
-    py.allow_threads(|| enc.encode(conv.core())).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+    py.allow_threads(|| enc.encode(conv.core()))
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
 macro_rules! encoding_class {
@@ -80,31 +86,74 @@ macro_rules! encoding_class {
         impl $rust {
             #[new]
             fn new() -> Self {
-                $rust { inner: Encoding::new($version) }
+                $rust {
+                    inner: Encoding::new($version),
+                }
             }
             /// A copy of this encoding that encodes with `tokenizer`.
-            fn with_tokenizer(&self, #[pyo3(from_py_with = crate::args::instance::<PyTokenizer>)] tokenizer: PyRef<'_, PyTokenizer>) -> Self {
-                $rust { inner: self.inner.clone().with_tokenizer(tokenizer.inner.clone()) }
+            fn with_tokenizer(
+                &self,
+                #[pyo3(from_py_with = crate::args::instance::<PyTokenizer>)] tokenizer: PyRef<
+                    '_,
+                    PyTokenizer,
+                >,
+            ) -> Self {
+                $rust {
+                    inner: self.inner.clone().with_tokenizer(tokenizer.inner.clone()),
+                }
             }
             /// A copy of this encoding that renders with `special_tokens`.
-            fn with_special_tokens(&self, #[pyo3(from_py_with = crate::args::instance::<PySpecialTokens>)] special_tokens: PyRef<'_, PySpecialTokens>) -> Self {
-                $rust { inner: self.inner.clone().with_special_tokens(special_tokens.inner.clone()) }
+            fn with_special_tokens(
+                &self,
+                #[pyo3(from_py_with = crate::args::instance::<PySpecialTokens>)]
+                special_tokens: PyRef<'_, PySpecialTokens>,
+            ) -> Self {
+                $rust {
+                    inner: self
+                        .inner
+                        .clone()
+                        .with_special_tokens(special_tokens.inner.clone()),
+                }
             }
             /// The prompt text of `conversation`, its control-token ranges and its images.
-            fn render_conversation(&self, py: Python<'_>, #[pyo3(from_py_with = crate::args::instance::<PyConversation>)] conversation: PyRef<'_, PyConversation>) -> PyRenderedPrompt {
+            fn render_conversation(
+                &self,
+                py: Python<'_>,
+                #[pyo3(from_py_with = crate::args::instance::<PyConversation>)] conversation: PyRef<
+                    '_,
+                    PyConversation,
+                >,
+            ) -> PyRenderedPrompt {
                 render(&self.inner, py, &conversation)
             }
             /// Token IDs of the rendered conversation (control tokens only where the template put
             /// them). `RuntimeError` without a tokenizer or when a token is not in the vocabulary.
-            fn encode(&self, py: Python<'_>, #[pyo3(from_py_with = crate::args::instance::<PyConversation>)] conversation: PyRef<'_, PyConversation>) -> PyResult<Vec<u32>> {
+            fn encode(
+                &self,
+                py: Python<'_>,
+                #[pyo3(from_py_with = crate::args::instance::<PyConversation>)] conversation: PyRef<
+                    '_,
+                    PyConversation,
+                >,
+            ) -> PyResult<Vec<u32>> {
                 encode(&self.inner, py, &conversation)
             }
         }
     };
 }
 
-encoding_class!(PyDeepseekV4Encoding, "DeepseekV4Encoding", EncodingVersion::V4, "The DeepSeek V4 prompt template.");
-encoding_class!(PyDeepseekV41Encoding, "DeepseekV41Encoding", EncodingVersion::V41, "The DeepSeek V4.1 prompt template.");
+encoding_class!(
+    PyDeepseekV4Encoding,
+    "DeepseekV4Encoding",
+    EncodingVersion::V4,
+    "The DeepSeek V4 prompt template."
+);
+encoding_class!(
+    PyDeepseekV41Encoding,
+    "DeepseekV41Encoding",
+    EncodingVersion::V41,
+    "The DeepSeek V4.1 prompt template."
+);
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("IMAGE_SPECIAL_TOKEN_ID", IMAGE_SPECIAL_TOKEN_ID)?;

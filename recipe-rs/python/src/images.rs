@@ -11,7 +11,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes};
 use recipe_images::error::LocatedImageError;
 use recipe_images::fetch::ImageFetcher;
-use recipe_images::{Detail, ImageError as CrateImageError, ImageInfo, ImageQuota, ImageResolver, ImageTokenSpec, PreprocessOptions};
+use recipe_images::{
+    Detail, ImageError as CrateImageError, ImageInfo, ImageQuota, ImageResolver, ImageTokenSpec,
+    PreprocessOptions,
+};
 
 use crate::conversation::PyImageSource;
 
@@ -21,7 +24,12 @@ create_exception!(
     PyException,
     "An image could not be resolved, fetched or preprocessed; `kind` names the failure and `is_retryable` says whether another attempt may succeed."
 );
-create_exception!(_native, CalcResizeError, PyValueError, "Fitting an image to the V4.1 token budget did not converge.");
+create_exception!(
+    _native,
+    CalcResizeError,
+    PyValueError,
+    "Fitting an image to the V4.1 token budget did not converge."
+);
 
 fn raise(kind: &str, retryable: bool, message: String) -> PyErr {
     Python::with_gil(|py| {
@@ -39,7 +47,11 @@ fn image_error(e: &CrateImageError) -> PyErr {
 }
 
 fn located_error(e: &LocatedImageError) -> PyErr {
-    raise(e.error.kind.name(), e.error.kind.is_retryable(), e.message.clone())
+    raise(
+        e.error.kind.name(),
+        e.error.kind.is_retryable(),
+        e.message.clone(),
+    )
 }
 
 /// One preprocessed image: its encoded bytes and its pixel size.
@@ -55,7 +67,13 @@ pub struct PyImageInfo {
 impl PyImageInfo {
     #[new]
     fn new(data: Vec<u8>, width: u32, height: u32) -> Self {
-        Self { inner: ImageInfo { data, width, height } }
+        Self {
+            inner: ImageInfo {
+                data,
+                width,
+                height,
+            },
+        }
     }
     /// The encoded image bytes.
     #[getter]
@@ -87,12 +105,21 @@ impl PyMultiModalData {
     #[new]
     #[pyo3(signature = (images=None))]
     fn new(images: Option<Vec<PyRef<'_, PyImageInfo>>>) -> Self {
-        Self { images: images.unwrap_or_default().iter().map(|i| i.inner.clone()).collect() }
+        Self {
+            images: images
+                .unwrap_or_default()
+                .iter()
+                .map(|i| i.inner.clone())
+                .collect(),
+        }
     }
     /// The images, in the order of their placeholders.
     #[getter]
     fn images(&self) -> Vec<PyImageInfo> {
-        self.images.iter().map(|i| PyImageInfo { inner: i.clone() }).collect()
+        self.images
+            .iter()
+            .map(|i| PyImageInfo { inner: i.clone() })
+            .collect()
     }
     /// True when there are no images.
     fn is_empty(&self) -> bool {
@@ -103,7 +130,9 @@ impl PyMultiModalData {
         let spec = ImageTokenSpec::V41;
         let mut total = 0i64;
         for i in &self.images {
-            let t = spec.tokens(i.width as usize, i.height as usize).map_err(|e| CalcResizeError::new_err(e.to_string()))?;
+            let t = spec
+                .tokens(i.width as usize, i.height as usize)
+                .map_err(|e| CalcResizeError::new_err(e.to_string()))?;
             total += t as i64 - 1;
         }
         Ok(total)
@@ -123,7 +152,9 @@ pub struct PyImageQuota {
 impl PyImageQuota {
     #[new]
     fn new() -> Self {
-        Self { inner: ImageQuota::default() }
+        Self {
+            inner: ImageQuota::default(),
+        }
     }
     /// Images counted so far.
     fn image_count(&self) -> u64 {
@@ -147,15 +178,24 @@ pub struct PyPreprocessOptions {
 #[pymethods]
 impl PyPreprocessOptions {
     #[new]
-    fn new(detail: String, max_dimension_px: i64, low_detail_max_dimension_px: i64) -> PyResult<Self> {
+    fn new(
+        detail: String,
+        max_dimension_px: i64,
+        low_detail_max_dimension_px: i64,
+    ) -> PyResult<Self> {
         let d = Detail::parse(&detail).ok_or_else(|| {
-            PyValueError::new_err(format!("invalid detail {detail:?}; expected \"low\", \"high\", \"original\", or \"auto\""))
+            PyValueError::new_err(format!(
+                "invalid detail {detail:?}; expected \"low\", \"high\", \"original\", or \"auto\""
+            ))
         })?;
         let in_u32 = |v: i64| (0..=u32::MAX as i64).contains(&v);
         if !in_u32(max_dimension_px) || !in_u32(low_detail_max_dimension_px) {
-            return Err(pyo3::exceptions::PyOverflowError::new_err("out of range integral type conversion attempted"));
+            return Err(pyo3::exceptions::PyOverflowError::new_err(
+                "out of range integral type conversion attempted",
+            ));
         }
-        let (max_dimension_px, low_detail_max_dimension_px) = (max_dimension_px as u64, low_detail_max_dimension_px as u64);
+        let (max_dimension_px, low_detail_max_dimension_px) =
+            (max_dimension_px as u64, low_detail_max_dimension_px as u64);
         let inner = PreprocessOptions::new(d, max_dimension_px, low_detail_max_dimension_px)
             .map_err(|e| PyValueError::new_err(e.public))?;
         Ok(Self { inner })
@@ -180,7 +220,11 @@ impl PyPreprocessOptions {
 /// Downloads images given by URL over HTTP(S), with a size cap.
 ///
 /// Immutable: the `with_*` methods return configured copies.
-#[pyclass(name = "ReqwestImageFetcher", module = "deepseek_recipe._native", frozen)]
+#[pyclass(
+    name = "ReqwestImageFetcher",
+    module = "deepseek_recipe._native",
+    frozen
+)]
 #[derive(Clone)]
 pub struct PyReqwestImageFetcher {
     inner: ImageFetcher,
@@ -190,7 +234,11 @@ pub struct PyReqwestImageFetcher {
 fn python_filter(callable: Py<PyAny>) -> recipe_images::DestinationFilter {
     Arc::new(move |host: &str, addr: &IpAddr| {
         Python::with_gil(|py| match callable.call1(py, (host, addr.to_string())) {
-            Ok(v) => v.bind(py).downcast::<PyBool>().map(|b| b.is_true()).unwrap_or(false),
+            Ok(v) => v
+                .bind(py)
+                .downcast::<PyBool>()
+                .map(|b| b.is_true())
+                .unwrap_or(false),
             Err(_) => false,
         })
     })
@@ -200,12 +248,16 @@ fn python_filter(callable: Py<PyAny>) -> recipe_images::DestinationFilter {
 impl PyReqwestImageFetcher {
     #[new]
     fn new() -> Self {
-        Self { inner: ImageFetcher::default() }
+        Self {
+            inner: ImageFetcher::default(),
+        }
     }
     /// A fetcher that refuses responses larger than `max_bytes` bytes.
     #[staticmethod]
     fn with_max_bytes(max_bytes: u64) -> Self {
-        Self { inner: ImageFetcher::with_max_bytes(max_bytes) }
+        Self {
+            inner: ImageFetcher::with_max_bytes(max_bytes),
+        }
     }
     /// A copy that connects only where `destination_filter(host, ip)` returns `True`; an
     /// exception or a non-`bool` answer refuses the address.
@@ -213,23 +265,37 @@ impl PyReqwestImageFetcher {
         if !destination_filter.is_callable() {
             return Err(PyTypeError::new_err("destination_filter must be callable"));
         }
-        Ok(Self { inner: self.inner.with_filter(python_filter(destination_filter.clone().unbind())) })
+        Ok(Self {
+            inner: self
+                .inner
+                .with_filter(python_filter(destination_filter.clone().unbind())),
+        })
     }
     /// A fetcher that refuses loopback, private, link-local, CGNAT/metadata and other
     /// non-public addresses on every hop (ours; the official package ships no filter).
     fn with_public_destinations_only(&self) -> Self {
-        Self { inner: self.inner.with_filter(recipe_images::deny_private_destinations()) }
+        Self {
+            inner: self
+                .inner
+                .with_filter(recipe_images::deny_private_destinations()),
+        }
     }
     /// The body at `url`, as bytes; `ImageError` when it cannot be fetched.
     fn fetch<'py>(&self, py: Python<'py>, url: String) -> PyResult<Bound<'py, PyBytes>> {
         let fetcher = self.inner.clone();
-        let bytes = py.allow_threads(|| fetcher.fetch(&url)).map_err(|e| image_error(&e))?;
+        let bytes = py
+            .allow_threads(|| fetcher.fetch(&url))
+            .map_err(|e| image_error(&e))?;
         Ok(PyBytes::new(py, &bytes))
     }
 }
 
 /// Decodes an image, resizes it as the options say, and encodes it again.
-#[pyclass(name = "OpenCvImagePreprocessor", module = "deepseek_recipe._native", frozen)]
+#[pyclass(
+    name = "OpenCvImagePreprocessor",
+    module = "deepseek_recipe._native",
+    frozen
+)]
 #[derive(Clone)]
 pub struct PyOpenCvImagePreprocessor;
 
@@ -240,9 +306,16 @@ impl PyOpenCvImagePreprocessor {
         Self
     }
     /// The preprocessed image of the encoded bytes `data`; `ImageError` when they do not decode.
-    fn preprocess(&self, py: Python<'_>, data: Vec<u8>, options: PyRef<'_, PyPreprocessOptions>) -> PyResult<PyImageInfo> {
+    fn preprocess(
+        &self,
+        py: Python<'_>,
+        data: Vec<u8>,
+        options: PyRef<'_, PyPreprocessOptions>,
+    ) -> PyResult<PyImageInfo> {
         let opts = options.inner;
-        let info = py.allow_threads(|| recipe_images::preprocess(&data, &opts)).map_err(|e| image_error(&e))?;
+        let info = py
+            .allow_threads(|| recipe_images::preprocess(&data, &opts))
+            .map_err(|e| image_error(&e))?;
         Ok(PyImageInfo { inner: info })
     }
 }
@@ -258,17 +331,29 @@ pub struct PyImageResolver {
 #[pymethods]
 impl PyImageResolver {
     #[new]
-    fn new(fetcher: PyRef<'_, PyReqwestImageFetcher>, preprocessor: PyRef<'_, PyOpenCvImagePreprocessor>) -> Self {
+    fn new(
+        fetcher: PyRef<'_, PyReqwestImageFetcher>,
+        preprocessor: PyRef<'_, PyOpenCvImagePreprocessor>,
+    ) -> Self {
         let _ = preprocessor;
-        Self { inner: ImageResolver::new(fetcher.inner.clone()) }
+        Self {
+            inner: ImageResolver::new(fetcher.inner.clone()),
+        }
     }
     /// The images of `sources`, in order, counted against `quota`; `ImageError` names the
     /// first one that fails.
-    fn resolve(&self, py: Python<'_>, sources: Vec<PyRef<'_, PyImageSource>>, mut quota: PyRefMut<'_, PyImageQuota>) -> PyResult<PyMultiModalData> {
+    fn resolve(
+        &self,
+        py: Python<'_>,
+        sources: Vec<PyRef<'_, PyImageSource>>,
+        mut quota: PyRefMut<'_, PyImageQuota>,
+    ) -> PyResult<PyMultiModalData> {
         let sources: Vec<_> = sources.iter().map(|s| s.inner.clone()).collect();
         let resolver = self.inner.clone();
         let mut q = quota.inner;
-        let images = py.allow_threads(|| resolver.resolve(&sources, &mut q)).map_err(|e| located_error(&e))?;
+        let images = py
+            .allow_threads(|| resolver.resolve(&sources, &mut q))
+            .map_err(|e| located_error(&e))?;
         quota.inner = q;
         Ok(PyMultiModalData { images })
     }

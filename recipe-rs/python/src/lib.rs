@@ -8,9 +8,9 @@ use pyo3::prelude::*;
 
 mod args;
 mod check;
-pub mod images;
 pub mod conversation;
 pub mod encoding;
+pub mod images;
 pub mod protocol;
 mod session;
 mod stream;

@@ -15,8 +15,9 @@ use serde_json::Value;
 
 use recipe_core::ResponsesEcho;
 use recipe_protocol::{
-    chat, messages, responses, ConversationRequest, ConversionError as RequestConversionError, ConversionOptions, InferenceOptions, OutputConstraint,
-    ReasoningContentBehavior, RequestError, WebSearchBehavior,
+    chat, messages, responses, ConversationRequest, ConversionError as RequestConversionError,
+    ConversionOptions, InferenceOptions, OutputConstraint, ReasoningContentBehavior, RequestError,
+    WebSearchBehavior,
 };
 
 use crate::conversation::{py_to_json_keeping, PyConversation};
@@ -55,10 +56,12 @@ fn consumed() -> PyErr {
 fn body_value(body: &Bound<'_, PyAny>, keep: &[&str]) -> PyResult<Value> {
     if let Ok(s) = body.downcast::<PyString>() {
         let text = s.to_cow()?;
-        return recipe_protocol::body::parse_json_keeping(text.as_bytes(), keep).map_err(request_error);
+        return recipe_protocol::body::parse_json_keeping(text.as_bytes(), keep)
+            .map_err(request_error);
     }
     if let Ok(b) = body.downcast::<PyBytes>() {
-        return recipe_protocol::body::parse_json_keeping(b.as_bytes(), keep).map_err(request_error);
+        return recipe_protocol::body::parse_json_keeping(b.as_bytes(), keep)
+            .map_err(request_error);
     }
     if body.downcast::<PyByteArray>().is_ok() {
         return Err(PyTypeError::new_err("bytearray is not a JSON value"));
@@ -72,7 +75,13 @@ fn body_value(body: &Bound<'_, PyAny>, keep: &[&str]) -> PyResult<Value> {
 /// Handling of web-search tools and server-tool blocks.
 ///
 /// `Drop` removes them from the request; `Reject` refuses the request.
-#[pyclass(name = "WebSearchBehavior", module = "deepseek_recipe._native", eq, eq_int, frozen)]
+#[pyclass(
+    name = "WebSearchBehavior",
+    module = "deepseek_recipe._native",
+    eq,
+    eq_int,
+    frozen
+)]
 #[derive(Clone, Copy, PartialEq)]
 pub enum PyWebSearchBehavior {
     Drop,
@@ -100,7 +109,13 @@ impl From<WebSearchBehavior> for PyWebSearchBehavior {
 /// Handling of assistant turns without reasoning content in thinking mode.
 ///
 /// `FillEmpty` uses empty reasoning; `Reject` refuses a request that lacks reasoning it needs.
-#[pyclass(name = "ReasoningContentBehavior", module = "deepseek_recipe._native", eq, eq_int, frozen)]
+#[pyclass(
+    name = "ReasoningContentBehavior",
+    module = "deepseek_recipe._native",
+    eq,
+    eq_int,
+    frozen
+)]
 #[derive(Clone, Copy, PartialEq)]
 pub enum PyReasoningContentBehavior {
     FillEmpty,
@@ -153,9 +168,12 @@ impl PyConversionOptions {
         non_thinking_max_tokens_upper_bound=393216))]
     fn new(
         #[pyo3(from_py_with = crate::args::boolean)] default_thinking_mode: bool,
-        #[pyo3(from_py_with = crate::args::value::<PyReasoningContentBehavior>)] reasoning_content_behavior: PyReasoningContentBehavior,
-        #[pyo3(from_py_with = crate::args::value::<PyWebSearchBehavior>)] responses_web_search: PyWebSearchBehavior,
-        #[pyo3(from_py_with = crate::args::value::<PyWebSearchBehavior>)] messages_web_search: PyWebSearchBehavior,
+        #[pyo3(from_py_with = crate::args::value::<PyReasoningContentBehavior>)]
+        reasoning_content_behavior: PyReasoningContentBehavior,
+        #[pyo3(from_py_with = crate::args::value::<PyWebSearchBehavior>)]
+        responses_web_search: PyWebSearchBehavior,
+        #[pyo3(from_py_with = crate::args::value::<PyWebSearchBehavior>)]
+        messages_web_search: PyWebSearchBehavior,
         thinking_max_tokens_upper_bound: u32,
         non_thinking_max_tokens_upper_bound: u32,
     ) -> Self {
@@ -180,7 +198,11 @@ impl PyConversionOptions {
     /// The accepted request `model` names and the version each targets.
     #[getter]
     fn model_versions_by_name(&self) -> BTreeMap<String, PyModelVersion> {
-        self.inner.model_versions_by_name.iter().map(|(k, v)| (k.clone(), (*v).into())).collect()
+        self.inner
+            .model_versions_by_name
+            .iter()
+            .map(|(k, v)| (k.clone(), (*v).into()))
+            .collect()
     }
     /// The largest `max_tokens` accepted in thinking mode.
     #[getter]
@@ -210,11 +232,16 @@ impl PyConversionOptions {
     /// The control-token spellings conversion uses.
     #[getter]
     fn special_tokens(&self) -> PySpecialTokens {
-        PySpecialTokens { inner: self.inner.special_tokens.clone() }
+        PySpecialTokens {
+            inner: self.inner.special_tokens.clone(),
+        }
     }
 
     /// A copy with another default thinking mode.
-    fn with_default_thinking_mode(&self, #[pyo3(from_py_with = crate::args::boolean)] default_thinking_mode: bool) -> Self {
+    fn with_default_thinking_mode(
+        &self,
+        #[pyo3(from_py_with = crate::args::boolean)] default_thinking_mode: bool,
+    ) -> Self {
         let mut inner = self.inner.clone();
         inner.default_thinking_mode = default_thinking_mode;
         PyConversionOptions { inner }
@@ -222,26 +249,39 @@ impl PyConversionOptions {
     /// A copy with another handling of missing reasoning content.
     fn with_reasoning_content_behavior(
         &self,
-        #[pyo3(from_py_with = crate::args::value::<PyReasoningContentBehavior>)] reasoning_content_behavior: PyReasoningContentBehavior,
+        #[pyo3(from_py_with = crate::args::value::<PyReasoningContentBehavior>)]
+        reasoning_content_behavior: PyReasoningContentBehavior,
     ) -> Self {
         let mut inner = self.inner.clone();
         inner.reasoning_content_behavior = reasoning_content_behavior.into();
         PyConversionOptions { inner }
     }
     /// A copy with another web-search handling for Responses requests.
-    fn with_responses_web_search(&self, #[pyo3(from_py_with = crate::args::value::<PyWebSearchBehavior>)] responses_web_search: PyWebSearchBehavior) -> Self {
+    fn with_responses_web_search(
+        &self,
+        #[pyo3(from_py_with = crate::args::value::<PyWebSearchBehavior>)]
+        responses_web_search: PyWebSearchBehavior,
+    ) -> Self {
         let mut inner = self.inner.clone();
         inner.responses_web_search = responses_web_search.into();
         PyConversionOptions { inner }
     }
     /// A copy with another web-search handling for Messages requests.
-    fn with_messages_web_search(&self, #[pyo3(from_py_with = crate::args::value::<PyWebSearchBehavior>)] messages_web_search: PyWebSearchBehavior) -> Self {
+    fn with_messages_web_search(
+        &self,
+        #[pyo3(from_py_with = crate::args::value::<PyWebSearchBehavior>)]
+        messages_web_search: PyWebSearchBehavior,
+    ) -> Self {
         let mut inner = self.inner.clone();
         inner.messages_web_search = messages_web_search.into();
         PyConversionOptions { inner }
     }
     /// A copy with other control-token spellings.
-    fn with_special_tokens(&self, #[pyo3(from_py_with = crate::args::value::<PySpecialTokens>)] special_tokens: PySpecialTokens) -> Self {
+    fn with_special_tokens(
+        &self,
+        #[pyo3(from_py_with = crate::args::value::<PySpecialTokens>)]
+        special_tokens: PySpecialTokens,
+    ) -> Self {
         let mut inner = self.inner.clone();
         inner.special_tokens = special_tokens.inner;
         PyConversionOptions { inner }
@@ -252,16 +292,26 @@ impl PyConversionOptions {
         #[pyo3(from_py_with = crate::args::string)] model: String,
         #[pyo3(from_py_with = crate::args::value::<PyModelVersion>)] model_version: PyModelVersion,
     ) -> Self {
-        PyConversionOptions { inner: self.inner.clone().with_model_alias(model, model_version.into()) }
+        PyConversionOptions {
+            inner: self
+                .inner
+                .clone()
+                .with_model_alias(model, model_version.into()),
+        }
     }
     /// A copy whose accepted model names are exactly `model_versions_by_name`.
     fn with_model_versions_by_name(
         &self,
-        #[pyo3(from_py_with = model_version_map)] model_versions_by_name: BTreeMap<String, PyModelVersion>,
+        #[pyo3(from_py_with = model_version_map)] model_versions_by_name: BTreeMap<
+            String,
+            PyModelVersion,
+        >,
     ) -> Self {
         let mut inner = self.inner.clone();
-        inner.model_versions_by_name =
-            model_versions_by_name.into_iter().map(|(k, v)| (k, v.into())).collect();
+        inner.model_versions_by_name = model_versions_by_name
+            .into_iter()
+            .map(|(k, v)| (k, v.into()))
+            .collect();
         PyConversionOptions { inner }
     }
     /// A copy with another `max_tokens` bound for thinking mode.
@@ -271,7 +321,10 @@ impl PyConversionOptions {
         PyConversionOptions { inner }
     }
     /// A copy with another `max_tokens` bound outside thinking mode.
-    fn with_non_thinking_max_tokens_upper_bound(&self, non_thinking_max_tokens_upper_bound: u32) -> Self {
+    fn with_non_thinking_max_tokens_upper_bound(
+        &self,
+        non_thinking_max_tokens_upper_bound: u32,
+    ) -> Self {
         let mut inner = self.inner.clone();
         inner.non_thinking_max_tokens_upper_bound = non_thinking_max_tokens_upper_bound;
         PyConversionOptions { inner }
@@ -301,7 +354,11 @@ impl PyOutputConstraint {
         self.inner.schema.clone()
     }
     fn __repr__(&self) -> String {
-        format!("OutputConstraint(kind={:?}, schema={:?})", self.inner.kind.as_str(), self.inner.schema)
+        format!(
+            "OutputConstraint(kind={:?}, schema={:?})",
+            self.inner.kind.as_str(),
+            self.inner.schema
+        )
     }
 }
 
@@ -347,7 +404,10 @@ impl PyInferenceOptions {
     /// What constrained decoding would enforce on the output, if anything.
     #[getter]
     fn output_constraint(&self) -> Option<PyOutputConstraint> {
-        self.inner.output_constraint.clone().map(|inner| PyOutputConstraint { inner })
+        self.inner
+            .output_constraint
+            .clone()
+            .map(|inner| PyOutputConstraint { inner })
     }
 }
 
@@ -355,7 +415,11 @@ impl PyInferenceOptions {
 ///
 /// Usually returned by a request's `convert`; the constructor wraps a conversation with default
 /// inference and parsing options, not streamed.
-#[pyclass(name = "ConversationRequest", module = "deepseek_recipe._native", frozen)]
+#[pyclass(
+    name = "ConversationRequest",
+    module = "deepseek_recipe._native",
+    frozen
+)]
 #[derive(Clone)]
 pub struct PyConversationRequest {
     pub inner: ConversationRequest,
@@ -365,7 +429,10 @@ pub struct PyConversationRequest {
 impl PyConversationRequest {
     #[new]
     fn new(
-        #[pyo3(from_py_with = crate::args::instance::<PyConversation>)] conversation: PyRef<'_, PyConversation>,
+        #[pyo3(from_py_with = crate::args::instance::<PyConversation>)] conversation: PyRef<
+            '_,
+            PyConversation,
+        >,
         #[pyo3(from_py_with = crate::args::value::<PyModelVersion>)] model_version: PyModelVersion,
     ) -> Self {
         PyConversationRequest {
@@ -380,12 +447,16 @@ impl PyConversationRequest {
     /// The sampling settings for the backend.
     #[getter]
     fn inference_options(&self) -> PyInferenceOptions {
-        PyInferenceOptions { inner: self.inner.inference_options.clone() }
+        PyInferenceOptions {
+            inner: self.inner.inference_options.clone(),
+        }
     }
     /// The parser settings for the output (a copy).
     #[getter]
     fn parsing_options(&self) -> PyParsingOptions {
-        PyParsingOptions { inner: self.inner.parsing_options.clone() }
+        PyParsingOptions {
+            inner: self.inner.parsing_options.clone(),
+        }
     }
     /// The model the conversation targets.
     #[getter]
@@ -399,7 +470,12 @@ impl PyConversationRequest {
     }
     /// The `max_tokens` to send to the backend for a prompt of `prompt_tokens` tokens in a
     /// context of `context_limit` tokens.
-    fn resolve_max_tokens(&self, py: Python<'_>, prompt_tokens: u32, context_limit: u32) -> PyResult<u32> {
+    fn resolve_max_tokens(
+        &self,
+        py: Python<'_>,
+        prompt_tokens: u32,
+        context_limit: u32,
+    ) -> PyResult<u32> {
         self.inner
             .resolve_max_tokens(prompt_tokens, context_limit)
             .map_err(|e| conversion_error(py, &e))
@@ -520,16 +596,23 @@ request_class!(
 impl PyResponsesRequest {
     /// The request settings a Responses response reports back.
     fn echo(&self) -> PyResult<PyResponsesEcho> {
-        self.inner.as_ref().map(|r| PyResponsesEcho { inner: r.echo() }).ok_or_else(consumed)
+        self.inner
+            .as_ref()
+            .map(|r| PyResponsesEcho { inner: r.echo() })
+            .ok_or_else(consumed)
     }
     /// `{"ns::name": ("ns", "name")}` for the functions declared in namespace tools.
     fn namespace_tool_map(
         &self,
         py: Python<'_>,
-        #[pyo3(from_py_with = crate::args::instance::<PyConversionOptions>)] options: PyRef<'_, PyConversionOptions>,
+        #[pyo3(from_py_with = crate::args::instance::<PyConversionOptions>)] options: PyRef<
+            '_,
+            PyConversionOptions,
+        >,
     ) -> PyResult<BTreeMap<String, (String, String)>> {
         let req = self.inner.as_ref().ok_or_else(consumed)?;
-        req.namespace_tool_map(&options.inner).map_err(|e| conversion_error(py, &e))
+        req.namespace_tool_map(&options.inner)
+            .map_err(|e| conversion_error(py, &e))
     }
 }
 

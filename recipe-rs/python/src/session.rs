@@ -8,8 +8,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use recipe_core::encoding::session::{EncodingSession, TurnReport, DEFAULT_MAX_CACHED_TOKENS};
 
-use crate::conversation::PyConversation;
 use crate::check::encoding_of;
+use crate::conversation::PyConversation;
 
 /// Encodes the successive requests of one conversation, re-tokenizing only what changed.
 ///
@@ -23,7 +23,9 @@ pub struct PyEncodingSession {
 
 impl PyEncodingSession {
     fn lock(&self) -> PyResult<std::sync::MutexGuard<'_, EncodingSession>> {
-        self.inner.lock().map_err(|_| PyRuntimeError::new_err("encoding session is poisoned"))
+        self.inner
+            .lock()
+            .map_err(|_| PyRuntimeError::new_err("encoding session is poisoned"))
     }
 }
 
@@ -34,25 +36,36 @@ impl PyEncodingSession {
     #[pyo3(text_signature = "(encoding, max_cached_tokens=1048576)")]
     fn new(encoding: &Bound<'_, PyAny>, max_cached_tokens: usize) -> PyResult<Self> {
         let encoding = encoding_of(encoding)?;
-        Ok(PyEncodingSession { inner: Mutex::new(EncodingSession::with_max_cached_tokens(encoding, max_cached_tokens)) })
+        Ok(PyEncodingSession {
+            inner: Mutex::new(EncodingSession::with_max_cached_tokens(
+                encoding,
+                max_cached_tokens,
+            )),
+        })
     }
 
     /// Token IDs of `conversation` (identical to a cold `encode`), reusing the previous turn.
     fn encode(
         &self,
         py: Python<'_>,
-        #[pyo3(from_py_with = crate::args::instance::<PyConversation>)] conversation: PyRef<'_, PyConversation>,
+        #[pyo3(from_py_with = crate::args::instance::<PyConversation>)] conversation: PyRef<
+            '_,
+            PyConversation,
+        >,
     ) -> PyResult<Vec<u32>> {
         let mut guard = self.lock()?;
         let session: &mut EncodingSession = &mut guard;
         let conv = conversation.core();
-        py.allow_threads(|| session.encode(conv)).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+        py.allow_threads(|| session.encode(conv))
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))
     }
 
     /// The report of the latest `encode` call.
     #[getter]
     fn last_turn(&self) -> PyResult<PySessionTurn> {
-        Ok(PySessionTurn { inner: self.lock()?.last_turn().clone() })
+        Ok(PySessionTurn {
+            inner: self.lock()?.last_turn().clone(),
+        })
     }
 
     /// Bytes held for the previous turn (spans, token IDs, segment table, message digests).
@@ -75,7 +88,11 @@ impl PyEncodingSession {
 
     fn __repr__(&self) -> PyResult<String> {
         let s = self.lock()?;
-        Ok(format!("EncodingSession(tokens={}, memory_bytes={})", s.last_turn().tokens, s.memory_bytes()))
+        Ok(format!(
+            "EncodingSession(tokens={}, memory_bytes={})",
+            s.last_turn().tokens,
+            s.memory_bytes()
+        ))
     }
 }
 
@@ -89,7 +106,9 @@ pub struct PySessionTurn {
 impl PySessionTurn {
     #[new]
     fn no_new() -> PyResult<Self> {
-        Err(PyTypeError::new_err("cannot create 'deepseek_recipe._native.SessionTurn' instances"))
+        Err(PyTypeError::new_err(
+            "cannot create 'deepseek_recipe._native.SessionTurn' instances",
+        ))
     }
     /// Token count of the previous prompt (0 on a first turn).
     #[getter]
@@ -155,7 +174,11 @@ impl PySessionTurn {
             None => format!(
                 "SessionTurn(tokens={}, extends_previous={}, reused_tokens={})",
                 self.inner.tokens,
-                if self.inner.extends_previous { "True" } else { "False" },
+                if self.inner.extends_previous {
+                    "True"
+                } else {
+                    "False"
+                },
                 self.inner.reused_tokens
             ),
             Some(d) => format!(

@@ -7,8 +7,8 @@ use pyo3::types::PyList;
 use recipe_stream::generator::{ChatChunk, MessagesEvent, ResponsesEvent};
 use recipe_stream::sse;
 use recipe_stream::{
-    ChatGenerator, Generator, GeneratorConfig, InferenceChunk, InferenceFinishReason, MessagesGenerator, PromptUsage,
-    ResponsesGenerator, StreamItem, StreamProcessor,
+    ChatGenerator, Generator, GeneratorConfig, InferenceChunk, InferenceFinishReason,
+    MessagesGenerator, PromptUsage, ResponsesGenerator, StreamItem, StreamProcessor,
 };
 
 use crate::vocabulary::{PyParsingOptions, PyThinkingInitialStage, PyTokenizer};
@@ -29,7 +29,12 @@ impl PyPromptUsage {
     #[new]
     #[pyo3(signature = (*, prompt_tokens=0, prompt_cache_hit_tokens=0))]
     fn new(prompt_tokens: u64, prompt_cache_hit_tokens: u64) -> Self {
-        PyPromptUsage { inner: PromptUsage { prompt_tokens, prompt_cache_hit_tokens } }
+        PyPromptUsage {
+            inner: PromptUsage {
+                prompt_tokens,
+                prompt_cache_hit_tokens,
+            },
+        }
     }
     /// Tokens in the prompt.
     #[getter]
@@ -53,7 +58,13 @@ impl PyPromptUsage {
 ///
 /// `Stop`: end of sequence or a stop condition; `Length`: the token limit; `ContentFilter`:
 /// the backend withheld the output.
-#[pyclass(name = "InferenceFinishReason", module = "deepseek_recipe._native", eq, eq_int, frozen)]
+#[pyclass(
+    name = "InferenceFinishReason",
+    module = "deepseek_recipe._native",
+    eq,
+    eq_int,
+    frozen
+)]
 #[derive(Clone, Copy, PartialEq)]
 pub enum PyInferenceFinishReason {
     Stop,
@@ -94,30 +105,52 @@ impl PyInferenceChunk {
     #[staticmethod]
     #[pyo3(signature = (*, prompt_usage=None, system_fingerprint=None))]
     fn ready(
-        #[pyo3(from_py_with = crate::args::opt_value::<PyPromptUsage>)] prompt_usage: Option<PyPromptUsage>,
+        #[pyo3(from_py_with = crate::args::opt_value::<PyPromptUsage>)] prompt_usage: Option<
+            PyPromptUsage,
+        >,
         #[pyo3(from_py_with = crate::args::opt_string)] system_fingerprint: Option<String>,
     ) -> Self {
-        PyInferenceChunk { inner: InferenceChunk::Ready { prompt_usage: prompt_usage.map(|p| p.inner), system_fingerprint } }
+        PyInferenceChunk {
+            inner: InferenceChunk::Ready {
+                prompt_usage: prompt_usage.map(|p| p.inner),
+                system_fingerprint,
+            },
+        }
     }
 
     /// Decoded text that stands for `token_count` generated tokens.
     #[staticmethod]
     #[pyo3(signature = (content, token_count=0))]
     fn text(#[pyo3(from_py_with = crate::args::string)] content: String, token_count: u64) -> Self {
-        PyInferenceChunk { inner: InferenceChunk::Text { content, token_count } }
+        PyInferenceChunk {
+            inner: InferenceChunk::Text {
+                content,
+                token_count,
+            },
+        }
     }
 
     /// Generated token IDs; `logprobs` holds one `(logprob, [(token_id, logprob), ...])` per ID.
     #[staticmethod]
     #[pyo3(signature = (token_ids, logprobs=None))]
     fn tokens(token_ids: Vec<u32>, logprobs: Option<Vec<(f32, Vec<(u32, f32)>)>>) -> Self {
-        PyInferenceChunk { inner: InferenceChunk::Tokens { token_ids, logprobs } }
+        PyInferenceChunk {
+            inner: InferenceChunk::Tokens {
+                token_ids,
+                logprobs,
+            },
+        }
     }
 
     /// The backend stopped for `finish_reason`.
     #[staticmethod]
-    fn finish(#[pyo3(from_py_with = crate::args::value::<PyInferenceFinishReason>)] finish_reason: PyInferenceFinishReason) -> Self {
-        PyInferenceChunk { inner: InferenceChunk::Finish(finish_reason.into()) }
+    fn finish(
+        #[pyo3(from_py_with = crate::args::value::<PyInferenceFinishReason>)]
+        finish_reason: PyInferenceFinishReason,
+    ) -> Self {
+        PyInferenceChunk {
+            inner: InferenceChunk::Finish(finish_reason.into()),
+        }
     }
 
     /// `"ready"`, `"text"`, `"tokens"` or `"finish"`: which constructor built the chunk.
@@ -158,7 +191,9 @@ impl PyInferenceChunk {
     #[getter]
     fn prompt_usage(&self) -> Option<PyPromptUsage> {
         match &self.inner {
-            InferenceChunk::Ready { prompt_usage, .. } => Some(PyPromptUsage { inner: prompt_usage.unwrap_or_default() }),
+            InferenceChunk::Ready { prompt_usage, .. } => Some(PyPromptUsage {
+                inner: prompt_usage.unwrap_or_default(),
+            }),
             _ => None,
         }
     }
@@ -174,7 +209,9 @@ impl PyInferenceChunk {
     #[getter]
     fn system_fingerprint(&self) -> Option<String> {
         match &self.inner {
-            InferenceChunk::Ready { system_fingerprint, .. } => system_fingerprint.clone(),
+            InferenceChunk::Ready {
+                system_fingerprint, ..
+            } => system_fingerprint.clone(),
             _ => None,
         }
     }
@@ -190,7 +227,8 @@ fn consumed() -> PyErr {
 fn config(thinking_mode: bool, stage: Option<PyThinkingInitialStage>) -> GeneratorConfig {
     GeneratorConfig {
         thinking_mode,
-        starts_in_reasoning: stage.is_some_and(|s| recipe_core::ThinkingInitialStage::from(s).starts_in_reasoning()),
+        starts_in_reasoning: stage
+            .is_some_and(|s| recipe_core::ThinkingInitialStage::from(s).starts_in_reasoning()),
     }
 }
 
@@ -198,7 +236,10 @@ fn config(thinking_mode: bool, stage: Option<PyThinkingInitialStage>) -> Generat
 ///
 /// Usually obtained from `ChatCompletionRequest.chunk_generator`; the constructor builds one
 /// from the two request settings it needs.
-#[pyclass(name = "ChatCompletionChunkGenerator", module = "deepseek_recipe._native")]
+#[pyclass(
+    name = "ChatCompletionChunkGenerator",
+    module = "deepseek_recipe._native"
+)]
 pub struct PyChatCompletionChunkGenerator {
     pub inner: Option<ChatGenerator>,
 }
@@ -211,9 +252,16 @@ impl PyChatCompletionChunkGenerator {
         #[pyo3(from_py_with = crate::args::string)] id: String,
         #[pyo3(from_py_with = crate::args::string)] model: String,
         #[pyo3(from_py_with = crate::args::boolean)] thinking_mode: bool,
-        #[pyo3(from_py_with = crate::args::opt_value::<PyThinkingInitialStage>)] thinking_initial_stage: Option<PyThinkingInitialStage>,
+        #[pyo3(from_py_with = crate::args::opt_value::<PyThinkingInitialStage>)]
+        thinking_initial_stage: Option<PyThinkingInitialStage>,
     ) -> Self {
-        PyChatCompletionChunkGenerator { inner: Some(ChatGenerator::new(id, model, config(thinking_mode, thinking_initial_stage))) }
+        PyChatCompletionChunkGenerator {
+            inner: Some(ChatGenerator::new(
+                id,
+                model,
+                config(thinking_mode, thinking_initial_stage),
+            )),
+        }
     }
 }
 
@@ -231,10 +279,15 @@ impl PyResponsesChunkGenerator {
         #[pyo3(from_py_with = crate::args::string)] id: String,
         #[pyo3(from_py_with = crate::args::string)] model: String,
         #[pyo3(from_py_with = crate::args::boolean)] thinking_mode: bool,
-        #[pyo3(from_py_with = crate::args::opt_value::<PyThinkingInitialStage>)] thinking_initial_stage: Option<PyThinkingInitialStage>,
+        #[pyo3(from_py_with = crate::args::opt_value::<PyThinkingInitialStage>)]
+        thinking_initial_stage: Option<PyThinkingInitialStage>,
     ) -> Self {
         PyResponsesChunkGenerator {
-            inner: Some(ResponsesGenerator::new(id, model, config(thinking_mode, thinking_initial_stage))),
+            inner: Some(ResponsesGenerator::new(
+                id,
+                model,
+                config(thinking_mode, thinking_initial_stage),
+            )),
         }
     }
 
@@ -242,28 +295,37 @@ impl PyResponsesChunkGenerator {
     /// function names.
     fn with_namespace_tool_map(
         &mut self,
-        #[pyo3(from_py_with = namespace_map)] namespace_tool_map: std::collections::BTreeMap<String, (String, String)>,
+        #[pyo3(from_py_with = namespace_map)] namespace_tool_map: std::collections::BTreeMap<
+            String,
+            (String, String),
+        >,
     ) -> PyResult<Self> {
         let g = self.inner.take().ok_or_else(consumed)?;
-        Ok(PyResponsesChunkGenerator { inner: Some(g.with_namespace_tool_map(namespace_tool_map.into_iter().collect())) })
+        Ok(PyResponsesChunkGenerator {
+            inner: Some(g.with_namespace_tool_map(namespace_tool_map.into_iter().collect())),
+        })
     }
 
     /// Consume this generator; the new one reports the request settings given as a JSON object
     /// (`instructions`, `max_output_tokens`, `temperature`, `top_p`, `top_logprobs`, `user`,
     /// `reasoning`, `text`, `tool_choice`, `tools`). `with_echo` takes a `ResponsesEcho` instead.
     fn with_echo_json(&mut self, echo: &str) -> PyResult<Self> {
-        let v: serde_json::Value =
-            serde_json::from_str(echo).map_err(|e| PyValueError::new_err(format!("invalid echo JSON: {e}")))?;
+        let v: serde_json::Value = serde_json::from_str(echo)
+            .map_err(|e| PyValueError::new_err(format!("invalid echo JSON: {e}")))?;
         if !v.is_object() {
             return Err(PyValueError::new_err("echo JSON must be an object"));
         }
         let g = self.inner.take().ok_or_else(consumed)?;
-        Ok(PyResponsesChunkGenerator { inner: Some(g.with_echo(recipe_stream::generator::echo_from_json(&v))) })
+        Ok(PyResponsesChunkGenerator {
+            inner: Some(g.with_echo(recipe_stream::generator::echo_from_json(&v))),
+        })
     }
 }
 
 /// `{"ns::name": ("ns", "name")}` with the official package's type errors.
-fn namespace_map(obj: &Bound<'_, PyAny>) -> PyResult<std::collections::BTreeMap<String, (String, String)>> {
+fn namespace_map(
+    obj: &Bound<'_, PyAny>,
+) -> PyResult<std::collections::BTreeMap<String, (String, String)>> {
     crate::args::string_map(obj, crate::args::string_pair)
 }
 
@@ -282,20 +344,35 @@ pub struct PyMessagesChunkGenerator {
 #[pymethods]
 impl PyMessagesChunkGenerator {
     #[new]
-    fn new(#[pyo3(from_py_with = crate::args::string)] id: String, #[pyo3(from_py_with = crate::args::string)] model: String, #[pyo3(from_py_with = crate::args::boolean)] thinking_mode: bool) -> Self {
-        PyMessagesChunkGenerator { inner: Some(MessagesGenerator::new(id, model, thinking_mode)) }
+    fn new(
+        #[pyo3(from_py_with = crate::args::string)] id: String,
+        #[pyo3(from_py_with = crate::args::string)] model: String,
+        #[pyo3(from_py_with = crate::args::boolean)] thinking_mode: bool,
+    ) -> Self {
+        PyMessagesChunkGenerator {
+            inner: Some(MessagesGenerator::new(id, model, thinking_mode)),
+        }
     }
 
     /// Consume this generator; the new one ends each thinking block with `signature` (the
     /// default is the response ID).
-    fn with_signature(&mut self, #[pyo3(from_py_with = crate::args::string)] signature: String) -> PyResult<Self> {
+    fn with_signature(
+        &mut self,
+        #[pyo3(from_py_with = crate::args::string)] signature: String,
+    ) -> PyResult<Self> {
         let g = self.inner.take().ok_or_else(consumed)?;
-        Ok(PyMessagesChunkGenerator { inner: Some(g.with_signature(signature)) })
+        Ok(PyMessagesChunkGenerator {
+            inner: Some(g.with_signature(signature)),
+        })
     }
 }
 
 /// One `chat.completion.chunk`.
-#[pyclass(name = "ChatCompletionChunk", module = "deepseek_recipe._native", frozen)]
+#[pyclass(
+    name = "ChatCompletionChunk",
+    module = "deepseek_recipe._native",
+    frozen
+)]
 pub struct PyChatCompletionChunk {
     pub inner: ChatChunk,
 }
@@ -455,7 +532,9 @@ fn items_to_list(py: Python<'_>, items: Vec<StreamItem>) -> PyResult<Py<PyList>>
     for item in items {
         objs.push(match item {
             StreamItem::Chat(c) => Py::new(py, PyChatCompletionChunk { inner: c })?.into_any(),
-            StreamItem::Responses(e) => Py::new(py, PyResponsesStreamEvent { inner: e })?.into_any(),
+            StreamItem::Responses(e) => {
+                Py::new(py, PyResponsesStreamEvent { inner: e })?.into_any()
+            }
             StreamItem::Messages(e) => Py::new(py, PyMessagesStreamEvent { inner: e })?.into_any(),
         });
     }
@@ -469,19 +548,35 @@ impl PyStreamProcessor {
     #[pyo3(signature = (generator, options, tokenizer=None))]
     fn new(
         generator: &Bound<'_, PyAny>,
-        #[pyo3(from_py_with = crate::args::instance::<PyParsingOptions>)] options: PyRef<'_, PyParsingOptions>,
-        #[pyo3(from_py_with = crate::args::opt_instance::<PyTokenizer>)] tokenizer: Option<PyRef<'_, PyTokenizer>>,
+        #[pyo3(from_py_with = crate::args::instance::<PyParsingOptions>)] options: PyRef<
+            '_,
+            PyParsingOptions,
+        >,
+        #[pyo3(from_py_with = crate::args::opt_instance::<PyTokenizer>)] tokenizer: Option<
+            PyRef<'_, PyTokenizer>,
+        >,
     ) -> PyResult<Self> {
-        let g = if let Ok(mut g) = generator.downcast::<PyChatCompletionChunkGenerator>().map(|b| b.borrow_mut()) {
+        let g = if let Ok(mut g) = generator
+            .downcast::<PyChatCompletionChunkGenerator>()
+            .map(|b| b.borrow_mut())
+        {
             Generator::Chat(g.inner.take().ok_or_else(consumed)?)
-        } else if let Ok(mut g) = generator.downcast::<PyResponsesChunkGenerator>().map(|b| b.borrow_mut()) {
+        } else if let Ok(mut g) = generator
+            .downcast::<PyResponsesChunkGenerator>()
+            .map(|b| b.borrow_mut())
+        {
             Generator::Responses(g.take()?)
-        } else if let Ok(mut g) = generator.downcast::<PyMessagesChunkGenerator>().map(|b| b.borrow_mut()) {
+        } else if let Ok(mut g) = generator
+            .downcast::<PyMessagesChunkGenerator>()
+            .map(|b| b.borrow_mut())
+        {
             Generator::Messages(g.inner.take().ok_or_else(consumed)?)
         } else {
             return Err(PyTypeError::new_err("expected a protocol chunk generator"));
         };
-        Ok(PyStreamProcessor { inner: StreamProcessor::new(g, &options.inner, tokenizer.map(|t| t.inner.clone())) })
+        Ok(PyStreamProcessor {
+            inner: StreamProcessor::new(g, &options.inner, tokenizer.map(|t| t.inner.clone())),
+        })
     }
 
     /// Whether the stream completed normally and was not closed.
@@ -495,9 +590,19 @@ impl PyStreamProcessor {
     /// `RuntimeError` once the stream finished or was closed, and for a `tokens` chunk that cannot
     /// be decoded (no tokenizer, an unknown ID, a log-probability count that does not match),
     /// which also closes the processor.
-    fn push(&mut self, py: Python<'_>, #[pyo3(from_py_with = crate::args::instance::<PyInferenceChunk>)] chunk: PyRef<'_, PyInferenceChunk>) -> PyResult<Py<PyList>> {
+    fn push(
+        &mut self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = crate::args::instance::<PyInferenceChunk>)] chunk: PyRef<
+            '_,
+            PyInferenceChunk,
+        >,
+    ) -> PyResult<Py<PyList>> {
         let items = match &chunk.inner {
-            InferenceChunk::Tokens { token_ids, logprobs } => self.inner.push_tokens(token_ids, logprobs.as_deref()),
+            InferenceChunk::Tokens {
+                token_ids,
+                logprobs,
+            } => self.inner.push_tokens(token_ids, logprobs.as_deref()),
             other => self.inner.push(other.clone()),
         }
         .map_err(runtime)?;
@@ -524,7 +629,11 @@ fn sse_done_message(protocol: &str) -> PyResult<Option<String>> {
         "chat" | "chat_completions" => sse::Protocol::ChatCompletions,
         "responses" => sse::Protocol::Responses,
         "messages" => sse::Protocol::Messages,
-        other => return Err(PyValueError::new_err(format!("unknown protocol {other:?}; expected chat, responses or messages"))),
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unknown protocol {other:?}; expected chat, responses or messages"
+            )))
+        }
     };
     Ok(sse::done_message(p))
 }

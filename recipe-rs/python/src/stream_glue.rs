@@ -9,13 +9,21 @@ use recipe_protocol::ConversationRequest;
 use recipe_stream::generator::namespace_map_from_tools;
 use recipe_stream::{ChatGenerator, GeneratorConfig, MessagesGenerator, ResponsesGenerator};
 
-use crate::protocol::{PyChatCompletionRequest, PyConversationRequest, PyMessagesRequest, PyResponsesEcho, PyResponsesRequest};
-use crate::stream::{PyChatCompletionChunkGenerator, PyMessagesChunkGenerator, PyResponsesChunkGenerator};
+use crate::protocol::{
+    PyChatCompletionRequest, PyConversationRequest, PyMessagesRequest, PyResponsesEcho,
+    PyResponsesRequest,
+};
+use crate::stream::{
+    PyChatCompletionChunkGenerator, PyMessagesChunkGenerator, PyResponsesChunkGenerator,
+};
 
 fn config(request: &ConversationRequest) -> GeneratorConfig {
     GeneratorConfig {
         thinking_mode: request.conversation.thinking_mode,
-        starts_in_reasoning: request.parsing_options.thinking_initial_stage.is_some_and(|s| s.starts_in_reasoning()),
+        starts_in_reasoning: request
+            .parsing_options
+            .thinking_initial_stage
+            .is_some_and(|s| s.starts_in_reasoning()),
     }
 }
 
@@ -25,11 +33,16 @@ impl PyChatCompletionRequest {
     /// `model`.
     #[staticmethod]
     fn chunk_generator(
-        #[pyo3(from_py_with = crate::args::instance::<PyConversationRequest>)] request: PyRef<'_, PyConversationRequest>,
+        #[pyo3(from_py_with = crate::args::instance::<PyConversationRequest>)] request: PyRef<
+            '_,
+            PyConversationRequest,
+        >,
         #[pyo3(from_py_with = crate::args::string)] id: String,
         #[pyo3(from_py_with = crate::args::string)] model: String,
     ) -> PyChatCompletionChunkGenerator {
-        PyChatCompletionChunkGenerator { inner: Some(ChatGenerator::new(id, model, config(&request.inner))) }
+        PyChatCompletionChunkGenerator {
+            inner: Some(ChatGenerator::new(id, model, config(&request.inner))),
+        }
     }
 }
 
@@ -40,7 +53,10 @@ impl PyResponsesRequest {
     /// its response objects; `with_echo` replaces them.
     #[staticmethod]
     fn chunk_generator(
-        #[pyo3(from_py_with = crate::args::instance::<PyConversationRequest>)] request: PyRef<'_, PyConversationRequest>,
+        #[pyo3(from_py_with = crate::args::instance::<PyConversationRequest>)] request: PyRef<
+            '_,
+            PyConversationRequest,
+        >,
         #[pyo3(from_py_with = crate::args::string)] id: String,
         #[pyo3(from_py_with = crate::args::string)] model: String,
     ) -> PyResponsesChunkGenerator {
@@ -52,7 +68,9 @@ impl PyResponsesRequest {
             }
             generator = generator.with_echo(echo.clone());
         }
-        PyResponsesChunkGenerator { inner: Some(generator) }
+        PyResponsesChunkGenerator {
+            inner: Some(generator),
+        }
     }
 }
 
@@ -61,11 +79,20 @@ impl PyMessagesRequest {
     /// A Messages generator for the converted `request`.
     #[staticmethod]
     fn chunk_generator(
-        #[pyo3(from_py_with = crate::args::instance::<PyConversationRequest>)] request: PyRef<'_, PyConversationRequest>,
+        #[pyo3(from_py_with = crate::args::instance::<PyConversationRequest>)] request: PyRef<
+            '_,
+            PyConversationRequest,
+        >,
         #[pyo3(from_py_with = crate::args::string)] id: String,
         #[pyo3(from_py_with = crate::args::string)] model: String,
     ) -> PyMessagesChunkGenerator {
-        PyMessagesChunkGenerator { inner: Some(MessagesGenerator::new(id, model, request.inner.conversation.thinking_mode)) }
+        PyMessagesChunkGenerator {
+            inner: Some(MessagesGenerator::new(
+                id,
+                model,
+                request.inner.conversation.thinking_mode,
+            )),
+        }
     }
 }
 
@@ -75,9 +102,14 @@ impl PyResponsesChunkGenerator {
     /// response objects.
     fn with_echo(
         &mut self,
-        #[pyo3(from_py_with = crate::args::instance::<PyResponsesEcho>)] echo: PyRef<'_, PyResponsesEcho>,
+        #[pyo3(from_py_with = crate::args::instance::<PyResponsesEcho>)] echo: PyRef<
+            '_,
+            PyResponsesEcho,
+        >,
     ) -> PyResult<Self> {
         let g = self.take()?;
-        Ok(PyResponsesChunkGenerator { inner: Some(g.with_echo(echo.inner.clone())) })
+        Ok(PyResponsesChunkGenerator {
+            inner: Some(g.with_echo(echo.inner.clone())),
+        })
     }
 }

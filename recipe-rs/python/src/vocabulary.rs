@@ -3,7 +3,9 @@
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use recipe_core::{ModelVersion, ParsingOptions, SpecialToken, SpecialTokens, ThinkingInitialStage, Tokenizer};
+use recipe_core::{
+    ModelVersion, ParsingOptions, SpecialToken, SpecialTokens, ThinkingInitialStage, Tokenizer,
+};
 
 macro_rules! declare_py_special_token {
     ($($kind:ident => $spelling:literal,)*) => {
@@ -56,7 +58,9 @@ impl PySpecialTokens {
         user=None, assistant=None, latest_reminder=None, dsml=None, image=None, r#ref=None,
         ref_end=None, r#box=None, box_end=None, point=None, point_end=None, polygon=None,
         polygon_end=None))]
-    #[pyo3(text_signature = "(*, bos=None, eos=None, thinking_start=None, thinking_end=None, system=None, user=None, assistant=None, latest_reminder=None, dsml=None, image=None, ref=None, ref_end=None, box=None, box_end=None, point=None, point_end=None, polygon=None, polygon_end=None)")]
+    #[pyo3(
+        text_signature = "(*, bos=None, eos=None, thinking_start=None, thinking_end=None, system=None, user=None, assistant=None, latest_reminder=None, dsml=None, image=None, ref=None, ref_end=None, box=None, box_end=None, point=None, point_end=None, polygon=None, polygon_end=None)"
+    )]
     #[allow(clippy::too_many_arguments)]
     fn new(
         #[pyo3(from_py_with = crate::args::opt_string)] bos: Option<String>,
@@ -79,8 +83,24 @@ impl PySpecialTokens {
         #[pyo3(from_py_with = crate::args::opt_string)] polygon_end: Option<String>,
     ) -> Self {
         let overrides = [
-            bos, eos, thinking_start, thinking_end, system, user, assistant, latest_reminder, dsml,
-            image, r#ref, ref_end, r#box, box_end, point, point_end, polygon, polygon_end,
+            bos,
+            eos,
+            thinking_start,
+            thinking_end,
+            system,
+            user,
+            assistant,
+            latest_reminder,
+            dsml,
+            image,
+            r#ref,
+            ref_end,
+            r#box,
+            box_end,
+            point,
+            point_end,
+            polygon,
+            polygon_end,
         ];
         let mut inner = SpecialTokens::default();
         for (token, spelling) in SpecialToken::ALL.into_iter().zip(overrides) {
@@ -92,7 +112,13 @@ impl PySpecialTokens {
     }
 
     /// The spelling of `token` in this table.
-    fn token(&self, #[pyo3(from_py_with = crate::args::instance::<PySpecialToken>)] token: PyRef<'_, PySpecialToken>) -> String {
+    fn token(
+        &self,
+        #[pyo3(from_py_with = crate::args::instance::<PySpecialToken>)] token: PyRef<
+            '_,
+            PySpecialToken,
+        >,
+    ) -> String {
         self.inner.get((*token).into()).to_owned()
     }
 }
@@ -102,7 +128,14 @@ impl PySpecialTokens {
 /// `DeepseekV4Pro` is rendered by `DeepseekV4Encoding`, `DeepseekV41Flash` by
 /// `DeepseekV41Encoding`. Conversion picks the version from the request's `model` through
 /// `ConversionOptions.model_versions_by_name`. Members are hashable.
-#[pyclass(name = "ModelVersion", module = "deepseek_recipe._native", eq, eq_int, hash, frozen)]
+#[pyclass(
+    name = "ModelVersion",
+    module = "deepseek_recipe._native",
+    eq,
+    eq_int,
+    hash,
+    frozen
+)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PyModelVersion {
     DeepseekV4Pro,
@@ -133,7 +166,13 @@ impl From<ModelVersion> for PyModelVersion {
 /// `ReasoningContinuation`: a prefix continuation still inside its reasoning.
 /// `ContentContinuation`: a prefix continuation whose reasoning already ended. The two
 /// continuations keep leading newlines.
-#[pyclass(name = "ThinkingInitialStage", module = "deepseek_recipe._native", eq, eq_int, frozen)]
+#[pyclass(
+    name = "ThinkingInitialStage",
+    module = "deepseek_recipe._native",
+    eq,
+    eq_int,
+    frozen
+)]
 #[derive(Clone, Copy, PartialEq)]
 pub enum PyThinkingInitialStage {
     ReasoningStart,
@@ -145,8 +184,12 @@ impl From<PyThinkingInitialStage> for ThinkingInitialStage {
     fn from(s: PyThinkingInitialStage) -> Self {
         match s {
             PyThinkingInitialStage::ReasoningStart => ThinkingInitialStage::ReasoningStart,
-            PyThinkingInitialStage::ReasoningContinuation => ThinkingInitialStage::ReasoningContinuation,
-            PyThinkingInitialStage::ContentContinuation => ThinkingInitialStage::ContentContinuation,
+            PyThinkingInitialStage::ReasoningContinuation => {
+                ThinkingInitialStage::ReasoningContinuation
+            }
+            PyThinkingInitialStage::ContentContinuation => {
+                ThinkingInitialStage::ContentContinuation
+            }
         }
     }
 }
@@ -155,8 +198,12 @@ impl From<ThinkingInitialStage> for PyThinkingInitialStage {
     fn from(s: ThinkingInitialStage) -> Self {
         match s {
             ThinkingInitialStage::ReasoningStart => PyThinkingInitialStage::ReasoningStart,
-            ThinkingInitialStage::ReasoningContinuation => PyThinkingInitialStage::ReasoningContinuation,
-            ThinkingInitialStage::ContentContinuation => PyThinkingInitialStage::ContentContinuation,
+            ThinkingInitialStage::ReasoningContinuation => {
+                PyThinkingInitialStage::ReasoningContinuation
+            }
+            ThinkingInitialStage::ContentContinuation => {
+                PyThinkingInitialStage::ContentContinuation
+            }
         }
     }
 }
@@ -188,9 +235,12 @@ impl PyParsingOptions {
         #[pyo3(from_py_with = crate::args::boolean)] parse_tool_calls: bool,
         #[pyo3(from_py_with = crate::args::boolean)] starts_in_tool_calls: bool,
         #[pyo3(from_py_with = crate::args::boolean)] parse_json_output: bool,
-        #[pyo3(from_py_with = crate::args::opt_value::<PyThinkingInitialStage>)] thinking_initial_stage: Option<PyThinkingInitialStage>,
+        #[pyo3(from_py_with = crate::args::opt_value::<PyThinkingInitialStage>)]
+        thinking_initial_stage: Option<PyThinkingInitialStage>,
         #[pyo3(from_py_with = crate::args::opt_strings)] stop_sequences: Option<Vec<String>>,
-        #[pyo3(from_py_with = crate::args::opt_value::<PySpecialTokens>)] special_tokens: Option<PySpecialTokens>,
+        #[pyo3(from_py_with = crate::args::opt_value::<PySpecialTokens>)] special_tokens: Option<
+            PySpecialTokens,
+        >,
     ) -> Self {
         PyParsingOptions {
             inner: ParsingOptions {
@@ -256,7 +306,9 @@ impl PyParsingOptions {
     /// The control-token spellings the parser recognises (a copy).
     #[getter]
     fn get_special_tokens(&self) -> PySpecialTokens {
-        PySpecialTokens { inner: self.inner.special_tokens.clone() }
+        PySpecialTokens {
+            inner: self.inner.special_tokens.clone(),
+        }
     }
     #[setter]
     fn set_special_tokens(&mut self, v: PySpecialTokens) {
@@ -291,10 +343,12 @@ impl PyTokenizer {
     /// Load a tokenizer from the text of a `tokenizer.json` file.
     #[staticmethod]
     fn from_str(#[pyo3(from_py_with = crate::args::string)] text: String) -> PyResult<Self> {
-        Tokenizer::from_json(&text).map(|inner| PyTokenizer { inner }).map_err(|e| match e {
-            recipe_core::tokenizer::TokenizerError::Load(msg) => PyRuntimeError::new_err(msg),
-            other => runtime_error(other),
-        })
+        Tokenizer::from_json(&text)
+            .map(|inner| PyTokenizer { inner })
+            .map_err(|e| match e {
+                recipe_core::tokenizer::TokenizerError::Load(msg) => PyRuntimeError::new_err(msg),
+                other => runtime_error(other),
+            })
     }
 
     /// Load `tokenizer.json` of a Hub repository from the local Hugging Face cache.
@@ -309,19 +363,25 @@ impl PyTokenizer {
         #[pyo3(from_py_with = crate::args::opt_string)] token: Option<String>,
     ) -> PyResult<Self> {
         let _ = token; // Only needed for downloads, which this codec never performs.
-        let path =
-            recipe_core::tokenizer::find_in_hf_cache(&identifier, revision.as_deref()).map_err(runtime_error)?;
+        let path = recipe_core::tokenizer::find_in_hf_cache(&identifier, revision.as_deref())
+            .map_err(runtime_error)?;
         Self::from_file(path.to_string_lossy().into_owned())
     }
 
     /// Encode text with the full vocabulary (control-token spellings become their IDs); no BOS.
-    fn encode(&self, py: Python<'_>, #[pyo3(from_py_with = crate::args::string)] text: String) -> PyResult<Vec<u32>> {
-        py.allow_threads(|| self.inner.encode_with_special(&text)).map_err(runtime_error)
+    fn encode(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = crate::args::string)] text: String,
+    ) -> PyResult<Vec<u32>> {
+        py.allow_threads(|| self.inner.encode_with_special(&text))
+            .map_err(runtime_error)
     }
 
     /// Decode token IDs to text; control tokens are kept as their spellings.
     fn decode(&self, py: Python<'_>, ids: Vec<u32>) -> PyResult<String> {
-        py.allow_threads(|| self.inner.decode(&ids)).map_err(runtime_error)
+        py.allow_threads(|| self.inner.decode(&ids))
+            .map_err(runtime_error)
     }
 }
 

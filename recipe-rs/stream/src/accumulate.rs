@@ -2,7 +2,9 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::generator::{chat_usage_value, logprob_value, ChatChunk, ChatDelta, MessagesEvent, ResponsesEvent, Usage};
+use crate::generator::{
+    chat_usage_value, logprob_value, ChatChunk, ChatDelta, MessagesEvent, ResponsesEvent, Usage,
+};
 use crate::input::TokenLogprob;
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -56,7 +58,13 @@ pub struct ChatCompletionResponse {
 }
 
 impl ChatCompletionResponse {
-    pub fn new(id: String, model: String, created: u64, prompt_tokens: u64, prompt_cache_hit_tokens: u64) -> Self {
+    pub fn new(
+        id: String,
+        model: String,
+        created: u64,
+        prompt_tokens: u64,
+        prompt_cache_hit_tokens: u64,
+    ) -> Self {
         ChatCompletionResponse {
             id,
             model,
@@ -101,7 +109,8 @@ impl ChatCompletionResponse {
                 self.content.append(t);
             }
             ChatDelta::ToolStart { index, id, name } => {
-                self.tool_calls.push((*index, id.clone(), name.clone(), String::new()));
+                self.tool_calls
+                    .push((*index, id.clone(), name.clone(), String::new()));
             }
             ChatDelta::ToolArgs { index, arguments } => {
                 if let Some(tc) = self.tool_calls.iter_mut().find(|t| t.0 == *index) {
@@ -115,7 +124,9 @@ impl ChatCompletionResponse {
             } else {
                 &mut self.content_logprobs
             };
-            target.get_or_insert_with(Vec::new).extend(chunk.logprobs.iter().cloned());
+            target
+                .get_or_insert_with(Vec::new)
+                .extend(chunk.logprobs.iter().cloned());
         }
         if chunk.finish_reason.is_some() {
             self.finish_reason = chunk.finish_reason;
@@ -153,10 +164,16 @@ impl ChatCompletionResponse {
         } else {
             let mut m = Map::new();
             if let Some(l) = &self.content_logprobs {
-                m.insert("content".into(), Value::Array(l.iter().map(logprob_value).collect()));
+                m.insert(
+                    "content".into(),
+                    Value::Array(l.iter().map(logprob_value).collect()),
+                );
             }
             if let Some(l) = &self.reasoning_logprobs {
-                m.insert("reasoning_content".into(), Value::Array(l.iter().map(logprob_value).collect()));
+                m.insert(
+                    "reasoning_content".into(),
+                    Value::Array(l.iter().map(logprob_value).collect()),
+                );
             }
             Value::Object(m)
         };
@@ -188,7 +205,13 @@ pub struct ResponsesResponse {
 }
 
 impl ResponsesResponse {
-    pub fn new(id: String, model: String, created: u64, prompt_tokens: u64, prompt_cache_hit_tokens: u64) -> Self {
+    pub fn new(
+        id: String,
+        model: String,
+        created: u64,
+        prompt_tokens: u64,
+        prompt_cache_hit_tokens: u64,
+    ) -> Self {
         let _ = (prompt_tokens, prompt_cache_hit_tokens);
         ResponsesResponse {
             snapshot: json!({"id": id, "object": "response", "created_at": created, "status": "in_progress",
@@ -199,13 +222,23 @@ impl ResponsesResponse {
     pub fn accumulate(&mut self, event: &ResponsesEvent) {
         let Some(v) = event.json() else { return };
         match event.event_type() {
-            "response.created" | "response.in_progress" | "response.completed" | "response.incomplete" | "response.failed" => {
+            "response.created"
+            | "response.in_progress"
+            | "response.completed"
+            | "response.incomplete"
+            | "response.failed" => {
                 if let Some(r) = v.get("response") {
-                    let keep = std::mem::take(self.snapshot.get_mut("output").unwrap_or(&mut Value::Null));
+                    let keep =
+                        std::mem::take(self.snapshot.get_mut("output").unwrap_or(&mut Value::Null));
                     self.snapshot = r.clone();
-                    let finished = matches!(event.event_type(), "response.completed" | "response.incomplete" | "response.failed");
+                    let finished = matches!(
+                        event.event_type(),
+                        "response.completed" | "response.incomplete" | "response.failed"
+                    );
                     if !finished {
-                        if let (Some(Value::Array(out)), Value::Array(k)) = (self.snapshot.get_mut("output"), keep) {
+                        if let (Some(Value::Array(out)), Value::Array(k)) =
+                            (self.snapshot.get_mut("output"), keep)
+                        {
                             if out.is_empty() {
                                 *out = k;
                             }
@@ -214,7 +247,9 @@ impl ResponsesResponse {
                 }
             }
             "response.output_item.done" => {
-                if let (Some(item), Some(Value::Array(out))) = (v.get("item"), self.snapshot.get_mut("output")) {
+                if let (Some(item), Some(Value::Array(out))) =
+                    (v.get("item"), self.snapshot.get_mut("output"))
+                {
                     out.push(item.clone());
                 }
             }
@@ -236,7 +271,13 @@ pub struct MessagesResponse {
 }
 
 impl MessagesResponse {
-    pub fn new(id: String, model: String, created: u64, prompt_tokens: u64, prompt_cache_hit_tokens: u64) -> Self {
+    pub fn new(
+        id: String,
+        model: String,
+        created: u64,
+        prompt_tokens: u64,
+        prompt_cache_hit_tokens: u64,
+    ) -> Self {
         let _ = created;
         MessagesResponse {
             message: json!({"id": id, "type": "message", "role": "assistant", "model": model, "content": [],
@@ -250,15 +291,24 @@ impl MessagesResponse {
     }
 
     fn block(&mut self, index: usize) -> Option<&mut Map<String, Value>> {
-        self.message.get_mut("content")?.as_array_mut()?.get_mut(index)?.as_object_mut()
+        self.message
+            .get_mut("content")?
+            .as_array_mut()?
+            .get_mut(index)?
+            .as_object_mut()
     }
 
     pub fn accumulate(&mut self, event: &MessagesEvent) {
-        if let MessagesEvent::Delta { index, kind, text, .. } = event {
+        if let MessagesEvent::Delta {
+            index, kind, text, ..
+        } = event
+        {
             self.apply_delta(*index, kind, text);
             return;
         }
-        let MessagesEvent::Json(v) = event else { return };
+        let MessagesEvent::Json(v) = event else {
+            return;
+        };
         let index = v.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
         match event.event_type() {
             "message_start" => {
@@ -267,13 +317,19 @@ impl MessagesResponse {
                 }
             }
             "content_block_start" => {
-                if let (Some(b), Some(Value::Array(c))) = (v.get("content_block"), self.message.get_mut("content")) {
+                if let (Some(b), Some(Value::Array(c))) =
+                    (v.get("content_block"), self.message.get_mut("content"))
+                {
                     c.push(b.clone());
                 }
             }
             "content_block_delta" => {
                 let Some(d) = v.get("delta") else { return };
-                let ty = d.get("type").and_then(Value::as_str).unwrap_or("").to_owned();
+                let ty = d
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned();
                 let key = match ty.as_str() {
                     "thinking_delta" => "thinking",
                     "text_delta" => "text",
@@ -324,7 +380,12 @@ impl MessagesResponse {
             _ => return,
         };
         // Text is gathered outside the JSON so a long answer accumulates in linear time.
-        match self.texts.iter_mut().rev().find(|(i, f, _)| *i == index && *f == field) {
+        match self
+            .texts
+            .iter_mut()
+            .rev()
+            .find(|(i, f, _)| *i == index && *f == field)
+        {
             Some((_, _, acc)) if field == "signature" => *acc = s.to_owned(),
             Some((_, _, acc)) => acc.push_str(s),
             None => self.texts.push((index, field, s.to_owned())),
@@ -336,7 +397,11 @@ impl MessagesResponse {
         if let Some(Value::Array(blocks)) = m.get_mut("content") {
             for (i, field, text) in &self.texts {
                 if let Some(Value::Object(b)) = blocks.get_mut(*i) {
-                    let mut cur = b.get(*field).and_then(Value::as_str).unwrap_or("").to_owned();
+                    let mut cur = b
+                        .get(*field)
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned();
                     if *field == "signature" {
                         cur.clear();
                     }

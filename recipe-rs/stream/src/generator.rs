@@ -45,7 +45,10 @@ pub struct Usage {
 }
 
 pub fn now_secs() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
@@ -53,7 +56,10 @@ const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01234
 /// `call_{index:02}_` (plus `ET_` when thinking produced no reasoning) and 24 random characters.
 pub fn call_id(index: usize, empty_thinking: bool) -> String {
     let mut rng = rand::rng();
-    let mut s = format!("call_{index:02}_{}", if empty_thinking { "ET_" } else { "" });
+    let mut s = format!(
+        "call_{index:02}_{}",
+        if empty_thinking { "ET_" } else { "" }
+    );
     for _ in 0..24 {
         s.push(ALNUM[rng.random_range(0..ALNUM.len())] as char);
     }
@@ -90,11 +96,20 @@ pub struct ChatMeta {
 #[derive(Clone, Debug, PartialEq)]
 pub enum ChatDelta {
     /// The opening chunk; `reasoning` is true when it opens reasoning.
-    Open { reasoning: bool },
+    Open {
+        reasoning: bool,
+    },
     Reasoning(String),
     Content(String),
-    ToolStart { index: usize, id: String, name: String },
-    ToolArgs { index: usize, arguments: String },
+    ToolStart {
+        index: usize,
+        id: String,
+        name: String,
+    },
+    ToolArgs {
+        index: usize,
+        arguments: String,
+    },
     /// The closing chunk (empty content).
     Final,
 }
@@ -114,13 +129,28 @@ pub fn chat_usage_value(u: &Usage) -> Value {
     let mut m = Map::new();
     m.insert("prompt_tokens".into(), json!(u.prompt_tokens));
     m.insert("completion_tokens".into(), json!(u.completion_tokens));
-    m.insert("total_tokens".into(), json!(u.prompt_tokens + u.completion_tokens));
-    m.insert("prompt_tokens_details".into(), json!({"cached_tokens": u.prompt_cache_hit_tokens}));
+    m.insert(
+        "total_tokens".into(),
+        json!(u.prompt_tokens + u.completion_tokens),
+    );
+    m.insert(
+        "prompt_tokens_details".into(),
+        json!({"cached_tokens": u.prompt_cache_hit_tokens}),
+    );
     if let Some(r) = u.reasoning_tokens {
-        m.insert("completion_tokens_details".into(), json!({"reasoning_tokens": r}));
+        m.insert(
+            "completion_tokens_details".into(),
+            json!({"reasoning_tokens": r}),
+        );
     }
-    m.insert("prompt_cache_hit_tokens".into(), json!(u.prompt_cache_hit_tokens));
-    m.insert("prompt_cache_miss_tokens".into(), json!(u.prompt_tokens.saturating_sub(u.prompt_cache_hit_tokens)));
+    m.insert(
+        "prompt_cache_hit_tokens".into(),
+        json!(u.prompt_cache_hit_tokens),
+    );
+    m.insert(
+        "prompt_cache_miss_tokens".into(),
+        json!(u.prompt_tokens.saturating_sub(u.prompt_cache_hit_tokens)),
+    );
     Value::Object(m)
 }
 
@@ -158,7 +188,10 @@ impl ChatChunk {
                 );
             }
             ChatDelta::ToolArgs { index, arguments } => {
-                d.insert("tool_calls".into(), json!([{"index": index, "function": {"arguments": arguments}}]));
+                d.insert(
+                    "tool_calls".into(),
+                    json!([{"index": index, "function": {"arguments": arguments}}]),
+                );
             }
             ChatDelta::Final => {
                 d.insert("content".into(), json!(""));
@@ -174,7 +207,11 @@ impl ChatChunk {
         if self.logprobs.is_empty() {
             return Value::Null;
         }
-        let key = if matches!(self.delta, ChatDelta::Reasoning(_)) { "reasoning_content" } else { "content" };
+        let key = if matches!(self.delta, ChatDelta::Reasoning(_)) {
+            "reasoning_content"
+        } else {
+            "content"
+        };
         let mut m = Map::new();
         m.insert(key.into(), logprobs_value(&self.logprobs));
         Value::Object(m)
@@ -191,9 +228,15 @@ impl ChatChunk {
         m.insert("object".into(), json!("chat.completion.chunk"));
         m.insert("created".into(), json!(self.meta.created));
         m.insert("model".into(), json!(self.meta.model));
-        m.insert("system_fingerprint".into(), json!(self.meta.system_fingerprint));
+        m.insert(
+            "system_fingerprint".into(),
+            json!(self.meta.system_fingerprint),
+        );
         m.insert("choices".into(), Value::Array(vec![Value::Object(choice)]));
-        m.insert("usage".into(), self.usage.as_ref().map_or(Value::Null, chat_usage_value));
+        m.insert(
+            "usage".into(),
+            self.usage.as_ref().map_or(Value::Null, chat_usage_value),
+        );
         Value::Object(m)
     }
 }
@@ -208,7 +251,12 @@ pub struct ChatGenerator {
 impl ChatGenerator {
     pub fn new(id: impl Into<String>, model: impl Into<String>, config: GeneratorConfig) -> Self {
         ChatGenerator {
-            meta: Arc::new(ChatMeta { id: id.into(), model: model.into(), created: now_secs(), system_fingerprint: None }),
+            meta: Arc::new(ChatMeta {
+                id: id.into(),
+                model: model.into(),
+                created: now_secs(),
+                system_fingerprint: None,
+            }),
             config,
             started: false,
             reasoning_seen: false,
@@ -238,7 +286,12 @@ impl ChatGenerator {
     fn start(&mut self, out: &mut Vec<ChatChunk>) {
         if !self.started {
             self.started = true;
-            out.push(self.chunk(ChatDelta::Open { reasoning: self.config.starts_in_reasoning }, Vec::new()));
+            out.push(self.chunk(
+                ChatDelta::Open {
+                    reasoning: self.config.starts_in_reasoning,
+                },
+                Vec::new(),
+            ));
         }
     }
 
@@ -248,14 +301,20 @@ impl ChatGenerator {
                 self.reasoning_seen = true;
                 out.push(self.chunk(ChatDelta::Reasoning(text), logprobs));
             }
-            ParseEvent::Content { text, logprobs } => out.push(self.chunk(ChatDelta::Content(text), logprobs)),
+            ParseEvent::Content { text, logprobs } => {
+                out.push(self.chunk(ChatDelta::Content(text), logprobs))
+            }
             ParseEvent::ToolCallStart { index, name } => {
                 let id = call_id(index, self.config.thinking_mode && !self.reasoning_seen);
                 out.push(self.chunk(ChatDelta::ToolStart { index, id, name }, Vec::new()));
             }
-            ParseEvent::ToolCallArgs { index, text, .. } => {
-                out.push(self.chunk(ChatDelta::ToolArgs { index, arguments: text }, Vec::new()))
-            }
+            ParseEvent::ToolCallArgs { index, text, .. } => out.push(self.chunk(
+                ChatDelta::ToolArgs {
+                    index,
+                    arguments: text,
+                },
+                Vec::new(),
+            )),
             ParseEvent::ReasoningEnd | ParseEvent::StopSequence(_) => {}
         }
     }
@@ -288,9 +347,25 @@ impl ChatGenerator {
 #[derive(Clone, Debug, PartialEq)]
 pub enum ResponsesEvent {
     Json(Value),
-    TextDelta { item_id: Arc<str>, output_index: usize, delta: String, logprobs: Vec<TokenLogprob>, seq: u64 },
-    ReasoningDelta { item_id: Arc<str>, output_index: usize, delta: String, seq: u64 },
-    ArgumentsDelta { item_id: Arc<str>, output_index: usize, delta: String, seq: u64 },
+    TextDelta {
+        item_id: Arc<str>,
+        output_index: usize,
+        delta: String,
+        logprobs: Vec<TokenLogprob>,
+        seq: u64,
+    },
+    ReasoningDelta {
+        item_id: Arc<str>,
+        output_index: usize,
+        delta: String,
+        seq: u64,
+    },
+    ArgumentsDelta {
+        item_id: Arc<str>,
+        output_index: usize,
+        delta: String,
+        seq: u64,
+    },
 }
 
 impl ResponsesEvent {
@@ -306,13 +381,29 @@ impl ResponsesEvent {
     pub fn to_value(&self) -> Value {
         match self {
             ResponsesEvent::Json(v) => v.clone(),
-            ResponsesEvent::TextDelta { item_id, output_index, delta, logprobs, seq } => json!({
+            ResponsesEvent::TextDelta {
+                item_id,
+                output_index,
+                delta,
+                logprobs,
+                seq,
+            } => json!({
                 "type": "response.output_text.delta", "content_index": 0, "delta": delta, "item_id": &**item_id,
                 "logprobs": logprobs_value(logprobs), "output_index": output_index, "sequence_number": seq}),
-            ResponsesEvent::ReasoningDelta { item_id, output_index, delta, seq } => json!({
+            ResponsesEvent::ReasoningDelta {
+                item_id,
+                output_index,
+                delta,
+                seq,
+            } => json!({
                 "type": "response.reasoning_text.delta", "content_index": 0, "delta": delta, "item_id": &**item_id,
                 "output_index": output_index, "sequence_number": seq}),
-            ResponsesEvent::ArgumentsDelta { item_id, output_index, delta, seq } => json!({
+            ResponsesEvent::ArgumentsDelta {
+                item_id,
+                output_index,
+                delta,
+                seq,
+            } => json!({
                 "type": "response.function_call_arguments.delta", "delta": delta, "item_id": &**item_id,
                 "output_index": output_index, "sequence_number": seq}),
         }
@@ -329,9 +420,23 @@ impl ResponsesEvent {
 
 #[derive(Clone, Debug)]
 enum RItem {
-    Reasoning { id: Arc<str>, n: usize, text: String },
-    Message { id: Arc<str>, text: String, logprobs: Vec<TokenLogprob> },
-    Call { id: Arc<str>, call_id: String, name: String, namespace: Option<String>, arguments: String },
+    Reasoning {
+        id: Arc<str>,
+        n: usize,
+        text: String,
+    },
+    Message {
+        id: Arc<str>,
+        text: String,
+        logprobs: Vec<TokenLogprob>,
+    },
+    Call {
+        id: Arc<str>,
+        call_id: String,
+        name: String,
+        namespace: Option<String>,
+        arguments: String,
+    },
 }
 
 pub struct ResponsesGenerator {
@@ -373,7 +478,9 @@ fn with_nulls(v: &Option<Value>, keys: &[&str], default: Value) -> Value {
 /// `schema`, `description` and `strict`, null when the request left them out).
 fn text_echo(text: &Option<Value>) -> Value {
     let Some(Value::Object(t)) = text else {
-        return text.clone().unwrap_or_else(|| json!({"format": {"type": "text"}, "verbosity": null}));
+        return text
+            .clone()
+            .unwrap_or_else(|| json!({"format": {"type": "text"}, "verbosity": null}));
     };
     let format = match t.get("format") {
         None | Some(Value::Null) => json!({"type": "text"}),
@@ -399,8 +506,15 @@ pub fn namespace_map_from_tools(tools: &Value) -> Vec<(String, (String, String))
         if tool.get("type").and_then(Value::as_str) != Some("namespace") {
             continue;
         }
-        let Some(ns) = tool.get("name").and_then(Value::as_str) else { continue };
-        for inner in tool.get("tools").and_then(Value::as_array).into_iter().flatten() {
+        let Some(ns) = tool.get("name").and_then(Value::as_str) else {
+            continue;
+        };
+        for inner in tool
+            .get("tools")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             if let Some(name) = inner.get("name").and_then(Value::as_str) {
                 map.push((format!("{ns}::{name}"), (ns.to_owned(), name.to_owned())));
             }
@@ -437,7 +551,13 @@ impl ResponsesGenerator {
         self
     }
 
-    fn response(&self, status: &str, completed_at: Option<u64>, incomplete: Option<&str>, usage: Option<&Usage>) -> Value {
+    fn response(
+        &self,
+        status: &str,
+        completed_at: Option<u64>,
+        incomplete: Option<&str>,
+        usage: Option<&Usage>,
+    ) -> Value {
         let e = &self.echo;
         let tools = match &e.tools {
             Some(Value::Array(ts)) => Value::Array(
@@ -445,7 +565,9 @@ impl ResponsesGenerator {
                     .map(|t| {
                         let mut t = t.clone();
                         if let Value::Object(m) = &mut t {
-                            if m.get("type").and_then(Value::as_str) == Some("function") && !m.contains_key("strict") {
+                            if m.get("type").and_then(Value::as_str) == Some("function")
+                                && !m.contains_key("strict")
+                            {
                                 m.insert("strict".into(), Value::Null);
                             }
                         }
@@ -466,7 +588,10 @@ impl ResponsesGenerator {
         m.insert("content_filters".into(), Value::Null);
         m.insert("error".into(), Value::Null);
         m.insert("frequency_penalty".into(), json!(0.0));
-        m.insert("incomplete_details".into(), incomplete.map_or(Value::Null, |r| json!({"reason": r})));
+        m.insert(
+            "incomplete_details".into(),
+            incomplete.map_or(Value::Null, |r| json!({"reason": r})),
+        );
         m.insert("instructions".into(), json!(e.instructions));
         m.insert("max_output_tokens".into(), json!(e.max_output_tokens));
         m.insert("max_tool_calls".into(), Value::Null);
@@ -478,13 +603,23 @@ impl ResponsesGenerator {
         m.insert("previous_response_id".into(), Value::Null);
         m.insert("prompt_cache_key".into(), Value::Null);
         m.insert("prompt_cache_retention".into(), Value::Null);
-        m.insert("reasoning".into(), with_nulls(&e.reasoning, &["effort", "summary"], json!({"effort": null, "summary": null})));
+        m.insert(
+            "reasoning".into(),
+            with_nulls(
+                &e.reasoning,
+                &["effort", "summary"],
+                json!({"effort": null, "summary": null}),
+            ),
+        );
         m.insert("safety_identifier".into(), Value::Null);
         m.insert("service_tier".into(), json!("default"));
         m.insert("store".into(), json!(false));
         m.insert("temperature".into(), json!(shortest_f32(e.temperature)));
         m.insert("text".into(), text_echo(&e.text));
-        m.insert("tool_choice".into(), e.tool_choice.clone().unwrap_or(json!("auto")));
+        m.insert(
+            "tool_choice".into(),
+            e.tool_choice.clone().unwrap_or(json!("auto")),
+        );
         m.insert("tools".into(), tools);
         m.insert("top_logprobs".into(), json!(e.top_logprobs));
         m.insert("top_p".into(), json!(shortest_f32(e.top_p)));
@@ -525,7 +660,10 @@ impl ResponsesGenerator {
         }
         self.started = true;
         let r = self.response("in_progress", None, None, None);
-        self.emit(json!({"type": "response.created", "response": r.clone()}), out);
+        self.emit(
+            json!({"type": "response.created", "response": r.clone()}),
+            out,
+        );
         self.emit(json!({"type": "response.in_progress", "response": r}), out);
     }
 
@@ -543,31 +681,59 @@ impl ResponsesGenerator {
                 self.emit(json!({"type": "response.reasoning_text.done", "content_index": 0, "item_id": id,
                     "output_index": oi, "sequence_number": 0, "text": text}), out);
                 let part = json!({"type": "reasoning_text", "text": text});
-                self.emit(json!({"type": "response.content_part.done", "content_index": 0, "item_id": id,
-                    "output_index": oi, "part": part, "sequence_number": 0}), out);
+                self.emit(
+                    json!({"type": "response.content_part.done", "content_index": 0, "item_id": id,
+                    "output_index": oi, "part": part, "sequence_number": 0}),
+                    out,
+                );
                 json!({"type": "reasoning", "id": id, "status": status, "content": [part], "summary": [],
                     "encrypted_content": format!("{}-{n}", self.id)})
             }
             RItem::Message { id, text, logprobs } => {
                 let id: &str = &id;
                 let lps = logprobs_value(&logprobs);
-                self.emit(json!({"type": "response.output_text.done", "content_index": 0, "item_id": id,
-                    "logprobs": lps, "output_index": oi, "sequence_number": 0, "text": text}), out);
+                self.emit(
+                    json!({"type": "response.output_text.done", "content_index": 0, "item_id": id,
+                    "logprobs": lps, "output_index": oi, "sequence_number": 0, "text": text}),
+                    out,
+                );
                 let part = json!({"type": "output_text", "annotations": [], "logprobs": lps, "text": text});
-                self.emit(json!({"type": "response.content_part.done", "content_index": 0, "item_id": id,
-                    "output_index": oi, "part": part, "sequence_number": 0}), out);
+                self.emit(
+                    json!({"type": "response.content_part.done", "content_index": 0, "item_id": id,
+                    "output_index": oi, "part": part, "sequence_number": 0}),
+                    out,
+                );
                 json!({"type": "message", "id": id, "status": status, "role": "assistant",
                     "phase": if commentary { "commentary" } else { "final_answer" }, "content": [part]})
             }
-            RItem::Call { id, call_id, name, namespace, arguments } => {
+            RItem::Call {
+                id,
+                call_id,
+                name,
+                namespace,
+                arguments,
+            } => {
                 let id: &str = &id;
-                self.emit(json!({"type": "response.function_call_arguments.done", "arguments": arguments,
-                    "item_id": id, "output_index": oi, "sequence_number": 0}), out);
-                call_item(&id, status, &call_id, &name, namespace.as_deref(), &arguments)
+                self.emit(
+                    json!({"type": "response.function_call_arguments.done", "arguments": arguments,
+                    "item_id": id, "output_index": oi, "sequence_number": 0}),
+                    out,
+                );
+                call_item(
+                    &id,
+                    status,
+                    &call_id,
+                    &name,
+                    namespace.as_deref(),
+                    &arguments,
+                )
             }
         };
-        self.emit(json!({"type": "response.output_item.done", "item": done.clone(), "output_index": oi,
-            "sequence_number": 0}), out);
+        self.emit(
+            json!({"type": "response.output_item.done", "item": done.clone(), "output_index": oi,
+            "sequence_number": 0}),
+            out,
+        );
         self.done_items.push(done);
     }
 
@@ -584,14 +750,23 @@ impl ResponsesGenerator {
                         "encrypted_content": format!("{}-{n}", self.id)}, "output_index": n, "sequence_number": 0}), out);
                     self.emit(json!({"type": "response.content_part.added", "content_index": 0, "item_id": &*id,
                         "output_index": n, "part": {"type": "reasoning_text", "text": ""}, "sequence_number": 0}), out);
-                    self.open = Some(RItem::Reasoning { id, n, text: String::new() });
+                    self.open = Some(RItem::Reasoning {
+                        id,
+                        n,
+                        text: String::new(),
+                    });
                 }
                 let oi = self.output_index();
                 if let Some(RItem::Reasoning { id, text: acc, .. }) = &mut self.open {
                     acc.push_str(&text);
                     let item_id = id.clone();
                     let seq = self.next_seq();
-                    out.push(ResponsesEvent::ReasoningDelta { item_id, output_index: oi, delta: text, seq });
+                    out.push(ResponsesEvent::ReasoningDelta {
+                        item_id,
+                        output_index: oi,
+                        delta: text,
+                        seq,
+                    });
                 }
             }
             ParseEvent::Content { text, logprobs } => {
@@ -605,15 +780,30 @@ impl ResponsesGenerator {
                     self.emit(json!({"type": "response.content_part.added", "content_index": 0, "item_id": &*id,
                         "output_index": n, "part": {"type": "output_text", "annotations": [], "logprobs": [], "text": ""},
                         "sequence_number": 0}), out);
-                    self.open = Some(RItem::Message { id, text: String::new(), logprobs: Vec::new() });
+                    self.open = Some(RItem::Message {
+                        id,
+                        text: String::new(),
+                        logprobs: Vec::new(),
+                    });
                 }
                 let oi = self.output_index();
-                if let Some(RItem::Message { id, text: acc, logprobs: acc_lps }) = &mut self.open {
+                if let Some(RItem::Message {
+                    id,
+                    text: acc,
+                    logprobs: acc_lps,
+                }) = &mut self.open
+                {
                     acc.push_str(&text);
                     acc_lps.extend(logprobs.iter().cloned());
                     let item_id = id.clone();
                     let seq = self.next_seq();
-                    out.push(ResponsesEvent::TextDelta { item_id, output_index: oi, delta: text, logprobs, seq });
+                    out.push(ResponsesEvent::TextDelta {
+                        item_id,
+                        output_index: oi,
+                        delta: text,
+                        logprobs,
+                        seq,
+                    });
                 }
             }
             ParseEvent::ToolCallStart { index, name } => {
@@ -627,9 +817,18 @@ impl ResponsesGenerator {
                     None => (name, None),
                 };
                 let item = call_item(&id, "in_progress", &cid, &name, namespace.as_deref(), "");
-                self.emit(json!({"type": "response.output_item.added", "item": item, "output_index": n,
-                    "sequence_number": 0}), out);
-                self.open = Some(RItem::Call { id, call_id: cid, name, namespace, arguments: String::new() });
+                self.emit(
+                    json!({"type": "response.output_item.added", "item": item, "output_index": n,
+                    "sequence_number": 0}),
+                    out,
+                );
+                self.open = Some(RItem::Call {
+                    id,
+                    call_id: cid,
+                    name,
+                    namespace,
+                    arguments: String::new(),
+                });
             }
             ParseEvent::ToolCallArgs { text, .. } => {
                 let oi = self.output_index();
@@ -637,7 +836,12 @@ impl ResponsesGenerator {
                     arguments.push_str(&text);
                     let item_id = id.clone();
                     let seq = self.next_seq();
-                    out.push(ResponsesEvent::ArgumentsDelta { item_id, output_index: oi, delta: text, seq });
+                    out.push(ResponsesEvent::ArgumentsDelta {
+                        item_id,
+                        output_index: oi,
+                        delta: text,
+                        seq,
+                    });
                 }
             }
             ParseEvent::ReasoningEnd | ParseEvent::StopSequence(_) => {}
@@ -650,9 +854,21 @@ impl ResponsesGenerator {
             FinishKind::ContentFilter => Some("content_filter"),
             _ => None,
         };
-        self.close(if incomplete.is_some() { "incomplete" } else { "completed" }, false, out);
+        self.close(
+            if incomplete.is_some() {
+                "incomplete"
+            } else {
+                "completed"
+            },
+            false,
+            out,
+        );
         let now = now_secs();
-        let (ty, status) = if incomplete.is_some() { ("response.incomplete", "incomplete") } else { ("response.completed", "completed") };
+        let (ty, status) = if incomplete.is_some() {
+            ("response.incomplete", "incomplete")
+        } else {
+            ("response.completed", "completed")
+        };
         let r = self.response(status, Some(now), incomplete, Some(&usage));
         self.emit(json!({"type": ty, "response": r}), out);
     }
@@ -665,7 +881,9 @@ impl ResponsesGenerator {
 pub fn echo_from_json(v: &Value) -> ResponsesEcho {
     let mut e = ResponsesEcho::default();
     let get = |k: &str| v.get(k).filter(|x| !x.is_null());
-    e.instructions = get("instructions").and_then(Value::as_str).map(str::to_owned);
+    e.instructions = get("instructions")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
     e.max_output_tokens = get("max_output_tokens").and_then(Value::as_u64);
     e.user = get("user").and_then(Value::as_str).map(str::to_owned);
     if let Some(x) = get("temperature").and_then(Value::as_f64) {
@@ -684,7 +902,14 @@ pub fn echo_from_json(v: &Value) -> ResponsesEcho {
     e
 }
 
-fn call_item(id: &str, status: &str, call_id: &str, name: &str, namespace: Option<&str>, arguments: &str) -> Value {
+fn call_item(
+    id: &str,
+    status: &str,
+    call_id: &str,
+    name: &str,
+    namespace: Option<&str>,
+    arguments: &str,
+) -> Value {
     let mut m = Map::new();
     m.insert("type".into(), json!("function_call"));
     m.insert("id".into(), json!(id));
@@ -707,7 +932,12 @@ fn call_item(id: &str, status: &str, call_id: &str, name: &str, namespace: Optio
 pub enum MessagesEvent {
     Json(Value),
     /// A `content_block_delta`: `kind` is the delta type, `field` the key its text goes under.
-    Delta { index: usize, kind: &'static str, field: &'static str, text: String },
+    Delta {
+        index: usize,
+        kind: &'static str,
+        field: &'static str,
+        text: String,
+    },
 }
 
 impl MessagesEvent {
@@ -721,7 +951,12 @@ impl MessagesEvent {
     pub fn to_value(&self) -> Value {
         match self {
             MessagesEvent::Json(v) => v.clone(),
-            MessagesEvent::Delta { index, kind, field, text } => {
+            MessagesEvent::Delta {
+                index,
+                kind,
+                field,
+                text,
+            } => {
                 let mut d = Map::new();
                 d.insert("type".into(), json!(kind));
                 d.insert((*field).into(), json!(text));
@@ -797,9 +1032,12 @@ impl MessagesGenerator {
         }
         self.started = true;
         let usage = self.usage_value(0);
-        Self::emit(out, json!({"type": "message_start", "message": {"id": self.id, "type": "message",
+        Self::emit(
+            out,
+            json!({"type": "message_start", "message": {"id": self.id, "type": "message",
             "role": "assistant", "model": self.model, "content": [], "stop_reason": null,
-            "stop_sequence": null, "usage": usage}}));
+            "stop_sequence": null, "usage": usage}}),
+        );
         // In thinking mode the thinking block opens with the message; otherwise (a parser that
         // starts in reasoning without thinking mode) it opens with the first reasoning text.
         if self.thinking_mode {
@@ -807,7 +1045,12 @@ impl MessagesGenerator {
         }
     }
 
-    fn open_block(&mut self, kind: MBlock, tool: Option<(String, String)>, out: &mut Vec<MessagesEvent>) {
+    fn open_block(
+        &mut self,
+        kind: MBlock,
+        tool: Option<(String, String)>,
+        out: &mut Vec<MessagesEvent>,
+    ) {
         self.close_block(out);
         self.index = self.blocks;
         self.blocks += 1;
@@ -819,7 +1062,10 @@ impl MessagesGenerator {
                 json!({"type": "tool_use", "id": id, "name": name, "input": {}})
             }
         };
-        Self::emit(out, json!({"type": "content_block_start", "index": self.index, "content_block": block}));
+        Self::emit(
+            out,
+            json!({"type": "content_block_start", "index": self.index, "content_block": block}),
+        );
         if !self.pinged {
             self.pinged = true;
             Self::emit(out, json!({"type": "ping"}));
@@ -831,10 +1077,16 @@ impl MessagesGenerator {
         let Some(kind) = self.open.take() else { return };
         if kind == MBlock::Thinking {
             let sig = self.signature.clone().unwrap_or_else(|| self.id.clone());
-            Self::emit(out, json!({"type": "content_block_delta", "index": self.index,
-                "delta": {"type": "signature_delta", "signature": sig}}));
+            Self::emit(
+                out,
+                json!({"type": "content_block_delta", "index": self.index,
+                "delta": {"type": "signature_delta", "signature": sig}}),
+            );
         }
-        Self::emit(out, json!({"type": "content_block_stop", "index": self.index}));
+        Self::emit(
+            out,
+            json!({"type": "content_block_stop", "index": self.index}),
+        );
     }
 
     fn event(&mut self, ev: ParseEvent, out: &mut Vec<MessagesEvent>) {
@@ -844,13 +1096,23 @@ impl MessagesGenerator {
                 if self.open != Some(MBlock::Thinking) {
                     self.open_block(MBlock::Thinking, None, out);
                 }
-                out.push(MessagesEvent::Delta { index: self.index, kind: "thinking_delta", field: "thinking", text });
+                out.push(MessagesEvent::Delta {
+                    index: self.index,
+                    kind: "thinking_delta",
+                    field: "thinking",
+                    text,
+                });
             }
             ParseEvent::Content { text, .. } => {
                 if self.open != Some(MBlock::Text) {
                     self.open_block(MBlock::Text, None, out);
                 }
-                out.push(MessagesEvent::Delta { index: self.index, kind: "text_delta", field: "text", text });
+                out.push(MessagesEvent::Delta {
+                    index: self.index,
+                    kind: "text_delta",
+                    field: "text",
+                    text,
+                });
             }
             ParseEvent::ToolCallStart { index, name } => {
                 let id = call_id(index, self.thinking_mode && !self.reasoning_seen);
@@ -858,7 +1120,12 @@ impl MessagesGenerator {
             }
             ParseEvent::ToolCallArgs { text, .. } => {
                 if self.open == Some(MBlock::Tool) {
-                    out.push(MessagesEvent::Delta { index: self.index, kind: "input_json_delta", field: "partial_json", text });
+                    out.push(MessagesEvent::Delta {
+                        index: self.index,
+                        kind: "input_json_delta",
+                        field: "partial_json",
+                        text,
+                    });
                 }
             }
             ParseEvent::ReasoningEnd | ParseEvent::StopSequence(_) => {}
@@ -875,8 +1142,11 @@ impl MessagesGenerator {
             FinishKind::ContentFilter => ("refusal", None),
         };
         let u = self.usage_value(usage.completion_tokens);
-        Self::emit(out, json!({"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": seq},
-            "usage": u}));
+        Self::emit(
+            out,
+            json!({"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": seq},
+            "usage": u}),
+        );
         Self::emit(out, json!({"type": "message_stop"}));
     }
 }
@@ -942,9 +1212,16 @@ impl Generator {
         }
     }
 
-    pub fn ready(&mut self, usage: Option<PromptUsage>, fingerprint: Option<String>, out: &mut Vec<StreamItem>) {
+    pub fn ready(
+        &mut self,
+        usage: Option<PromptUsage>,
+        fingerprint: Option<String>,
+        out: &mut Vec<StreamItem>,
+    ) {
         match self {
-            Generator::Chat(g) => wrap!(Chat, out, |o: &mut Vec<ChatChunk>| g.ready(fingerprint, o)),
+            Generator::Chat(g) => {
+                wrap!(Chat, out, |o: &mut Vec<ChatChunk>| g.ready(fingerprint, o))
+            }
             Generator::Responses(g) => {
                 if let Some(u) = usage {
                     g.prompt = u;
@@ -965,28 +1242,48 @@ impl Generator {
     pub fn start(&mut self, out: &mut Vec<StreamItem>) {
         match self {
             Generator::Chat(g) => wrap!(Chat, out, |o: &mut Vec<ChatChunk>| g.start(o)),
-            Generator::Responses(g) => wrap!(Responses, out, |o: &mut Vec<ResponsesEvent>| g.start(o)),
+            Generator::Responses(g) => {
+                wrap!(Responses, out, |o: &mut Vec<ResponsesEvent>| g.start(o))
+            }
             Generator::Messages(g) => wrap!(Messages, out, |o: &mut Vec<MessagesEvent>| g.start(o)),
         }
     }
 
     pub fn events(&mut self, events: Vec<ParseEvent>, out: &mut Vec<StreamItem>) {
         match self {
-            Generator::Chat(g) => wrap!(Chat, out, |o: &mut Vec<ChatChunk>| for e in events { g.event(e, o) }),
+            Generator::Chat(g) => wrap!(Chat, out, |o: &mut Vec<ChatChunk>| for e in events {
+                g.event(e, o)
+            }),
             Generator::Responses(g) => {
-                wrap!(Responses, out, |o: &mut Vec<ResponsesEvent>| for e in events { g.event(e, o) })
+                wrap!(
+                    Responses,
+                    out,
+                    |o: &mut Vec<ResponsesEvent>| for e in events {
+                        g.event(e, o)
+                    }
+                )
             }
             Generator::Messages(g) => {
-                wrap!(Messages, out, |o: &mut Vec<MessagesEvent>| for e in events { g.event(e, o) })
+                wrap!(
+                    Messages,
+                    out,
+                    |o: &mut Vec<MessagesEvent>| for e in events {
+                        g.event(e, o)
+                    }
+                )
             }
         }
     }
 
     pub fn finish(&mut self, kind: &FinishKind, usage: Usage, out: &mut Vec<StreamItem>) {
         match self {
-            Generator::Chat(g) => wrap!(Chat, out, |o: &mut Vec<ChatChunk>| g.finish(kind, usage, o)),
-            Generator::Responses(g) => wrap!(Responses, out, |o: &mut Vec<ResponsesEvent>| g.finish(kind, usage, o)),
-            Generator::Messages(g) => wrap!(Messages, out, |o: &mut Vec<MessagesEvent>| g.finish(kind, usage, o)),
+            Generator::Chat(g) => {
+                wrap!(Chat, out, |o: &mut Vec<ChatChunk>| g.finish(kind, usage, o))
+            }
+            Generator::Responses(g) => wrap!(Responses, out, |o: &mut Vec<ResponsesEvent>| g
+                .finish(kind, usage, o)),
+            Generator::Messages(g) => wrap!(Messages, out, |o: &mut Vec<MessagesEvent>| g
+                .finish(kind, usage, o)),
         }
     }
 }

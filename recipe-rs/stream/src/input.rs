@@ -20,11 +20,17 @@ pub enum InferenceFinishReason {
 #[derive(Clone, Debug, PartialEq)]
 pub enum InferenceChunk {
     /// The prompt was processed; carries prompt usage and the backend fingerprint.
-    Ready { prompt_usage: Option<PromptUsage>, system_fingerprint: Option<String> },
+    Ready {
+        prompt_usage: Option<PromptUsage>,
+        system_fingerprint: Option<String>,
+    },
     /// Already-decoded text that accounts for `token_count` tokens.
     Text { content: String, token_count: u64 },
     /// Raw token IDs, optionally with one `(logprob, top_logprobs)` pair per ID.
-    Tokens { token_ids: Vec<u32>, logprobs: Option<Vec<(f32, Vec<(u32, f32)>)>> },
+    Tokens {
+        token_ids: Vec<u32>,
+        logprobs: Option<Vec<(f32, Vec<(u32, f32)>)>>,
+    },
     /// The backend is done.
     Finish(InferenceFinishReason),
 }

@@ -34,18 +34,28 @@ fn partial_tail(text: &str, pat: &str) -> Option<usize> {
     let max = (pat.len() - 1).min(text.len());
     (1..=max).rev().find_map(|len| {
         let start = text.len() - len;
-        (text.is_char_boundary(start) && pat.as_bytes().starts_with(&text.as_bytes()[start..])).then_some(start)
+        (text.is_char_boundary(start) && pat.as_bytes().starts_with(&text.as_bytes()[start..]))
+            .then_some(start)
     })
 }
 
 impl JsonFilter {
     pub fn new() -> Self {
-        JsonFilter { state: State::Seeking, logprobs: Vec::new(), held: String::new(), space_before: false, space_after: false }
+        JsonFilter {
+            state: State::Seeking,
+            logprobs: Vec::new(),
+            held: String::new(),
+            space_before: false,
+            space_after: false,
+        }
     }
 
     fn emit(&mut self, out: &mut Vec<ParseEvent>, text: &str) {
         if !text.is_empty() {
-            out.push(ParseEvent::Content { text: text.to_owned(), logprobs: Vec::new() });
+            out.push(ParseEvent::Content {
+                text: text.to_owned(),
+                logprobs: Vec::new(),
+            });
         }
     }
 
@@ -63,7 +73,11 @@ impl JsonFilter {
     }
 
     fn prose(&mut self, after: bool, out: &mut Vec<ParseEvent>) {
-        let flag = if after { &mut self.space_after } else { &mut self.space_before };
+        let flag = if after {
+            &mut self.space_after
+        } else {
+            &mut self.space_before
+        };
         if !*flag {
             *flag = true;
             self.emit(out, " ");
@@ -110,7 +124,10 @@ impl JsonFilter {
                 }
                 State::Seeking => {
                     let brace = t.find(['{', '[']);
-                    let fence = FENCES.iter().filter_map(|f| t.find(f).map(|i| (i, f.len()))).min();
+                    let fence = FENCES
+                        .iter()
+                        .filter_map(|f| t.find(f).map(|i| (i, f.len())))
+                        .min();
                     match (brace, fence) {
                         (b, Some((fi, flen))) if b.is_none_or(|b| fi < b) => {
                             if fi > 0 {
@@ -129,7 +146,11 @@ impl JsonFilter {
                             t = &t[b + c..];
                         }
                         (None, _) => {
-                            let hold = if last { None } else { FENCES.iter().filter_map(|f| partial_tail(t, f)).min() };
+                            let hold = if last {
+                                None
+                            } else {
+                                FENCES.iter().filter_map(|f| partial_tail(t, f)).min()
+                            };
                             let cut = hold.unwrap_or(t.len());
                             if cut > 0 {
                                 self.prose(false, out);
@@ -146,7 +167,11 @@ impl JsonFilter {
                         t = &t[i + CLOSE.len()..];
                     }
                     None => {
-                        let cut = if last { t.len() } else { partial_tail(t, CLOSE).unwrap_or(t.len()) };
+                        let cut = if last {
+                            t.len()
+                        } else {
+                            partial_tail(t, CLOSE).unwrap_or(t.len())
+                        };
                         self.emit(out, &t[..cut]);
                         self.held = t[cut..].to_owned();
                         return;

@@ -16,8 +16,8 @@ pub mod sse;
 
 pub use accumulate::{ChatCompletionResponse, MessagesResponse, ResponsesResponse};
 pub use generator::{
-    ChatChunk, ChatGenerator, FinishKind, Generator, GeneratorConfig, MessagesEvent, MessagesGenerator,
-    ResponsesEvent, ResponsesGenerator, StreamItem, Usage,
+    ChatChunk, ChatGenerator, FinishKind, Generator, GeneratorConfig, MessagesEvent,
+    MessagesGenerator, ResponsesEvent, ResponsesGenerator, StreamItem, Usage,
 };
 pub use input::{InferenceChunk, InferenceFinishReason, PromptUsage, TokenLogprob, TopLogprob};
 pub use processor::{StreamError, StreamProcessor};

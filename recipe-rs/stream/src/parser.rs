@@ -35,12 +35,25 @@ pub enum ArgKind {
 /// One thing the parser found.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ParseEvent {
-    Reasoning { text: String, logprobs: Vec<TokenLogprob> },
+    Reasoning {
+        text: String,
+        logprobs: Vec<TokenLogprob>,
+    },
     /// Reasoning is over (`</think>`, or a tool-call block opened inside it).
     ReasoningEnd,
-    Content { text: String, logprobs: Vec<TokenLogprob> },
-    ToolCallStart { index: usize, name: String },
-    ToolCallArgs { index: usize, kind: ArgKind, text: String },
+    Content {
+        text: String,
+        logprobs: Vec<TokenLogprob>,
+    },
+    ToolCallStart {
+        index: usize,
+        name: String,
+    },
+    ToolCallArgs {
+        index: usize,
+        kind: ArgKind,
+        text: String,
+    },
     /// A stop sequence matched: the stream is over.
     StopSequence(String),
 }
@@ -50,9 +63,17 @@ pub enum ParseEvent {
 pub enum Piece {
     /// Decoded text; `textual` is true when it came from a text chunk, so control-token
     /// spellings inside it count as markers.
-    Text { text: String, logprobs: Vec<TokenLogprob>, textual: bool },
+    Text {
+        text: String,
+        logprobs: Vec<TokenLogprob>,
+        textual: bool,
+    },
     /// A control token given by ID, with its spelling and log probability.
-    Special { kind: Option<SpecialToken>, spelling: String, logprob: Option<TokenLogprob> },
+    Special {
+        kind: Option<SpecialToken>,
+        spelling: String,
+        logprob: Option<TokenLogprob>,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,11 +133,19 @@ impl Parser {
             strip_leading_newlines: true,
             held: Vec::new(),
             held_textual: true,
-            think_end: options.special_tokens.get(SpecialToken::ThinkingEnd).to_owned(),
+            think_end: options
+                .special_tokens
+                .get(SpecialToken::ThinkingEnd)
+                .to_owned(),
             dsml_open: format!("<{dsml}"),
             block_tags: block_open_tags(&dsml),
             dsml,
-            stops: options.stop_sequences.iter().filter(|s| !s.is_empty()).cloned().collect(),
+            stops: options
+                .stop_sequences
+                .iter()
+                .filter(|s| !s.is_empty())
+                .cloned()
+                .collect(),
             parse_tool_calls: options.parse_tool_calls,
             tool_calls: 0,
             stopped_by: None,
@@ -124,10 +153,20 @@ impl Parser {
             last_lt: false,
         };
         if options.starts_in_tool_calls {
-            p.mode = Mode::Dsml(Box::new(Dsml::new(&p.dsml, true, TextMode::Content, String::new())));
+            p.mode = Mode::Dsml(Box::new(Dsml::new(
+                &p.dsml,
+                true,
+                TextMode::Content,
+                String::new(),
+            )));
         } else if let Some(stage) = options.thinking_initial_stage {
-            p.mode = Mode::Text(if stage.starts_in_reasoning() { TextMode::Reasoning } else { TextMode::Content });
-            p.strip_leading_newlines = matches!(stage, recipe_core::ThinkingInitialStage::ReasoningStart);
+            p.mode = Mode::Text(if stage.starts_in_reasoning() {
+                TextMode::Reasoning
+            } else {
+                TextMode::Content
+            });
+            p.strip_leading_newlines =
+                matches!(stage, recipe_core::ThinkingInitialStage::ReasoningStart);
         }
         p
     }
@@ -159,12 +198,26 @@ impl Parser {
 
     pub fn push(&mut self, piece: Piece, out: &mut Vec<ParseEvent>) {
         match piece {
-            Piece::Text { text, logprobs, textual } => self.push_text(text, logprobs, textual, out),
-            Piece::Special { kind, spelling, logprob } => self.push_special(kind, spelling, logprob, out),
+            Piece::Text {
+                text,
+                logprobs,
+                textual,
+            } => self.push_text(text, logprobs, textual, out),
+            Piece::Special {
+                kind,
+                spelling,
+                logprob,
+            } => self.push_special(kind, spelling, logprob, out),
         }
     }
 
-    fn push_text(&mut self, text: String, logprobs: Vec<TokenLogprob>, textual: bool, out: &mut Vec<ParseEvent>) {
+    fn push_text(
+        &mut self,
+        text: String,
+        logprobs: Vec<TokenLogprob>,
+        textual: bool,
+        out: &mut Vec<ParseEvent>,
+    ) {
         match &mut self.mode {
             Mode::Text(mode) => {
                 if text.is_empty() && logprobs.is_empty() {
@@ -206,14 +259,25 @@ impl Parser {
             Mode::Dsml(_) => self.feed_dsml(&spelling, false, out),
             Mode::Text(mode) => {
                 let mode = *mode;
-                if kind == Some(SpecialToken::Dsml) && self.parse_tool_calls && self.held_ends_with_lt() {
+                if kind == Some(SpecialToken::Dsml)
+                    && self.parse_tool_calls
+                    && self.held_ends_with_lt()
+                {
                     // `<` followed by the DSML token: a tool-call block may start here.
                     let joined = self.take_joined();
                     let lt = joined.text.len() - 1;
                     let (before_end, _) = trim_newlines_end(&joined.text[..lt]);
-                    let after_partial = if before_end > 0 { partial_suffix_start(&joined.text[..before_end], &self.dsml_open).is_some() } else { self.last_lt };
+                    let after_partial = if before_end > 0 {
+                        partial_suffix_start(&joined.text[..before_end], &self.dsml_open).is_some()
+                    } else {
+                        self.last_lt
+                    };
                     // The first newline after an unfinished marker start stays text.
-                    let before_end = if after_partial && before_end < lt { before_end + 1 } else { before_end };
+                    let before_end = if after_partial && before_end < lt {
+                        before_end + 1
+                    } else {
+                        before_end
+                    };
                     self.emit_units(mode, &joined, 0, before_end, out);
                     let raw = format!("<{spelling}");
                     let trailing = joined.text[before_end..lt].to_owned();
@@ -221,7 +285,10 @@ impl Parser {
                     self.feed_dsml(&raw, false, out);
                     return;
                 }
-                if kind == Some(SpecialToken::ThinkingEnd) && mode == TextMode::Reasoning && !self.held.is_empty() {
+                if kind == Some(SpecialToken::ThinkingEnd)
+                    && mode == TextMode::Reasoning
+                    && !self.held.is_empty()
+                {
                     // The newlines that end reasoning are not part of it.
                     let joined = self.take_joined();
                     let (end, _) = trim_newlines_end(&joined.text);
@@ -244,7 +311,10 @@ impl Parser {
                 // Any other control token is text (its spelling), released as its own unit.
                 let logprobs = logprob.into_iter().collect();
                 self.held_textual = false;
-                self.held.push(Unit { text: spelling, logprobs });
+                self.held.push(Unit {
+                    text: spelling,
+                    logprobs,
+                });
                 self.scan(out);
             }
         }
@@ -292,7 +362,11 @@ impl Parser {
     }
 
     fn held_ends_with_lt(&self) -> bool {
-        self.held.iter().rev().find(|u| !u.text.is_empty()).is_some_and(|u| u.text.ends_with('<'))
+        self.held
+            .iter()
+            .rev()
+            .find(|u| !u.text.is_empty())
+            .is_some_and(|u| u.text.ends_with('<'))
     }
 
     /// Close the input: release held text, settle an unfinished DSML block.
@@ -317,7 +391,9 @@ impl Parser {
     }
 
     fn feed_dsml(&mut self, text: &str, textual: bool, out: &mut Vec<ParseEvent>) {
-        let Mode::Dsml(d) = &mut self.mode else { return };
+        let Mode::Dsml(d) = &mut self.mode else {
+            return;
+        };
         d.textual = textual;
         let status = d.feed(text, &mut self.tool_calls, out);
         match status {
@@ -393,7 +469,11 @@ impl Parser {
                 match marker {
                     Marker::ThinkEnd => {
                         // The newlines that end reasoning are not part of it.
-                        let cut = if mode == TextMode::Reasoning { pos + trim_newlines_end(&text[pos..start]).0 } else { start };
+                        let cut = if mode == TextMode::Reasoning {
+                            pos + trim_newlines_end(&text[pos..start]).0
+                        } else {
+                            start
+                        };
                         self.emit_units(mode, &joined, pos, cut, out);
                         if mode == TextMode::Reasoning {
                             out.push(ParseEvent::ReasoningEnd);
@@ -410,20 +490,34 @@ impl Parser {
                         self.mode = Mode::Ended;
                         return;
                     }
-                    Marker::Dsml if matches!(match_tags(&text[start..], &self.block_tags), Match::None) => {
+                    Marker::Dsml
+                        if matches!(match_tags(&text[start..], &self.block_tags), Match::None) =>
+                    {
                         // Prose that only mentions the marker: it stays in the held text, and
                         // the search goes on after its `<`. Deciding here, without entering the
                         // block parser, keeps a run of such mentions linear and flat.
                         let from = start + 1;
-                        next[1] = Some(text[from..].find(self.dsml_open.as_str()).map_or(usize::MAX, |i| i + from));
+                        next[1] = Some(
+                            text[from..]
+                                .find(self.dsml_open.as_str())
+                                .map_or(usize::MAX, |i| i + from),
+                        );
                         continue;
                     }
                     Marker::Dsml => {
                         let (before_end, _) = trim_newlines_end(&text[pos..start]);
                         let before_end = pos + before_end;
-                        let after_partial = if before_end > pos { partial_suffix_start(&text[..before_end], &self.dsml_open).is_some() } else { self.last_lt };
+                        let after_partial = if before_end > pos {
+                            partial_suffix_start(&text[..before_end], &self.dsml_open).is_some()
+                        } else {
+                            self.last_lt
+                        };
                         // The first newline after an unfinished marker start stays text.
-                        let before_end = if after_partial && before_end < start { before_end + 1 } else { before_end };
+                        let before_end = if after_partial && before_end < start {
+                            before_end + 1
+                        } else {
+                            before_end
+                        };
                         self.emit_units(mode, &joined, pos, before_end, out);
                         let lead = text[before_end..start].to_owned();
                         self.mode = Mode::Dsml(Box::new(Dsml::new(&self.dsml, false, mode, lead)));
@@ -463,7 +557,13 @@ impl Parser {
     }
 
     /// The earliest position `p >= pos` from which `text[p..]` may still grow into a marker.
-    fn candidate_start(&self, mode: TextMode, textual: bool, text: &str, pos: usize) -> Option<usize> {
+    fn candidate_start(
+        &self,
+        mode: TextMode,
+        textual: bool,
+        text: &str,
+        pos: usize,
+    ) -> Option<usize> {
         let tail = &text[pos..];
         let mut best: Option<usize> = None;
         let mut consider = |p: usize| {
@@ -509,7 +609,14 @@ impl Parser {
     }
 
     /// Emit `joined.text[from..to]` in `mode`, one delta per unit portion.
-    fn emit_units(&mut self, mode: TextMode, joined: &Joined, from: usize, to: usize, out: &mut Vec<ParseEvent>) {
+    fn emit_units(
+        &mut self,
+        mode: TextMode,
+        joined: &Joined,
+        from: usize,
+        to: usize,
+        out: &mut Vec<ParseEvent>,
+    ) {
         if from >= to {
             return;
         }
@@ -522,12 +629,22 @@ impl Parser {
             }
             let a = unit_start.max(from);
             let b = (*end).min(to);
-            let logprobs = if a == unit_start.max(joined.lp_from[i]) { joined.logprobs[i].clone() } else { Vec::new() };
+            let logprobs = if a == unit_start.max(joined.lp_from[i]) {
+                joined.logprobs[i].clone()
+            } else {
+                Vec::new()
+            };
             self.emit_text(mode, joined.text[a..b].to_owned(), logprobs, out);
         }
     }
 
-    fn emit_text(&mut self, mode: TextMode, mut text: String, logprobs: Vec<TokenLogprob>, out: &mut Vec<ParseEvent>) {
+    fn emit_text(
+        &mut self,
+        mode: TextMode,
+        mut text: String,
+        logprobs: Vec<TokenLogprob>,
+        out: &mut Vec<ParseEvent>,
+    ) {
         if self.strip_leading_newlines {
             let n = text.len() - text.trim_start_matches('\n').len();
             if n > 0 {
@@ -565,11 +682,19 @@ impl Joined {
         let mut logprobs = Vec::with_capacity(units.len());
         let mut lp_from = Vec::with_capacity(units.len());
         if units.len() == 1 {
-            let u = units.into_iter().next().unwrap_or(Unit { text: String::new(), logprobs: Vec::new() });
+            let u = units.into_iter().next().unwrap_or(Unit {
+                text: String::new(),
+                logprobs: Vec::new(),
+            });
             ends.push(u.text.len());
             lp_from.push(0);
             logprobs.push(u.logprobs);
-            return Joined { text: u.text, ends, logprobs, lp_from };
+            return Joined {
+                text: u.text,
+                ends,
+                logprobs,
+                lp_from,
+            };
         }
         for u in units {
             lp_from.push(text.len());
@@ -577,7 +702,12 @@ impl Joined {
             ends.push(text.len());
             logprobs.push(u.logprobs);
         }
-        Joined { text, ends, logprobs, lp_from }
+        Joined {
+            text,
+            ends,
+            logprobs,
+            lp_from,
+        }
     }
 
     /// Start offset of the unit that contains byte `p`.
@@ -603,8 +733,15 @@ impl Joined {
                 continue;
             }
             let a = unit_start.max(cut);
-            let lps = if a <= self.lp_from[i] { lps } else { Vec::new() };
-            out.push(Unit { text: self.text[a..*end].to_owned(), logprobs: lps });
+            let lps = if a <= self.lp_from[i] {
+                lps
+            } else {
+                Vec::new()
+            };
+            out.push(Unit {
+                text: self.text[a..*end].to_owned(),
+                logprobs: lps,
+            });
         }
         out
     }
@@ -711,13 +848,22 @@ fn emit_arg(out: &mut Vec<ParseEvent>, index: usize, kind: ArgKind, text: &str) 
     if text.is_empty() {
         return;
     }
-    if let Some(ParseEvent::ToolCallArgs { index: i, kind: k, text: t }) = out.last_mut() {
+    if let Some(ParseEvent::ToolCallArgs {
+        index: i,
+        kind: k,
+        text: t,
+    }) = out.last_mut()
+    {
         if *i == index && *k == kind && kind == ArgKind::Key {
             t.push_str(text);
             return;
         }
     }
-    out.push(ParseEvent::ToolCallArgs { index, kind, text: text.to_owned() });
+    out.push(ParseEvent::ToolCallArgs {
+        index,
+        kind,
+        text: text.to_owned(),
+    });
 }
 
 enum Match {
@@ -751,11 +897,17 @@ fn block_open_tags(d: &str) -> Vec<String> {
 }
 
 fn open_calls_tags(d: &str) -> Vec<String> {
-    ["calls>", "tool_calls>"].iter().flat_map(|a| [format!("<{d} {a}"), format!("<{d}{a}")]).collect()
+    ["calls>", "tool_calls>"]
+        .iter()
+        .flat_map(|a| [format!("<{d} {a}"), format!("<{d}{a}")])
+        .collect()
 }
 
 fn invoke_open_tags(d: &str) -> Vec<String> {
-    vec![format!("<{d} invoke name=\""), format!("<{d}invoke name=\"")]
+    vec![
+        format!("<{d} invoke name=\""),
+        format!("<{d}invoke name=\""),
+    ]
 }
 
 impl Dsml {
@@ -797,7 +949,12 @@ impl Dsml {
         }
     }
 
-    fn feed(&mut self, text: &str, tool_calls: &mut usize, out: &mut Vec<ParseEvent>) -> DsmlStatus {
+    fn feed(
+        &mut self,
+        text: &str,
+        tool_calls: &mut usize,
+        out: &mut Vec<ParseEvent>,
+    ) -> DsmlStatus {
         if !self.committed {
             self.raw.push_str(text);
         }
@@ -842,11 +999,25 @@ impl Dsml {
         }
         let first = self.unit_starts.partition_point(|s| *s <= from);
         let mut a = from;
-        for &s in self.unit_starts.iter().skip(first).take_while(|s| **s < to).chain(std::iter::once(&to)) {
+        for &s in self
+            .unit_starts
+            .iter()
+            .skip(first)
+            .take_while(|s| **s < to)
+            .chain(std::iter::once(&to))
+        {
             let piece = &self.buf[a..s];
             if !piece.is_empty() {
-                let text = if matches!(mode, ValueMode::Raw) { piece.to_owned() } else { escape_json(piece) };
-                out.push(ParseEvent::ToolCallArgs { index: self.index, kind: ArgKind::Value, text });
+                let text = if matches!(mode, ValueMode::Raw) {
+                    piece.to_owned()
+                } else {
+                    escape_json(piece)
+                };
+                out.push(ParseEvent::ToolCallArgs {
+                    index: self.index,
+                    kind: ArgKind::Value,
+                    text,
+                });
             }
             a = s;
         }
@@ -924,7 +1095,10 @@ impl Dsml {
                             self.index = *tool_calls;
                             *tool_calls += 1;
                             self.params = 0;
-                            out.push(ParseEvent::ToolCallStart { index: self.index, name });
+                            out.push(ParseEvent::ToolCallStart {
+                                index: self.index,
+                                name,
+                            });
                             self.state = DState::InvokeTagEnd;
                         }
                     }
@@ -949,7 +1123,11 @@ impl Dsml {
                     }
                     if let Match::Full(_, n) = match_tags(r, &self.param_tags) {
                         self.at += n;
-                        let (kind, text) = if self.params == 0 { (ArgKind::Open, "{") } else { (ArgKind::Separator, ", ") };
+                        let (kind, text) = if self.params == 0 {
+                            (ArgKind::Open, "{")
+                        } else {
+                            (ArgKind::Separator, ", ")
+                        };
                         emit_arg(out, self.index, kind, text);
                         self.state = DState::KeyStart;
                         continue;
@@ -968,7 +1146,9 @@ impl Dsml {
                         self.state = DState::SkipToGt(Box::new(DState::Between));
                         continue;
                     }
-                    if matches!(match_tags(r, &self.param_tags), Match::Partial) || self.close_prefix.starts_with(r) {
+                    if matches!(match_tags(r, &self.param_tags), Match::Partial)
+                        || self.close_prefix.starts_with(r)
+                    {
                         self.state = DState::InvokeBody;
                         return DsmlStatus::Continue;
                     }
@@ -1042,7 +1222,11 @@ impl Dsml {
                         let r = self.rest();
                         // With token IDs the marker in a closing tag is a control token of its
                         // own, so only `<` can still grow into one here.
-                        let prefix = if self.textual { self.close_prefix.as_str() } else { "</" };
+                        let prefix = if self.textual {
+                            self.close_prefix.as_str()
+                        } else {
+                            "</"
+                        };
                         if !r.is_empty() && r.len() < prefix.len() && prefix.starts_with(r) {
                             // Only the start of a closing tag follows: wait before opening.
                             self.state = DState::Value(mode);
@@ -1053,7 +1237,10 @@ impl Dsml {
                     }
                     let r = self.rest();
                     let (end, closed) = match r.find(self.close_prefix.as_str()) {
-                        Some(i) => (self.at + i, !tag_tail_pending(&r[i + self.close_prefix.len()..])),
+                        Some(i) => (
+                            self.at + i,
+                            !tag_tail_pending(&r[i + self.close_prefix.len()..]),
+                        ),
                         // Like text, the input unit whose tail may start the closing tag is held
                         // back whole until later input decides.
                         None => match partial_suffix_start(r, &self.close_prefix) {
@@ -1109,7 +1296,9 @@ fn tag_tail_pending(after: &str) -> bool {
 
 /// The value mode named by a parameter tag's attributes (` string="true"` and so on).
 fn string_attr(attrs: &str) -> ValueMode {
-    let Some(i) = attrs.find("string=\"") else { return ValueMode::Buffered(String::new()) };
+    let Some(i) = attrs.find("string=\"") else {
+        return ValueMode::Buffered(String::new());
+    };
     let rest = &attrs[i + "string=\"".len()..];
     let value = rest.split('"').next().unwrap_or("");
     match value {
@@ -1128,7 +1317,14 @@ mod tests {
         let mut all = Vec::new();
         for s in pieces {
             let mut out = Vec::new();
-            p.push(Piece::Text { text: (*s).to_owned(), logprobs: vec![], textual: true }, &mut out);
+            p.push(
+                Piece::Text {
+                    text: (*s).to_owned(),
+                    logprobs: vec![],
+                    textual: true,
+                },
+                &mut out,
+            );
             all.push(out);
         }
         let mut out = Vec::new();
@@ -1138,7 +1334,10 @@ mod tests {
     }
 
     fn content(s: &str) -> ParseEvent {
-        ParseEvent::Content { text: s.to_owned(), logprobs: vec![] }
+        ParseEvent::Content {
+            text: s.to_owned(),
+            logprobs: vec![],
+        }
     }
 
     #[test]
@@ -1155,10 +1354,14 @@ mod tests {
     fn prose_dsml_prefix_is_text() {
         let o = ParsingOptions::default();
         let r = run(&o, &["I like <｜DSML｜and more"]);
-        let text: String = r.iter().flatten().map(|e| match e {
-            ParseEvent::Content { text, .. } => text.clone(),
-            _ => String::new(),
-        }).collect();
+        let text: String = r
+            .iter()
+            .flatten()
+            .map(|e| match e {
+                ParseEvent::Content { text, .. } => text.clone(),
+                _ => String::new(),
+            })
+            .collect();
         assert_eq!(text, "I like <｜DSML｜and more");
     }
 }

@@ -6,7 +6,9 @@
 use recipe_core::{ParsingOptions, SpecialToken, Tokenizer};
 
 use crate::generator::{FinishKind, Generator, StreamItem, Usage};
-use crate::input::{token_display, InferenceChunk, InferenceFinishReason, PromptUsage, TokenLogprob, TopLogprob};
+use crate::input::{
+    token_display, InferenceChunk, InferenceFinishReason, PromptUsage, TokenLogprob, TopLogprob,
+};
 use crate::json_output::JsonFilter;
 use crate::parser::{ParseEvent, Parser, Piece};
 
@@ -74,7 +76,11 @@ fn flush_text(bytes: &mut Vec<u8>, lps: &mut Vec<TokenLogprob>, pieces: &mut Vec
         Ok(s) => s,
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
     };
-    pieces.push(Piece::Text { text, logprobs: std::mem::take(lps), textual: false });
+    pieces.push(Piece::Text {
+        text,
+        logprobs: std::mem::take(lps),
+        textual: false,
+    });
 }
 
 /// `flush_text`, recording how many IDs the flushed piece holds.
@@ -114,14 +120,22 @@ pub struct StreamProcessor {
 }
 
 impl StreamProcessor {
-    pub fn new(mut generator: Generator, options: &ParsingOptions, tokenizer: Option<Tokenizer>) -> Self {
+    pub fn new(
+        mut generator: Generator,
+        options: &ParsingOptions,
+        tokenizer: Option<Tokenizer>,
+    ) -> Self {
         let parser = Parser::new(options);
         generator.set_parser_start(parser.in_reasoning());
-        let special_kinds = [SpecialToken::ThinkingEnd, SpecialToken::Dsml, SpecialToken::Eos]
-            .into_iter()
-            .map(|k| (options.special_tokens.get(k).to_owned(), k))
-            .filter(|(s, _)| !s.is_empty())
-            .collect();
+        let special_kinds = [
+            SpecialToken::ThinkingEnd,
+            SpecialToken::Dsml,
+            SpecialToken::Eos,
+        ]
+        .into_iter()
+        .map(|k| (options.special_tokens.get(k).to_owned(), k))
+        .filter(|(s, _)| !s.is_empty())
+        .collect();
         StreamProcessor {
             generator,
             parser,
@@ -160,20 +174,37 @@ impl StreamProcessor {
         self.check_open()?;
         let mut out = Vec::new();
         match chunk {
-            InferenceChunk::Ready { prompt_usage, system_fingerprint } => {
+            InferenceChunk::Ready {
+                prompt_usage,
+                system_fingerprint,
+            } => {
                 if let Some(u) = prompt_usage {
                     self.prompt = u;
                 }
-                self.generator.ready(prompt_usage, system_fingerprint, &mut out);
+                self.generator
+                    .ready(prompt_usage, system_fingerprint, &mut out);
             }
-            InferenceChunk::Text { content, token_count } => {
+            InferenceChunk::Text {
+                content,
+                token_count,
+            } => {
                 self.generator.start(&mut out);
                 self.completion_tokens += token_count;
                 let mut events = Vec::new();
-                self.parser.push(Piece::Text { text: content, logprobs: Vec::new(), textual: true }, &mut events);
+                self.parser.push(
+                    Piece::Text {
+                        text: content,
+                        logprobs: Vec::new(),
+                        textual: true,
+                    },
+                    &mut events,
+                );
                 self.deliver(events, &mut out);
             }
-            InferenceChunk::Tokens { token_ids, logprobs } => {
+            InferenceChunk::Tokens {
+                token_ids,
+                logprobs,
+            } => {
                 return self.push_tokens(&token_ids, logprobs.as_deref());
             }
             InferenceChunk::Finish(reason) => {
@@ -262,7 +293,11 @@ impl StreamProcessor {
     fn end(&mut self, reason: Option<InferenceFinishReason>, out: &mut Vec<StreamItem>) {
         let mut events = Vec::new();
         let mut pieces = Vec::new();
-        flush_text(&mut self.decoder.pending, &mut self.decoder.pending_lps, &mut pieces);
+        flush_text(
+            &mut self.decoder.pending,
+            &mut self.decoder.pending_lps,
+            &mut pieces,
+        );
         for p in pieces {
             self.parser.push(p, &mut events);
         }
@@ -273,7 +308,9 @@ impl StreamProcessor {
         }
         let kind = match reason {
             None => FinishKind::Stop,
-            Some(InferenceFinishReason::Stop) if self.parser.tool_call_count() > 0 => FinishKind::ToolCalls,
+            Some(InferenceFinishReason::Stop) if self.parser.tool_call_count() > 0 => {
+                FinishKind::ToolCalls
+            }
             Some(InferenceFinishReason::Stop) => FinishKind::Stop,
             Some(InferenceFinishReason::Length) => FinishKind::Length,
             Some(InferenceFinishReason::ContentFilter) => FinishKind::ContentFilter,
@@ -303,7 +340,13 @@ impl StreamProcessor {
         }
     }
 
-    fn logprob(&self, tok: &Tokenizer, id: u32, bytes: &[u8], entry: &(f32, Vec<(u32, f32)>)) -> TokenLogprob {
+    fn logprob(
+        &self,
+        tok: &Tokenizer,
+        id: u32,
+        bytes: &[u8],
+        entry: &(f32, Vec<(u32, f32)>),
+    ) -> TokenLogprob {
         TokenLogprob {
             token: token_display(bytes),
             bytes: bytes.to_vec(),
@@ -312,9 +355,17 @@ impl StreamProcessor {
                 .1
                 .iter()
                 .map(|(tid, lp)| {
-                    let b = if *tid == id { bytes } else { tok.token_bytes_ref(*tid).unwrap_or_default() };
+                    let b = if *tid == id {
+                        bytes
+                    } else {
+                        tok.token_bytes_ref(*tid).unwrap_or_default()
+                    };
                     let b = b.to_vec();
-                    TopLogprob { token: token_display(&b), bytes: b, logprob: *lp }
+                    TopLogprob {
+                        token: token_display(&b),
+                        bytes: b,
+                        logprob: *lp,
+                    }
                 })
                 .collect(),
         }
@@ -322,8 +373,14 @@ impl StreamProcessor {
 
     /// The parser pieces of a token chunk, each with the number of this chunk's IDs it holds
     /// (a UTF-8 character split across chunks counts where its last byte arrives).
-    fn decode(&mut self, ids: &[u32], logprobs: Option<&[(f32, Vec<(u32, f32)>)]>) -> Result<Vec<(Piece, u64)>, StreamError> {
-        let Some(tok) = self.tokenizer.clone() else { return Err(StreamError::NoTokenizer) };
+    fn decode(
+        &mut self,
+        ids: &[u32],
+        logprobs: Option<&[(f32, Vec<(u32, f32)>)]>,
+    ) -> Result<Vec<(Piece, u64)>, StreamError> {
+        let Some(tok) = self.tokenizer.clone() else {
+            return Err(StreamError::NoTokenizer);
+        };
         if let Some(lps) = logprobs {
             if lps.len() != ids.len() {
                 return Err(StreamError::LogprobCount(lps.len(), ids.len()));
@@ -332,7 +389,11 @@ impl StreamProcessor {
         // Resolve (and validate) every ID first so an error leaves no partial state behind.
         let mut resolved: Vec<TokenEntry> = Vec::with_capacity(ids.len());
         for &id in ids {
-            resolved.push(self.decoder.entry(&tok, id).ok_or(StreamError::UnknownToken(id))?);
+            resolved.push(
+                self.decoder
+                    .entry(&tok, id)
+                    .ok_or(StreamError::UnknownToken(id))?,
+            );
         }
         let mut pieces = Vec::new();
         let mut counted = Vec::new();
@@ -343,9 +404,18 @@ impl StreamProcessor {
             match entry {
                 TokenEntry::Special(spelling) => {
                     flush_counted(&mut bytes, &mut lps, &mut pieces, &mut counted, &mut run);
-                    let kind = self.special_kinds.iter().find(|(s, _)| **s == *spelling).map(|(_, k)| *k);
-                    let logprob = logprobs.map(|l| self.logprob(&tok, id, spelling.as_bytes(), &l[i]));
-                    pieces.push(Piece::Special { kind, spelling: spelling.to_string(), logprob });
+                    let kind = self
+                        .special_kinds
+                        .iter()
+                        .find(|(s, _)| **s == *spelling)
+                        .map(|(_, k)| *k);
+                    let logprob =
+                        logprobs.map(|l| self.logprob(&tok, id, spelling.as_bytes(), &l[i]));
+                    pieces.push(Piece::Special {
+                        kind,
+                        spelling: spelling.to_string(),
+                        logprob,
+                    });
                     counted.push(1);
                 }
                 TokenEntry::Bytes(b) => {

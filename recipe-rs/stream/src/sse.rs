@@ -58,8 +58,14 @@ mod tests {
     #[test]
     fn frames_named_and_unnamed_messages() {
         assert_eq!(frame(None, "{}"), "data: {}\n\n");
-        assert_eq!(frame(Some("ping"), "{\"type\":\"ping\"}"), "event: ping\ndata: {\"type\":\"ping\"}\n\n");
-        assert_eq!(done_message(Protocol::ChatCompletions).as_deref(), Some("data: [DONE]\n\n"));
+        assert_eq!(
+            frame(Some("ping"), "{\"type\":\"ping\"}"),
+            "event: ping\ndata: {\"type\":\"ping\"}\n\n"
+        );
+        assert_eq!(
+            done_message(Protocol::ChatCompletions).as_deref(),
+            Some("data: [DONE]\n\n")
+        );
         assert_eq!(done_message(Protocol::Messages), None);
     }
 }

@@ -11,8 +11,9 @@ use serde_json::Value;
 fn tokenizer() -> Tokenizer {
     static TOK: std::sync::OnceLock<Tokenizer> = std::sync::OnceLock::new();
     TOK.get_or_init(|| {
-        let path = std::env::var("DEEPSEEK_TOKENIZER_JSON")
-            .unwrap_or_else(|_| panic!("set DEEPSEEK_TOKENIZER_JSON to the DeepSeek V4 tokenizer.json"));
+        let path = std::env::var("DEEPSEEK_TOKENIZER_JSON").unwrap_or_else(|_| {
+            panic!("set DEEPSEEK_TOKENIZER_JSON to the DeepSeek V4 tokenizer.json")
+        });
         Tokenizer::from_file(&path).unwrap_or_else(|e| panic!("cannot load tokenizer {path}: {e}"))
     })
     .clone()
@@ -21,11 +22,22 @@ fn tokenizer() -> Tokenizer {
 const D: &str = "｜DSML｜";
 
 fn chat(thinking: bool) -> Generator {
-    Generator::Chat(ChatGenerator::new("id", "m", GeneratorConfig { thinking_mode: thinking, starts_in_reasoning: thinking }))
+    Generator::Chat(ChatGenerator::new(
+        "id",
+        "m",
+        GeneratorConfig {
+            thinking_mode: thinking,
+            starts_in_reasoning: thinking,
+        },
+    ))
 }
 
 /// Run a stream and return the accumulated Chat Completions message and finish reason.
-fn run(opts: &ParsingOptions, chunks: Vec<InferenceChunk>, tok: Option<Tokenizer>) -> Result<(Value, Value), StreamError> {
+fn run(
+    opts: &ParsingOptions,
+    chunks: Vec<InferenceChunk>,
+    tok: Option<Tokenizer>,
+) -> Result<(Value, Value), StreamError> {
     let thinking = opts.thinking_initial_stage.is_some();
     let mut sp = StreamProcessor::new(chat(thinking), opts, tok);
     let mut acc = ChatCompletionResponse::new("id".into(), "m".into(), 0, 0, 0);
@@ -40,11 +52,17 @@ fn run(opts: &ParsingOptions, chunks: Vec<InferenceChunk>, tok: Option<Tokenizer
         }
     }
     let v = acc.to_value();
-    Ok((v["choices"][0]["message"].clone(), v["choices"][0]["finish_reason"].clone()))
+    Ok((
+        v["choices"][0]["message"].clone(),
+        v["choices"][0]["finish_reason"].clone(),
+    ))
 }
 
 fn text(s: &str) -> InferenceChunk {
-    InferenceChunk::Text { content: s.to_owned(), token_count: 1 }
+    InferenceChunk::Text {
+        content: s.to_owned(),
+        token_count: 1,
+    }
 }
 
 fn stop() -> InferenceChunk {
@@ -53,7 +71,10 @@ fn stop() -> InferenceChunk {
 
 fn cuts(s: &str, n: usize) -> Vec<InferenceChunk> {
     let chars: Vec<char> = s.chars().collect();
-    chars.chunks(n.max(1)).map(|c| text(&c.iter().collect::<String>())).collect()
+    chars
+        .chunks(n.max(1))
+        .map(|c| text(&c.iter().collect::<String>()))
+        .collect()
 }
 
 // --- Deviation 1: a `<｜DSML｜` that does not open a tool-call block is text -------------------
@@ -65,7 +86,11 @@ fn dsml_spelling_in_prose_stays_text() {
         let mut chunks = cuts(&format!("I like <{D}and more <{D} x"), n);
         chunks.push(stop());
         let (msg, fin) = run(&o, chunks, None).unwrap();
-        assert_eq!(msg["content"], format!("I like <{D}and more <{D} x"), "cut every {n}");
+        assert_eq!(
+            msg["content"],
+            format!("I like <{D}and more <{D} x"),
+            "cut every {n}"
+        );
         assert_eq!(fin, "stop");
         assert!(msg.get("tool_calls").is_none());
     }
@@ -85,14 +110,33 @@ fn dsml_token_in_prose_stays_text_with_token_ids() {
     ids.push(tok.added_token_id(D).unwrap());
     ids.extend(tok.encode_ordinary("and more").unwrap());
     let o = ParsingOptions::default();
-    let (msg, _) = run(&o, vec![InferenceChunk::Tokens { token_ids: ids, logprobs: None }, stop()], Some(tok)).unwrap();
+    let (msg, _) = run(
+        &o,
+        vec![
+            InferenceChunk::Tokens {
+                token_ids: ids,
+                logprobs: None,
+            },
+            stop(),
+        ],
+        Some(tok),
+    )
+    .unwrap();
     assert_eq!(msg["content"], format!("I like <{D}and more"));
 }
 
 #[test]
 fn dsml_prose_in_reasoning_stays_reasoning() {
-    let o = ParsingOptions { thinking_initial_stage: Some(ThinkingInitialStage::ReasoningStart), ..Default::default() };
-    let (msg, _) = run(&o, vec![text(&format!("use <{D}x> maybe</think>ok")), stop()], None).unwrap();
+    let o = ParsingOptions {
+        thinking_initial_stage: Some(ThinkingInitialStage::ReasoningStart),
+        ..Default::default()
+    };
+    let (msg, _) = run(
+        &o,
+        vec![text(&format!("use <{D}x> maybe</think>ok")), stop()],
+        None,
+    )
+    .unwrap();
     assert_eq!(msg["reasoning_content"], format!("use <{D}x> maybe"));
     assert_eq!(msg["content"], "ok");
 }
@@ -104,16 +148,27 @@ fn one_call(param: &str) -> Value {
     let t = format!("<{D} calls>\n<{D} invoke name=\"f\">\n{param}\n</{D} invoke>\n</{D} calls>");
     let (msg, fin) = run(&o, vec![text(&t), stop()], None).unwrap();
     assert_eq!(fin, "tool_calls");
-    let args = msg["tool_calls"][0]["function"]["arguments"].as_str().unwrap().to_owned();
+    let args = msg["tool_calls"][0]["function"]["arguments"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     serde_json::from_str(&args).unwrap_or_else(|e| panic!("arguments {args:?} are not JSON: {e}"))
 }
 
 #[test]
 fn parameter_without_string_attribute_is_json_or_string() {
-    assert_eq!(one_call(&format!("<{D} parameter name=\"q\">abc</{D} parameter>")), serde_json::json!({"q": "abc"}));
-    assert_eq!(one_call(&format!("<{D} parameter name=\"n\">42</{D} parameter>")), serde_json::json!({"n": 42}));
     assert_eq!(
-        one_call(&format!("<{D} parameter name=\"o\">{{\"a\": [1]}}</{D} parameter>")),
+        one_call(&format!("<{D} parameter name=\"q\">abc</{D} parameter>")),
+        serde_json::json!({"q": "abc"})
+    );
+    assert_eq!(
+        one_call(&format!("<{D} parameter name=\"n\">42</{D} parameter>")),
+        serde_json::json!({"n": 42})
+    );
+    assert_eq!(
+        one_call(&format!(
+            "<{D} parameter name=\"o\">{{\"a\": [1]}}</{D} parameter>"
+        )),
         serde_json::json!({"o": {"a": [1]}})
     );
 }
@@ -121,11 +176,15 @@ fn parameter_without_string_attribute_is_json_or_string() {
 #[test]
 fn parameter_with_unknown_string_value_keeps_its_value() {
     assert_eq!(
-        one_call(&format!("<{D} parameter name=\"q\" string=\"maybe\">x \"y\"</{D} parameter>")),
+        one_call(&format!(
+            "<{D} parameter name=\"q\" string=\"maybe\">x \"y\"</{D} parameter>"
+        )),
         serde_json::json!({"q": "x \"y\""})
     );
     assert_eq!(
-        one_call(&format!("<{D} parameter name=\"q\" string=\"maybe\">true</{D} parameter>")),
+        one_call(&format!(
+            "<{D} parameter name=\"q\" string=\"maybe\">true</{D} parameter>"
+        )),
         serde_json::json!({"q": true})
     );
 }
@@ -141,7 +200,12 @@ fn eos_token_ends_the_stream() {
     let n = ids.len() as u64;
     let o = ParsingOptions::default();
     let mut sp = StreamProcessor::new(chat(false), &o, Some(tok));
-    let mut items = sp.push(InferenceChunk::Tokens { token_ids: ids, logprobs: None }).unwrap();
+    let mut items = sp
+        .push(InferenceChunk::Tokens {
+            token_ids: ids,
+            logprobs: None,
+        })
+        .unwrap();
     items.extend(sp.push(stop()).unwrap());
     let mut acc = ChatCompletionResponse::new("id".into(), "m".into(), 0, 0, 0);
     for i in &items {
@@ -161,7 +225,12 @@ fn eos_token_ends_the_stream() {
 fn unknown_token_id_is_an_error() {
     let o = ParsingOptions::default();
     let mut sp = StreamProcessor::new(chat(false), &o, Some(tokenizer()));
-    let err = sp.push(InferenceChunk::Tokens { token_ids: vec![67, 999_999], logprobs: None }).unwrap_err();
+    let err = sp
+        .push(InferenceChunk::Tokens {
+            token_ids: vec![67, 999_999],
+            logprobs: None,
+        })
+        .unwrap_err();
     assert!(err.to_string().contains("unknown token ID 999999"), "{err}");
     assert_eq!(sp.push(text("x")).unwrap_err(), StreamError::Closed);
 }
@@ -170,7 +239,10 @@ fn unknown_token_id_is_an_error() {
 
 #[test]
 fn json_output_is_independent_of_cuts() {
-    let o = ParsingOptions { parse_json_output: true, ..Default::default() };
+    let o = ParsingOptions {
+        parse_json_output: true,
+        ..Default::default()
+    };
     for s in [
         "Sure, here you go: {\"a\": [1, 2]} hope it helps",
         "Intro text\n```json\n{\"k\": \"v\"}\n```\nand some more words",
@@ -180,7 +252,11 @@ fn json_output_is_independent_of_cuts() {
         for n in [1, 2, 3, 5, 11] {
             let mut c = cuts(s, n);
             c.push(stop());
-            assert_eq!(run(&o, c, None).unwrap().0["content"], whole, "{s:?} cut every {n}");
+            assert_eq!(
+                run(&o, c, None).unwrap().0["content"],
+                whole,
+                "{s:?} cut every {n}"
+            );
         }
     }
 }
@@ -189,7 +265,10 @@ fn json_output_is_independent_of_cuts() {
 
 #[test]
 fn empty_thinking_end_spelling_does_not_panic() {
-    let mut o = ParsingOptions { thinking_initial_stage: Some(ThinkingInitialStage::ReasoningStart), ..Default::default() };
+    let mut o = ParsingOptions {
+        thinking_initial_stage: Some(ThinkingInitialStage::ReasoningStart),
+        ..Default::default()
+    };
     o.special_tokens.set(SpecialToken::ThinkingEnd, "");
     let (msg, _) = run(&o, vec![text("é日本</think>x"), text("🦀"), stop()], None).unwrap();
     assert_eq!(msg["reasoning_content"], "é日本</think>x🦀");
@@ -197,7 +276,10 @@ fn empty_thinking_end_spelling_does_not_panic() {
 
 #[test]
 fn one_big_chunk_is_linear() {
-    let o = ParsingOptions { thinking_initial_stage: Some(ThinkingInitialStage::ReasoningStart), ..Default::default() };
+    let o = ParsingOptions {
+        thinking_initial_stage: Some(ThinkingInitialStage::ReasoningStart),
+        ..Default::default()
+    };
     let big = "a</think>".repeat(32 * 1024); // 288 KiB
     let start = Instant::now();
     let mut sp = StreamProcessor::new(chat(true), &o, None);
@@ -279,9 +361,28 @@ proptest! {
 fn reasoning_fragment() -> impl Strategy<Value = String> {
     prop_oneof![
         prop::sample::select(vec![
-            "</think>", "<think>", "<｜end▁of▁sentence｜>", "<｜begin▁of▁sentence｜>", "｜DSML｜",
-            "<｜DSML｜", "</｜DSML｜", "<dsml:", "</dsml:", "<｜User｜>", "<｜Assistant｜>", "<|EOT|>",
-            "<｜tool▁sep｜>", "<｜/table>｜", "<｜", "｜>", "<", "｜", "▁", "</", "<thin", "think>",
+            "</think>",
+            "<think>",
+            "<｜end▁of▁sentence｜>",
+            "<｜begin▁of▁sentence｜>",
+            "｜DSML｜",
+            "<｜DSML｜",
+            "</｜DSML｜",
+            "<dsml:",
+            "</dsml:",
+            "<｜User｜>",
+            "<｜Assistant｜>",
+            "<|EOT|>",
+            "<｜tool▁sep｜>",
+            "<｜/table>｜",
+            "<｜",
+            "｜>",
+            "<",
+            "｜",
+            "▁",
+            "</",
+            "<thin",
+            "think>",
         ])
         .prop_map(str::to_owned),
         "[ \t\n\r]{1,6}",
@@ -345,7 +446,11 @@ proptest! {
 /// spelling and overflow the stack; every spelling is prose, so all of it is content.
 #[test]
 fn a_run_of_prose_marker_spellings_is_content() {
-    for unit in [format!("<{D}"), format!("<{D}parameter name=\""), format!("<{D} cal")] {
+    for unit in [
+        format!("<{D}"),
+        format!("<{D}parameter name=\""),
+        format!("<{D} cal"),
+    ] {
         let big = unit.repeat(10_000);
         let (msg, _) = run(&ParsingOptions::default(), vec![text(&big), stop()], None).unwrap();
         assert_eq!(msg["content"], big.as_str());
@@ -354,7 +459,10 @@ fn a_run_of_prose_marker_spellings_is_content() {
 
 #[test]
 fn a_run_of_prose_marker_spellings_in_reasoning_is_reasoning() {
-    let o = ParsingOptions { thinking_initial_stage: Some(ThinkingInitialStage::ReasoningStart), ..Default::default() };
+    let o = ParsingOptions {
+        thinking_initial_stage: Some(ThinkingInitialStage::ReasoningStart),
+        ..Default::default()
+    };
     let big = format!("<{D}").repeat(50_000);
     let (msg, _) = run(&o, vec![text(&format!("r{big}")), stop()], None).unwrap();
     assert_eq!(msg["reasoning_content"], format!("r{big}").as_str());
@@ -364,7 +472,10 @@ fn a_run_of_prose_marker_spellings_in_reasoning_is_reasoning() {
 #[test]
 fn a_run_of_parameter_openings_inside_a_block_is_one_pass() {
     let unit = format!("<{D}parameter name=\"");
-    let body = format!("<{D} calls>\n<{D} invoke name=\"f\">\n{}", unit.repeat(87_000));
+    let body = format!(
+        "<{D} calls>\n<{D} invoke name=\"f\">\n{}",
+        unit.repeat(87_000)
+    );
     let mut sp = StreamProcessor::new(chat(false), &ParsingOptions::default(), None);
     let mut items = sp.push(text(&body)).unwrap();
     items.extend(sp.finish().unwrap());

@@ -3,7 +3,9 @@
 
 use std::path::PathBuf;
 
-use recipe_core::{ParsingOptions, ResponsesEcho, SpecialToken, SpecialTokens, ThinkingInitialStage, Tokenizer};
+use recipe_core::{
+    ParsingOptions, ResponsesEcho, SpecialToken, SpecialTokens, ThinkingInitialStage, Tokenizer,
+};
 use recipe_stream::*;
 use serde_json::Value;
 
@@ -76,7 +78,10 @@ fn options(v: &Value) -> ParsingOptions {
     }
     o.thinking_initial_stage = v.get("thinking_initial_stage").and_then(stage);
     if let Some(Value::Array(a)) = v.get("stop_sequences") {
-        o.stop_sequences = a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect();
+        o.stop_sequences = a
+            .iter()
+            .filter_map(|s| s.as_str().map(str::to_owned))
+            .collect();
     }
     if let Some(Value::Object(m)) = v.get("special_tokens") {
         let mut st = SpecialTokens::default();
@@ -106,7 +111,10 @@ fn chunk(v: &Value) -> InferenceChunk {
                 prompt_tokens: r["prompt_tokens"].as_u64().unwrap_or(0),
                 prompt_cache_hit_tokens: r["prompt_cache_hit_tokens"].as_u64().unwrap_or(0),
             }),
-            system_fingerprint: r.get("system_fingerprint").and_then(Value::as_str).map(str::to_owned),
+            system_fingerprint: r
+                .get("system_fingerprint")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
         };
     }
     if let Some(t) = v.get("text") {
@@ -121,13 +129,25 @@ fn chunk(v: &Value) -> InferenceChunk {
                 .map(|e| {
                     let top = e[1]
                         .as_array()
-                        .map(|t| t.iter().map(|p| (p[0].as_u64().unwrap_or(0) as u32, p[1].as_f64().unwrap_or(0.0) as f32)).collect())
+                        .map(|t| {
+                            t.iter()
+                                .map(|p| {
+                                    (
+                                        p[0].as_u64().unwrap_or(0) as u32,
+                                        p[1].as_f64().unwrap_or(0.0) as f32,
+                                    )
+                                })
+                                .collect()
+                        })
                         .unwrap_or_default();
                     (e[0].as_f64().unwrap_or(0.0) as f32, top)
                 })
                 .collect()
         });
-        return InferenceChunk::Tokens { token_ids: ids.iter().map(|i| i.as_u64().unwrap_or(0) as u32).collect(), logprobs };
+        return InferenceChunk::Tokens {
+            token_ids: ids.iter().map(|i| i.as_u64().unwrap_or(0) as u32).collect(),
+            logprobs,
+        };
     }
     let reason = match v["finish"].as_str() {
         Some("Stop") => InferenceFinishReason::Stop,
@@ -143,7 +163,10 @@ pub fn run_case(case: &Value, tok: &Tokenizer) -> (Vec<Vec<Value>>, Option<Strin
     let id = g["id"].as_str().unwrap_or("").to_owned();
     let model = g["model"].as_str().unwrap_or("").to_owned();
     let thinking = g["thinking_mode"].as_bool().unwrap_or(false);
-    let config = GeneratorConfig { thinking_mode: thinking, starts_in_reasoning: stage(&g["stage"]).is_some_and(|s| s.starts_in_reasoning()) };
+    let config = GeneratorConfig {
+        thinking_mode: thinking,
+        starts_in_reasoning: stage(&g["stage"]).is_some_and(|s| s.starts_in_reasoning()),
+    };
     let fmt = g["format"].as_str().unwrap_or("");
     let generator = match fmt {
         "chat" => Generator::Chat(ChatGenerator::new(&id, &model, config)),
@@ -155,7 +178,15 @@ pub fn run_case(case: &Value, tok: &Tokenizer) -> (Vec<Vec<Value>>, Option<Strin
             if let Some(Value::Object(m)) = g.get("namespace_map") {
                 let map = m
                     .iter()
-                    .map(|(k, v)| (k.clone(), (v[0].as_str().unwrap_or("").to_owned(), v[1].as_str().unwrap_or("").to_owned())))
+                    .map(|(k, v)| {
+                        (
+                            k.clone(),
+                            (
+                                v[0].as_str().unwrap_or("").to_owned(),
+                                v[1].as_str().unwrap_or("").to_owned(),
+                            ),
+                        )
+                    })
                     .collect();
                 r = r.with_namespace_tool_map(map);
             }
@@ -170,8 +201,17 @@ pub fn run_case(case: &Value, tok: &Tokenizer) -> (Vec<Vec<Value>>, Option<Strin
         }
     };
     let opts = options(&case["options"]);
-    let mut sp = StreamProcessor::new(generator, &opts, case["tokenizer"].as_bool().unwrap_or(false).then(|| tok.clone()));
-    let ready = case["input"].as_array().and_then(|a| a.iter().find_map(|c| c.get("ready")));
+    let mut sp = StreamProcessor::new(
+        generator,
+        &opts,
+        case["tokenizer"]
+            .as_bool()
+            .unwrap_or(false)
+            .then(|| tok.clone()),
+    );
+    let ready = case["input"]
+        .as_array()
+        .and_then(|a| a.iter().find_map(|c| c.get("ready")));
     let pt = ready.map_or(0, |r| r["prompt_tokens"].as_u64().unwrap_or(0));
     let ph = ready.map_or(0, |r| r["prompt_cache_hit_tokens"].as_u64().unwrap_or(0));
     let mut chat = ChatCompletionResponse::new(id.clone(), model.clone(), 0, pt, ph);
@@ -189,11 +229,15 @@ pub fn run_case(case: &Value, tok: &Tokenizer) -> (Vec<Vec<Value>>, Option<Strin
         };
         match result {
             Ok(out) => {
-                pushes.push(out.iter().map(|i| {
-                    let mut v = i.to_value();
-                    normalise(&mut v);
-                    v
-                }).collect());
+                pushes.push(
+                    out.iter()
+                        .map(|i| {
+                            let mut v = i.to_value();
+                            normalise(&mut v);
+                            v
+                        })
+                        .collect(),
+                );
                 items.extend(out);
             }
             Err(e) => {
@@ -227,18 +271,29 @@ fn check_file(name: &str) {
     for case in &cases {
         let (pushes, error, finished, response) = run_case(case, &tok);
         let exp = &case["expected"];
-        let exp_pushes: Vec<Vec<Value>> = serde_json::from_value(exp["pushes"].clone()).unwrap_or_default();
+        let exp_pushes: Vec<Vec<Value>> =
+            serde_json::from_value(exp["pushes"].clone()).unwrap_or_default();
         let exp_error = exp["error"].as_str().map(str::to_owned);
         let mut msg = String::new();
         if pushes != exp_pushes {
             for (i, (a, b)) in pushes.iter().zip(&exp_pushes).enumerate() {
                 if a != b {
-                    msg += &format!("  push #{i} ({:?}) differs:\n", case["input"].get(i).map(|c| c.to_string()).unwrap_or_else(|| "finish()".into()));
+                    msg += &format!(
+                        "  push #{i} ({:?}) differs:\n",
+                        case["input"]
+                            .get(i)
+                            .map(|c| c.to_string())
+                            .unwrap_or_else(|| "finish()".into())
+                    );
                     let n = a.len().max(b.len());
                     for j in 0..n {
                         let (x, y) = (a.get(j), b.get(j));
                         if x != y {
-                            msg += &format!("    ours:     {}\n    official: {}\n", x.map_or("-".into(), |v| v.to_string()), y.map_or("-".into(), |v| v.to_string()));
+                            msg += &format!(
+                                "    ours:     {}\n    official: {}\n",
+                                x.map_or("-".into(), |v| v.to_string()),
+                                y.map_or("-".into(), |v| v.to_string())
+                            );
                             break;
                         }
                     }
@@ -246,7 +301,11 @@ fn check_file(name: &str) {
                 }
             }
             if pushes.len() != exp_pushes.len() {
-                msg += &format!("  push count {} vs official {}\n", pushes.len(), exp_pushes.len());
+                msg += &format!(
+                    "  push count {} vs official {}\n",
+                    pushes.len(),
+                    exp_pushes.len()
+                );
             }
         }
         if error != exp_error {
@@ -256,7 +315,10 @@ fn check_file(name: &str) {
             msg += &format!("  finished {finished} vs official {}\n", exp["finished"]);
         }
         if response != exp["response"] {
-            msg += &format!("  response:\n    ours:     {response}\n    official: {}\n", exp["response"]);
+            msg += &format!(
+                "  response:\n    ours:     {response}\n    official: {}\n",
+                exp["response"]
+            );
         }
         if !msg.is_empty() {
             failures.push(format!("{}:\n{msg}", case["name"].as_str().unwrap_or("?")));
@@ -264,7 +326,12 @@ fn check_file(name: &str) {
     }
     if !failures.is_empty() {
         let shown: Vec<_> = failures.iter().take(6).cloned().collect();
-        panic!("{} of {} streams differ from the official package:\n{}", failures.len(), cases.len(), shown.join("\n"));
+        panic!(
+            "{} of {} streams differ from the official package:\n{}",
+            failures.len(),
+            cases.len(),
+            shown.join("\n")
+        );
     }
 }
 

@@ -19,18 +19,29 @@ pub struct Hunk {
 /// merged into one (a changed word often leaves one or two equal tokens in its middle).
 pub fn hunks(a: &[u32], b: &[u32], join: usize) -> Vec<Hunk> {
     let pre = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-    let suf = a[pre..].iter().rev().zip(b[pre..].iter().rev()).take_while(|(x, y)| x == y).count();
+    let suf = a[pre..]
+        .iter()
+        .rev()
+        .zip(b[pre..].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
     let (ma, mb) = (&a[pre..a.len() - suf], &b[pre..b.len() - suf]);
     if ma.is_empty() && mb.is_empty() {
         return Vec::new();
     }
     let raw = match myers(ma, mb) {
         Some(h) => h,
-        None => vec![Hunk { a: 0..ma.len(), b: 0..mb.len() }],
+        None => vec![Hunk {
+            a: 0..ma.len(),
+            b: 0..mb.len(),
+        }],
     };
     let mut out: Vec<Hunk> = Vec::with_capacity(raw.len());
     for h in raw {
-        let h = Hunk { a: h.a.start + pre..h.a.end + pre, b: h.b.start + pre..h.b.end + pre };
+        let h = Hunk {
+            a: h.a.start + pre..h.a.end + pre,
+            b: h.b.start + pre..h.b.end + pre,
+        };
         match out.last_mut() {
             Some(last) if h.a.start - last.a.end < join && h.b.start - last.b.end < join => {
                 last.a.end = h.a.end;
@@ -54,11 +65,12 @@ fn myers(a: &[u32], b: &[u32]) -> Option<Vec<Hunk>> {
         trace.push(v[(off - d) as usize..=(off + d) as usize].to_vec());
         let mut k = -d;
         while k <= d {
-            let mut x = if k == -d || (k != d && v[(off + k - 1) as usize] < v[(off + k + 1) as usize]) {
-                v[(off + k + 1) as usize]
-            } else {
-                v[(off + k - 1) as usize] + 1
-            };
+            let mut x =
+                if k == -d || (k != d && v[(off + k - 1) as usize] < v[(off + k + 1) as usize]) {
+                    v[(off + k + 1) as usize]
+                } else {
+                    v[(off + k - 1) as usize] + 1
+                };
             let mut y = x - k;
             while x < n && y < m && a[x as usize] == b[y as usize] {
                 x += 1;
@@ -82,11 +94,19 @@ fn myers(a: &[u32], b: &[u32]) -> Option<Vec<Hunk>> {
         let vd = &trace[d as usize];
         let at = |k: isize| vd[(k + d) as usize];
         let k = x - y;
-        let prev_k = if k == -d || (k != d && at(k - 1) < at(k + 1)) { k + 1 } else { k - 1 };
+        let prev_k = if k == -d || (k != d && at(k - 1) < at(k + 1)) {
+            k + 1
+        } else {
+            k - 1
+        };
         let prev_x = at(prev_k);
         let prev_y = prev_x - prev_k;
         // Undo the diagonal run that followed the edit.
-        let (edit_x, edit_y) = if prev_k == k + 1 { (prev_x, prev_y + 1) } else { (prev_x + 1, prev_y) };
+        let (edit_x, edit_y) = if prev_k == k + 1 {
+            (prev_x, prev_y + 1)
+        } else {
+            (prev_x + 1, prev_y)
+        };
         while x > edit_x && y > edit_y {
             x -= 1;
             y -= 1;
@@ -98,7 +118,11 @@ fn myers(a: &[u32], b: &[u32]) -> Option<Vec<Hunk>> {
     edits.reverse();
     let mut out: Vec<Hunk> = Vec::new();
     for (x, y, del) in edits {
-        let (a_r, b_r) = if del { (x..x + 1, y..y) } else { (x..x, y..y + 1) };
+        let (a_r, b_r) = if del {
+            (x..x + 1, y..y)
+        } else {
+            (x..x, y..y + 1)
+        };
         match out.last_mut() {
             Some(h) if h.a.end == a_r.start && h.b.end == b_r.start => {
                 h.a.end = a_r.end;
@@ -149,7 +173,10 @@ mod tests {
             }
         }
         assert!(hunks(&[1, 2], &[1, 2], 0).is_empty());
-        assert_eq!(hunks(&[1, 2, 3], &[1, 9, 3], 0), vec![Hunk { a: 1..2, b: 1..2 }]);
+        assert_eq!(
+            hunks(&[1, 2, 3], &[1, 9, 3], 0),
+            vec![Hunk { a: 1..2, b: 1..2 }]
+        );
     }
 
     #[test]

@@ -141,8 +141,15 @@ pub enum CheckError {
 }
 
 /// Compare `found` IDs with the canonical encoding of `conv` (the encoding needs a tokenizer).
-pub fn check_ids(encoding: &Encoding, conv: &Conversation, found: &[u32]) -> Result<Report, CheckError> {
-    let tok = encoding.tokenizer.as_ref().ok_or(EncodeError::NoTokenizer)?;
+pub fn check_ids(
+    encoding: &Encoding,
+    conv: &Conversation,
+    found: &[u32],
+) -> Result<Report, CheckError> {
+    let tok = encoding
+        .tokenizer
+        .as_ref()
+        .ok_or(EncodeError::NoTokenizer)?;
     let rendered = encoding.render(conv);
     let expected = encode_spans(tok, &rendered.spans)?;
     let regions = RegionMap::of(&rendered.spans);
@@ -151,8 +158,15 @@ pub fn check_ids(encoding: &Encoding, conv: &Conversation, found: &[u32]) -> Res
 
 /// Compare a prompt string with the canonical encoding, tokenizing it as a render-then-tokenize
 /// backend does (full vocabulary: control-token spellings become control tokens; no BOS added).
-pub fn check_prompt(encoding: &Encoding, conv: &Conversation, prompt: &str) -> Result<Report, CheckError> {
-    let tok = encoding.tokenizer.as_ref().ok_or(EncodeError::NoTokenizer)?;
+pub fn check_prompt(
+    encoding: &Encoding,
+    conv: &Conversation,
+    prompt: &str,
+) -> Result<Report, CheckError> {
+    let tok = encoding
+        .tokenizer
+        .as_ref()
+        .ok_or(EncodeError::NoTokenizer)?;
     let found = tok.encode_with_special(prompt)?;
     check_ids(encoding, conv, &found)
 }
@@ -174,11 +188,16 @@ impl<'a> Side<'a> {
             bytes.extend_from_slice(tok.token_bytes_ref(id).ok_or(CheckError::UnknownId(id))?);
         }
         offsets.push(bytes.len());
-        Ok(Side { ids, bytes, offsets })
+        Ok(Side {
+            ids,
+            bytes,
+            offsets,
+        })
     }
 
     fn text(&self, r: std::ops::Range<usize>) -> String {
-        String::from_utf8_lossy(&self.bytes[self.offsets[r.start]..self.offsets[r.end]]).into_owned()
+        String::from_utf8_lossy(&self.bytes[self.offsets[r.start]..self.offsets[r.end]])
+            .into_owned()
     }
 
     fn raw(&self, r: std::ops::Range<usize>) -> &[u8] {
@@ -199,12 +218,24 @@ const CONTEXT_TOKENS: usize = 12;
 const JOIN: usize = 3;
 
 impl<'a> Checker<'a> {
-    fn new(tok: &'a Tokenizer, expected: &'a [u32], found: &'a [u32], regions: RegionMap) -> Result<Self, CheckError> {
-        Ok(Checker { tok, e: Side::new(tok, expected)?, f: Side::new(tok, found)?, regions })
+    fn new(
+        tok: &'a Tokenizer,
+        expected: &'a [u32],
+        found: &'a [u32],
+        regions: RegionMap,
+    ) -> Result<Self, CheckError> {
+        Ok(Checker {
+            tok,
+            e: Side::new(tok, expected)?,
+            f: Side::new(tok, found)?,
+            regions,
+        })
     }
 
     fn ctrl(&self, ids: &[u32]) -> Vec<String> {
-        ids.iter().filter_map(|&i| self.tok.added_token(i).map(str::to_owned)).collect()
+        ids.iter()
+            .filter_map(|&i| self.tok.added_token(i).map(str::to_owned))
+            .collect()
     }
 
     fn report(&self) -> Result<Report, CheckError> {
@@ -242,9 +273,17 @@ impl<'a> Checker<'a> {
         let e_text = String::from_utf8_lossy(e_raw);
         // The region holding most of the expected side (or the byte before an insertion).
         let (from, to) = (self.e.offsets[h.a.start], self.e.offsets[h.a.end]);
-        let region = if h.a.is_empty() { self.regions.at(from.saturating_sub(1)).0 } else { self.regions.dominant(from, to) };
+        let region = if h.a.is_empty() {
+            self.regions.at(from.saturating_sub(1)).0
+        } else {
+            self.regions.dominant(from, to)
+        };
         // Extra control tokens whose spelling the canonical side has as plain text here.
-        let injected: Vec<String> = extra.iter().filter(|s| e_text.contains(s.as_str())).cloned().collect();
+        let injected: Vec<String> = extra
+            .iter()
+            .filter(|s| e_text.contains(s.as_str()))
+            .cloned()
+            .collect();
         // What is left once the injected tokens are accounted for names the rest of the hunk.
         let rest = multiset_minus(&extra, &injected);
         let has = |v: &[String], t: crate::SpecialToken| v.iter().any(|s| s == t.default_str());
@@ -260,10 +299,15 @@ impl<'a> Checker<'a> {
             Class::Bos
         } else if strip_ws(e_raw) == strip_ws(f_raw) {
             Class::Whitespace
-        } else if has(&missing, crate::SpecialToken::Image) || has(&rest, crate::SpecialToken::Image) {
+        } else if has(&missing, crate::SpecialToken::Image)
+            || has(&rest, crate::SpecialToken::Image)
+        {
             Class::ImagePlaceholder
         } else {
-            let think = |v: &[String]| has(v, crate::SpecialToken::ThinkingStart) || has(v, crate::SpecialToken::ThinkingEnd);
+            let think = |v: &[String]| {
+                has(v, crate::SpecialToken::ThinkingStart)
+                    || has(v, crate::SpecialToken::ThinkingEnd)
+            };
             let dsml = |v: &[String]| has(v, crate::SpecialToken::Dsml);
             match region {
                 Region::Bos => Class::Bos,
@@ -315,7 +359,9 @@ impl<'a> Checker<'a> {
                 continue;
             }
             let Some(j) = (0..hunks.len()).find(|&j| {
-                hunks[j].a.is_empty() && !hunks[j].b.is_empty() && key(&divs[j][main(divs, j)].found_text) == gone
+                hunks[j].a.is_empty()
+                    && !hunks[j].b.is_empty()
+                    && key(&divs[j][main(divs, j)].found_text) == gone
             }) else {
                 continue;
             };
@@ -330,11 +376,15 @@ impl<'a> Checker<'a> {
         }
         // Results of one turn in another order: the hunks of that turn hold the same bytes on
         // both sides, only placed differently.
-        let mut by_turn: std::collections::BTreeMap<usize, Vec<usize>> = std::collections::BTreeMap::new();
+        let mut by_turn: std::collections::BTreeMap<usize, Vec<usize>> =
+            std::collections::BTreeMap::new();
         for (i, (h, ds)) in hunks.iter().zip(divs.iter()).enumerate() {
             let d = ds.last().expect("one entry per hunk");
             if d.region == Region::ToolResult && d.class == Class::ToolResults {
-                by_turn.entry(self.regions.at(self.e.offsets[h.a.start]).1).or_default().push(i);
+                by_turn
+                    .entry(self.regions.at(self.e.offsets[h.a.start]).1)
+                    .or_default()
+                    .push(i);
             }
         }
         for group in by_turn.values() {
@@ -377,17 +427,27 @@ impl<'a> Checker<'a> {
             for (id, fp) in &f_pos {
                 let paired = e_pos.get(id).map_or(0, Vec::len);
                 if fp.len() > paired {
-                    count_entry(&mut m, self.tok, *id).unexpected_positions.extend(&fp[paired..]);
+                    count_entry(&mut m, self.tok, *id)
+                        .unexpected_positions
+                        .extend(&fp[paired..]);
                 }
             }
             for (id, ep) in &e_pos {
                 let paired = f_pos.get(id).map_or(0, Vec::len);
                 if ep.len() > paired {
-                    count_entry(&mut m, self.tok, *id).missing_positions.extend(&ep[paired..]);
+                    count_entry(&mut m, self.tok, *id)
+                        .missing_positions
+                        .extend(&ep[paired..]);
                 }
             }
         }
-        m.into_values().filter(|c| c.expected != c.found || !c.unexpected_positions.is_empty() || !c.missing_positions.is_empty()).collect()
+        m.into_values()
+            .filter(|c| {
+                c.expected != c.found
+                    || !c.unexpected_positions.is_empty()
+                    || !c.missing_positions.is_empty()
+            })
+            .collect()
     }
 
     fn first_difference(&self, h: &diff::Hunk) -> FirstDifference {
@@ -395,7 +455,10 @@ impl<'a> Checker<'a> {
         let ctx = |s: &Side<'_>, i: usize| {
             let lo = i.saturating_sub(CONTEXT_TOKENS);
             let hi = (i + 1 + CONTEXT_TOKENS).min(s.ids.len());
-            (s.text(lo..i), s.text((i + 1).min(s.ids.len())..hi.max((i + 1).min(s.ids.len()))))
+            (
+                s.text(lo..i),
+                s.text((i + 1).min(s.ids.len())..hi.max((i + 1).min(s.ids.len()))),
+            )
         };
         FirstDifference {
             expected_index: h.a.start,
@@ -408,7 +471,11 @@ impl<'a> Checker<'a> {
     }
 }
 
-fn count_entry<'m>(m: &'m mut std::collections::BTreeMap<u32, TokenCount>, tok: &Tokenizer, id: u32) -> &'m mut TokenCount {
+fn count_entry<'m>(
+    m: &'m mut std::collections::BTreeMap<u32, TokenCount>,
+    tok: &Tokenizer,
+    id: u32,
+) -> &'m mut TokenCount {
     m.entry(id).or_insert_with(|| TokenCount {
         token: tok.added_token(id).unwrap_or_default().to_owned(),
         id,
@@ -435,5 +502,9 @@ fn multiset_minus(a: &[String], b: &[String]) -> Vec<String> {
 }
 
 fn strip_ws(b: &[u8]) -> Vec<u8> {
-    String::from_utf8_lossy(b).chars().filter(|c| !c.is_whitespace()).collect::<String>().into_bytes()
+    String::from_utf8_lossy(b)
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect::<String>()
+        .into_bytes()
 }

@@ -62,7 +62,9 @@ impl RegionMap {
     /// Region and turn number of the byte at `offset`.
     pub fn at(&self, offset: usize) -> (Region, usize) {
         let i = self.starts.partition_point(|&(o, _, _)| o <= offset);
-        self.starts.get(i.saturating_sub(1)).map_or((Region::Bos, 0), |&(_, r, t)| (r, t))
+        self.starts
+            .get(i.saturating_sub(1))
+            .map_or((Region::Bos, 0), |&(_, r, t)| (r, t))
     }
 
     /// The region covering most bytes of `[start, end)` (the region at `start` when empty).
@@ -70,7 +72,10 @@ impl RegionMap {
         if end <= start {
             return self.at(start).0;
         }
-        let first = self.starts.partition_point(|&(o, _, _)| o <= start).saturating_sub(1);
+        let first = self
+            .starts
+            .partition_point(|&(o, _, _)| o <= start)
+            .saturating_sub(1);
         let mut best: Option<(usize, Region)> = None;
         for (i, &(o, r, _)) in self.starts.iter().enumerate().skip(first) {
             if o >= end {
@@ -113,7 +118,8 @@ impl RegionMap {
             Span::Special(k, _) => Some(*k),
             Span::Text(_) => None,
         };
-        let is_turn = |k: Option<SpecialToken>| matches!(k, Some(User | Assistant | System | LatestReminder));
+        let is_turn =
+            |k: Option<SpecialToken>| matches!(k, Some(User | Assistant | System | LatestReminder));
         // The header runs from after BOS to the first turn token (a leading V4.1 `<｜System｜>`
         // belongs to the header).
         let mut i = 0;
@@ -133,7 +139,11 @@ impl RegionMap {
         map.header(offsets[header_start], &header);
         // Turns.
         let last_assistant = (0..spans.len()).rev().find(|&k| kind(k) == Some(Assistant));
-        let eos_after = |k: usize| spans[k..].iter().any(|s| matches!(s, Span::Special(Eos, _)));
+        let eos_after = |k: usize| {
+            spans[k..]
+                .iter()
+                .any(|s| matches!(s, Span::Special(Eos, _)))
+        };
         let mut turn = 0;
         let mut k = j;
         while k < spans.len() {
@@ -147,7 +157,9 @@ impl RegionMap {
                 Some(User) => map.user_turn(&spans[k..end], start, turn),
                 Some(LatestReminder) => map.push(start, Region::Reminder, turn),
                 Some(System) => map.push(start, Region::System, turn),
-                Some(Assistant) if Some(k) == last_assistant && !eos_after(k) => map.push(start, Region::GenerationPrompt, turn),
+                Some(Assistant) if Some(k) == last_assistant && !eos_after(k) => {
+                    map.push(start, Region::GenerationPrompt, turn)
+                }
                 _ => map.assistant_turn(&spans[k..end], &offsets[k..end], turn),
             }
             k = end;
@@ -164,7 +176,10 @@ impl RegionMap {
         let body_at = if header.starts_with("Reasoning Effort") {
             0
         } else {
-            header.find("Reasoning Effort").filter(|&p| !header[..p].contains('\n')).unwrap_or(usize::MAX)
+            header
+                .find("Reasoning Effort")
+                .filter(|&p| !header[..p].contains('\n'))
+                .unwrap_or(usize::MAX)
         };
         if body_at != usize::MAX {
             marks.push((body_at, Region::EffortLine));
@@ -175,7 +190,10 @@ impl RegionMap {
         for (needle, r) in [
             ("\n\n## Tools\n\n", Region::ToolsBlock),
             ("\n\n## Response Format", Region::ResponseFormat),
-            ("\n\nYou are a helpful assistant designed to output JSON.", Region::ResponseFormat),
+            (
+                "\n\nYou are a helpful assistant designed to output JSON.",
+                Region::ResponseFormat,
+            ),
             ("\n\n### Updated Tool Schemas", Region::ToolsBlock),
         ] {
             if let Some(p) = header.find(needle) {
@@ -194,7 +212,9 @@ impl RegionMap {
         let mut from = 0;
         while let Some(p) = body[from..].find("<tool_result>") {
             let open = from + p;
-            let close = body[open..].find("</tool_result>").map_or(body.len(), |q| open + q + "</tool_result>".len());
+            let close = body[open..]
+                .find("</tool_result>")
+                .map_or(body.len(), |q| open + q + "</tool_result>".len());
             self.push(start + open, Region::ToolResult, turn);
             if close < body.len() {
                 self.push(start + close, Region::User, turn);

@@ -134,7 +134,11 @@ pub struct Encoding {
 
 impl Encoding {
     pub fn new(version: EncodingVersion) -> Self {
-        Encoding { version, special_tokens: SpecialTokens::default(), tokenizer: None }
+        Encoding {
+            version,
+            special_tokens: SpecialTokens::default(),
+            tokenizer: None,
+        }
     }
 
     pub fn with_special_tokens(mut self, special_tokens: SpecialTokens) -> Self {

@@ -11,8 +11,8 @@ use serde_json::Value;
 use super::json::{self, FloatStyle};
 use super::{EncodingVersion, RenderedPrompt, Span};
 use crate::conversation::{
-    AssistantMessage, Conversation, ImageSource, ImageText, Message, TextPiece, ReasoningEffort, ResponseFormat,
-    ToolCall, ToolChoice, ToolDefinition,
+    AssistantMessage, Conversation, ImageSource, ImageText, Message, ReasoningEffort,
+    ResponseFormat, TextPiece, ToolCall, ToolChoice, ToolDefinition,
 };
 use crate::special_tokens::{SpecialToken, SpecialTokens};
 
@@ -24,7 +24,8 @@ Explicitly write out your entire deliberation process, documenting every interme
 considered alternative, and rejected hypothesis to ensure absolutely no assumption is left \
 unchecked.\n\n";
 
-const V4_EFFORT_MAX: &str = "Reasoning Effort: Beyond maximum \u{2014} exhaustive, relentless, and \
+const V4_EFFORT_MAX: &str =
+    "Reasoning Effort: Beyond maximum \u{2014} exhaustive, relentless, and \
 uncompromising.\n\
 You MUST reason with the utmost depth and rigor, leaving absolutely nothing to chance: \
 exhaustively decompose the problem into its most fundamental components, trace every causal chain \
@@ -58,7 +59,8 @@ impl<'a> Out<'a> {
     }
 
     fn special(&mut self, t: SpecialToken) {
-        self.spans.push(Span::Special(t, self.tokens.get(t).to_owned()));
+        self.spans
+            .push(Span::Special(t, self.tokens.get(t).to_owned()));
     }
 
     /// Assistant text: the grounding tokens (`<｜ref｜>`, `<｜box｜>`, …) it spells are control
@@ -97,7 +99,8 @@ impl<'a> Out<'a> {
             match best {
                 Some((at, len, t)) => {
                     self.text(&rest[..at]);
-                    self.spans.push(Span::Special(t, rest[at..at + len].to_owned()));
+                    self.spans
+                        .push(Span::Special(t, rest[at..at + len].to_owned()));
                     rest = &rest[at + len..];
                 }
                 None => {
@@ -115,7 +118,9 @@ impl<'a> Out<'a> {
         for piece in ImageText::pieces(content, placeholders, image_token) {
             match piece {
                 TextPiece::Text(text) => self.text(text),
-                TextPiece::Image => self.spans.push(Span::Special(SpecialToken::Image, image_token.to_owned())),
+                TextPiece::Image => self
+                    .spans
+                    .push(Span::Special(SpecialToken::Image, image_token.to_owned())),
             }
         }
     }
@@ -150,9 +155,15 @@ pub fn render(v: EncodingVersion, tokens: &SpecialTokens, conv: &Conversation) -
         tools_on: !conv.tools.is_empty() && conv.tool_choice != ToolChoice::None,
         header_has_content: matches!(conv.messages.first(), Some(Message::System(_)))
             || (!conv.tools.is_empty() && conv.tool_choice != ToolChoice::None)
-            || matches!(conv.response_format, ResponseFormat::JsonObject | ResponseFormat::JsonSchema(_)),
+            || matches!(
+                conv.response_format,
+                ResponseFormat::JsonObject | ResponseFormat::JsonSchema(_)
+            ),
     };
-    let mut out = Out { spans: Vec::new(), tokens };
+    let mut out = Out {
+        spans: Vec::new(),
+        tokens,
+    };
     let mut images: Vec<ImageSource> = Vec::new();
     out.special(SpecialToken::Bos);
 
@@ -162,13 +173,19 @@ pub fn render(v: EncodingVersion, tokens: &SpecialTokens, conv: &Conversation) -
     let (body, unit_starts): (Vec<&Message>, Vec<bool>) = match v {
         EncodingVersion::V4 => {
             header_v4(&ctx, &mut out, &mut images);
-            let mut body: Vec<&Message> = msgs.iter().filter(|m| !matches!(m, Message::System(_))).collect();
+            let mut body: Vec<&Message> = msgs
+                .iter()
+                .filter(|m| !matches!(m, Message::System(_)))
+                .collect();
             let starts = v4_order_after_calls(&mut body);
             (body, starts)
         }
         EncodingVersion::V41 => {
             let first_system = header_v41(&ctx, &mut out, &mut images);
-            (msgs.iter().skip(usize::from(first_system)).collect(), Vec::new())
+            (
+                msgs.iter().skip(usize::from(first_system)).collect(),
+                Vec::new(),
+            )
         }
     };
 
@@ -179,15 +196,26 @@ pub fn render(v: EncodingVersion, tokens: &SpecialTokens, conv: &Conversation) -
     let ends_with_prefix = matches!(body.last(), Some(Message::Assistant(a)) if a.prefix);
     if !ends_with_prefix {
         out.special(SpecialToken::Assistant);
-        out.special(if conv.thinking_mode { SpecialToken::ThinkingStart } else { SpecialToken::ThinkingEnd });
+        out.special(if conv.thinking_mode {
+            SpecialToken::ThinkingStart
+        } else {
+            SpecialToken::ThinkingEnd
+        });
     }
     // A required tool choice opens the calls block, also after a prefix continuation.
     if ctx.tools_on && conv.tool_choice == ToolChoice::Required {
         out.text("\n\n<");
         out.special(SpecialToken::Dsml);
-        out.text(if ctx.v41() { " calls>\n" } else { "tool_calls>\n" });
+        out.text(if ctx.v41() {
+            " calls>\n"
+        } else {
+            "tool_calls>\n"
+        });
     }
-    RenderedPrompt { spans: out.spans, image_sources: images }
+    RenderedPrompt {
+        spans: out.spans,
+        image_sources: images,
+    }
 }
 
 fn header_v4(ctx: &Ctx<'_>, out: &mut Out<'_>, images: &mut Vec<ImageSource>) {
@@ -225,7 +253,10 @@ fn header_v41(ctx: &Ctx<'_>, out: &mut Out<'_>, images: &mut Vec<ImageSource>) -
         Some(Message::System(s)) => Some(s),
         _ => None,
     };
-    let has_format = matches!(conv.response_format, ResponseFormat::JsonObject | ResponseFormat::JsonSchema(_));
+    let has_format = matches!(
+        conv.response_format,
+        ResponseFormat::JsonObject | ResponseFormat::JsonSchema(_)
+    );
     let needed = first_system.is_some()
         || ctx.tools_on
         || has_format
@@ -272,7 +303,11 @@ fn tool_line(ctx: &Ctx<'_>, t: &ToolDefinition, s: &mut String) {
 
 fn tool_lines(ctx: &Ctx<'_>, tools: &[ToolDefinition], skip_deferred: bool) -> String {
     let mut s = String::new();
-    for (i, t) in tools.iter().filter(|t| !(skip_deferred && t.defer_loading)).enumerate() {
+    for (i, t) in tools
+        .iter()
+        .filter(|t| !(skip_deferred && t.defer_loading))
+        .enumerate()
+    {
         if i > 0 {
             s.push('\n');
         }
@@ -296,7 +331,9 @@ fn tools_block(ctx: &Ctx<'_>, out: &mut Out<'_>) {
     out.special(Dsml);
     out.text(&format!("{sp}invoke name=\"$TOOL_NAME\">\n<"));
     out.special(Dsml);
-    out.text(&format!("{sp}parameter name=\"$PARAMETER_NAME\" string=\"true|false\">$PARAMETER_VALUE</"));
+    out.text(&format!(
+        "{sp}parameter name=\"$PARAMETER_NAME\" string=\"true|false\">$PARAMETER_VALUE</"
+    ));
     out.special(Dsml);
     out.text(&format!("{sp}parameter>\n...\n</"));
     out.special(Dsml);
@@ -318,7 +355,11 @@ fn tools_block(ctx: &Ctx<'_>, out: &mut Out<'_>) {
     let lines = tool_lines(ctx, &ctx.conv.tools, true);
     if ctx.v41() || lines.is_empty() {
         out.text(&lines);
-        out.text(if ctx.v41() { TOOLS_OUTRO } else { &TOOLS_OUTRO[1..] });
+        out.text(if ctx.v41() {
+            TOOLS_OUTRO
+        } else {
+            &TOOLS_OUTRO[1..]
+        });
     } else {
         out.text(&lines);
         out.text(TOOLS_OUTRO);
@@ -364,7 +405,13 @@ enum Part<'a> {
 /// `unit_starts` (V4 only) flags the body messages that start a unit: a user message that
 /// begins a run of user messages as the caller gave them. A window sort can put two runs next to
 /// each other; each run still counts as one piece of the merged turn.
-fn turns(ctx: &Ctx<'_>, out: &mut Out<'_>, images: &mut Vec<ImageSource>, body: &[&Message], unit_starts: &[bool]) {
+fn turns(
+    ctx: &Ctx<'_>,
+    out: &mut Out<'_>,
+    images: &mut Vec<ImageSource>,
+    body: &[&Message],
+    unit_starts: &[bool],
+) {
     let n = body.len();
     let mut i = 0;
     // Tool calls of the most recent assistant message that made any (results are ordered
@@ -400,7 +447,10 @@ fn turns(ctx: &Ctx<'_>, out: &mut Out<'_>, images: &mut Vec<ImageSource>, body: 
                     if matches!(p, Part::User(_)) && starts_unit {
                         user_text_written = false;
                     }
-                    if k > 0 && (ctx.v41() || v4_separator(&parts[..k], p, starts_unit, user_text_written)) {
+                    if k > 0
+                        && (ctx.v41()
+                            || v4_separator(&parts[..k], p, starts_unit, user_text_written))
+                    {
                         out.text("\n\n");
                     }
                     if matches!(p, Part::User(u) if !u.content.is_empty()) {
@@ -456,7 +506,12 @@ fn turns(ctx: &Ctx<'_>, out: &mut Out<'_>, images: &mut Vec<ImageSource>, body: 
 /// are joined with blank lines, the first user text after tool results is always separated, and
 /// among user texts empty ones are left out. A user message that starts a run of its own (one
 /// that a window sort placed after another run) is always separated, even when empty.
-fn v4_separator(before: &[Part<'_>], p: &Part<'_>, starts_unit: bool, user_text_written: bool) -> bool {
+fn v4_separator(
+    before: &[Part<'_>],
+    p: &Part<'_>,
+    starts_unit: bool,
+    user_text_written: bool,
+) -> bool {
     match p {
         Part::Tool(_) => true,
         Part::User(u) => {
@@ -510,8 +565,14 @@ fn v4_order_after_calls(body: &mut Vec<&Message>) -> Vec<bool> {
             units[i + 1..i + 1 + n].sort_by(|x, y| key(msgs[x.0]).cmp(&key(msgs[y.0])));
         }
     }
-    let ordered: Vec<&Message> = units.iter().flat_map(|&(s, len)| msgs[s..s + len].iter().copied()).collect();
-    let starts: Vec<bool> = units.iter().flat_map(|&(_, len)| (0..len).map(|k| k == 0)).collect();
+    let ordered: Vec<&Message> = units
+        .iter()
+        .flat_map(|&(s, len)| msgs[s..s + len].iter().copied())
+        .collect();
+    let starts: Vec<bool> = units
+        .iter()
+        .flat_map(|&(_, len)| (0..len).map(|k| k == 0))
+        .collect();
     *body = ordered;
     starts
 }
@@ -651,7 +712,11 @@ fn tool_calls_block(ctx: &Ctx<'_>, out: &mut Out<'_>, calls: Option<&[ToolCall]>
             out.special(Dsml);
             let mut p = format!("{sp}parameter name=\"");
             p.push_str(name);
-            p.push_str(if *is_str { "\" string=\"true\">" } else { "\" string=\"false\">" });
+            p.push_str(if *is_str {
+                "\" string=\"true\">"
+            } else {
+                "\" string=\"false\">"
+            });
             p.push_str(value);
             p.push_str("</");
             out.text(&p);

