@@ -41,7 +41,6 @@ sys.path.insert(0, str(ROOT / "kernels"))
 from deepseek_engine import LLM, SamplingParams  # noqa: E402
 from deepseek_engine.tiny_checkpoint import ensure_tiny_checkpoint  # noqa: E402
 
-
 #: The compute-bound workload's model: a few hundred MB of float32 weights.
 LARGE_CONFIG = dict(
     hidden_size=1024, moe_intermediate_size=64, num_hidden_layers=8, num_attention_heads=8, head_dim=128,
@@ -114,7 +113,7 @@ def decode_bytes_per_step(config, batch: int, context: int) -> float:
     experts the batch's tokens choose (expected number of distinct ones), the head, and each sequence's
     sliding window, compressed entries and indexer entries (float32)."""
     c = config
-    h, layers, e, k, inter = c.hidden_size, c.num_hidden_layers, c.n_routed_experts, c.num_experts_per_tok, \
+    h, _, e, k, inter = c.hidden_size, c.num_hidden_layers, c.n_routed_experts, c.num_experts_per_tok, \
         c.moe_intermediate_size
     d, heads, qa = c.head_dim, c.num_attention_heads, c.q_lora_rank
     attn = h * qa + qa * heads * d + h * d + heads * d * c.o_lora_rank + c.o_groups * c.o_lora_rank * h
@@ -231,7 +230,7 @@ def main(argv: list[str] | None = None) -> None:
         if not args.skip_transformers:
             wall, cpu, their_ids = run_transformers(folder, prompts, args.max_tokens)
             theirs, theirs_cpu = min(theirs, wall), min(theirs_cpu, cpu)
-    best = " (fastest of %d)" % args.repeat if args.repeat > 1 else ""
+    best = f" (fastest of {args.repeat})" if args.repeat > 1 else ""
     print(f"deepseek_engine       {total / ours:9.1f} tok/s  ({ours:.2f} s wall, {ours_cpu:.2f} s CPU){best}")
     if args.skip_transformers:
         return

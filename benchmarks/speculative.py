@@ -71,7 +71,7 @@ def agreeing_drafter(model, calibration: list[list[int]], steps: int) -> DSparkD
     cfg = model.config.model_copy(update={"dspark_markov_rank": vocab})
     drafter = DSparkDrafter(cfg)
     g = torch.Generator().manual_seed(0)
-    for name, p in drafter.named_parameters():  # random draft stack (its output is normed away below)
+    for p in drafter.parameters():  # random draft stack (its output is normed away below)
         p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(p.shape[-1]) if p.dim() >= 2 else torch.ones_like(p))
     drafter.norm.weight.zero_()
     drafter.markov_embed.weight.copy_(torch.eye(vocab))

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -87,6 +86,7 @@ def main() -> int:
     args = ap.parse_args()
 
     import subprocess
+
     from official_venv import run_snippet_in_official
     ours, official = {}, {}
     for _ in range(args.rounds):

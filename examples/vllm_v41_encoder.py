@@ -53,8 +53,8 @@ def _load_vllm_v41():
 
 
 def _tokenizer():
-    from transformers import PreTrainedTokenizerFast
     from tokenizers import Tokenizer
+    from transformers import PreTrainedTokenizerFast
 
     path = os.environ.get("DEEPSEEK_TOKENIZER_JSON")
     if not path:

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import deepseek_kernels as ops
 import torch
 from torch import nn
-
-import deepseek_kernels as ops
 
 from .batched_attention import StepLayout, attention
 from .kv_cache import KVCachePool

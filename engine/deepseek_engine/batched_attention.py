@@ -21,14 +21,12 @@ grouped output projection.
 
 from __future__ import annotations
 
+import deepseek_kernels as ops
 import torch
 import torch.nn.functional as F
 
-import deepseek_kernels as ops
-
 from .kv_cache import read_rows, write_rows
 from .layers.rotary_embedding import apply_rotary, apply_rotary_tables, rotary_tables
-
 
 #: Positions up to which the rotary tables are kept whole (beyond, each step evaluates its own rows).
 _MAX_TABLE_POSITIONS = 1 << 16

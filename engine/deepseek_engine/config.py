@@ -124,7 +124,7 @@ class DeepseekV4ModelConfig(BaseModel):
         return 0 if kind == SLIDING else int(self.compress_rates[kind])
 
     @model_validator(mode="after")
-    def _check(self) -> "DeepseekV4ModelConfig":
+    def _check(self) -> DeepseekV4ModelConfig:
         n = self.num_hidden_layers
         if len(self.layer_types) != n or len(self.mlp_layer_types) != n:
             raise ValueError(
@@ -151,7 +151,7 @@ class DeepseekV4ModelConfig(BaseModel):
         return self
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> "DeepseekV4ModelConfig":
+    def from_dict(cls, raw: dict[str, Any]) -> DeepseekV4ModelConfig:
         """Build a config from the parsed JSON of any supported layout."""
         return cls.model_validate(normalize_config_dict(raw))
 

@@ -98,7 +98,7 @@ class DeepseekV41ModelConfig(DeepseekV4ModelConfig):
         return self.engram_max_ngram_size - 1 if self.engram_layer_ids else 0
 
     @model_validator(mode="after")
-    def _check_v41(self) -> "DeepseekV41ModelConfig":
+    def _check_v41(self) -> DeepseekV41ModelConfig:
         n = self.num_hidden_layers
         if len(self.compress_ratios) < n:
             raise ValueError(f"compress_ratios has {len(self.compress_ratios)} entries; need {n}")
@@ -142,7 +142,7 @@ class DeepseekV41ModelConfig(DeepseekV4ModelConfig):
         return self
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> "DeepseekV41ModelConfig":
+    def from_dict(cls, raw: dict[str, Any]) -> DeepseekV41ModelConfig:
         return cls.model_validate(normalize_v41_dict(raw))
 
 

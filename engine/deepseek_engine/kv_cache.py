@@ -141,7 +141,7 @@ class SequenceCache:
 
     @classmethod
     def fresh(cls, config: DeepseekV4ModelConfig, num_tokens: int, block_size: int = 16,
-              dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu") -> "SequenceCache":
+              dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu") -> SequenceCache:
         """A private pool sized for ``num_tokens`` tokens with an identity block table."""
         blocks = max(1, -(-num_tokens // block_size))
         pool = KVCachePool(config, blocks, block_size, dtype, device)

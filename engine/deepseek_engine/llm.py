@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Callable
+from collections.abc import Sequence as Seq
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence as Seq
+from typing import Any
 
 import torch
 
@@ -88,7 +90,7 @@ class LLM:
     def from_model(cls, model: torch.nn.Module, make_kv: Callable[[int, int], Any] | None = None, *,
                    device: str | torch.device = "cpu", vocab_size: int | None = None,
                    eos_token_id: int | list[int] | None = None, max_model_len: int | None = None,
-                   **engine_args: Any) -> "LLM":
+                   **engine_args: Any) -> LLM:
         """Wrap a model already in memory.
 
         Without ``make_kv`` the model must be a ``DeepseekV4ForCausalLM`` and everything

@@ -20,9 +20,10 @@ import json
 import os
 import time
 import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from .llm import LLM, RequestOutput
 from .sampling_params import SamplingParams
@@ -177,7 +178,7 @@ class ProtocolEngine:
             raise ProtocolError(400, "invalid_request_error", str(err)) from None
 
     # -- response side -------------------------------------------------------------------------
-    def stream(self, prep: Prepared) -> "ResponseStream":
+    def stream(self, prep: Prepared) -> ResponseStream:
         """A stream processor for ``prep`` that is fed one token at a time."""
         return ResponseStream(self, prep)
 

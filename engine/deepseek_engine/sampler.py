@@ -10,9 +10,8 @@ row always consumes exactly one vocabulary-sized draw from its generator.
 
 from __future__ import annotations
 
-import torch
-
 import deepseek_kernels as ops
+import torch
 
 from .sampling_params import SamplingParams
 from .sequence import TokenLogprob

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Iterator
+from collections.abc import Iterator
 
 MODES = ("kernels", "reference")
 _mode = os.environ.get("DEEPSEEK_KERNELS", "kernels").strip().lower() or "kernels"

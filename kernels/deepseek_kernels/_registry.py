@@ -8,7 +8,7 @@ implementation, and the Ascend one (``PrivateUse1``) when ``torch_npu`` is insta
 from __future__ import annotations
 
 import importlib
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

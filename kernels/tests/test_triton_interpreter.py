@@ -9,22 +9,24 @@ from __future__ import annotations
 
 import pytest
 import torch
-from triton.runtime.interpreter import InterpretedFunction
-
-from deepseek_kernels.attention.reference import sink_attention_paged_reference, sink_attention_reference
-from deepseek_kernels.compressor.reference import compress_pool_reference
-from deepseek_kernels.hyper_connection.reference import hc_merge_reference, hc_mix_reference
-from deepseek_kernels.indexer.reference import indexer_scores_reference
-from deepseek_kernels.rms_norm.reference import rms_norm_reference
-from deepseek_kernels.rope.reference import rope_reference
-from deepseek_kernels.sampling.reference import sample_tokens_reference
+from deepseek_kernels.attention.reference import (
+    sink_attention_paged_reference,
+    sink_attention_reference,
+)
 from deepseek_kernels.attention.triton import sink_attention_kernel, sink_attention_triton
+from deepseek_kernels.compressor.reference import compress_pool_reference
 from deepseek_kernels.compressor.triton import compress_pool_triton
+from deepseek_kernels.hyper_connection.reference import hc_merge_reference, hc_mix_reference
 from deepseek_kernels.hyper_connection.triton import hc_merge_triton, hc_mix_triton
+from deepseek_kernels.indexer.reference import indexer_scores_reference
 from deepseek_kernels.indexer.triton import indexer_scores_triton
+from deepseek_kernels.rms_norm.reference import rms_norm_reference
 from deepseek_kernels.rms_norm.triton import rms_norm_triton
+from deepseek_kernels.rope.reference import rope_reference
 from deepseek_kernels.rope.triton import rope_triton
+from deepseek_kernels.sampling.reference import sample_tokens_reference
 from deepseek_kernels.sampling.triton import sample_tokens_triton
+from triton.runtime.interpreter import InterpretedFunction
 
 DTYPES = [torch.float32, torch.bfloat16]
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from deepseek_kernels.quant.reference import fp8_gemm_reference, mxfp4_gemm_reference
 from deepseek_kernels.quant.triton import fp8_gemm_triton, mxfp4_gemm_triton
 

@@ -26,9 +26,8 @@ def main() -> int:
     args = ap.parse_args()
     cache = Path(os.environ.setdefault("TRITON_CACHE_DIR", str(Path.cwd() / ".ascend-cache")))
     import triton
-    from triton.backends.compiler import GPUTarget
-
     from deepseek_kernels import aot
+    from triton.backends.compiler import GPUTarget
 
     failed = 0
     for spec in aot.SPECS:

@@ -4,79 +4,73 @@ Everything here is implemented in Rust (`recipe-rs/`) and exposed through the `_
 extension module; this package only re-exports it.
 """
 
+# Output processing (recipe-rs/stream).
+# Incremental encoding of agent sessions (recipe-rs/core encoding::session).
+# Conformance checking of other encoders (recipe-rs/core check); reports are JSON text.
+# Images (recipe-rs/images).
 from ._native import (
-    ModelVersion,
-    Tokenizer,
-    SpecialTokens,
-    SpecialToken,
     IMAGE_SPECIAL_TOKEN_ID,
-    RenderedPrompt,
-    DeepseekV4Encoding,
-    DeepseekV41Encoding,
     AssistantMessage,
     BytesImageSource,
+    CalcResizeError,
+    ChatCompletionChunk,
+    ChatCompletionChunkGenerator,
+    ChatCompletionRequest,
+    ChatCompletionResponse,
     Conversation,
+    ConversationRequest,
+    ConversionError,
+    ConversionOptions,
     DataUrlImageSource,
+    DeepseekV4Encoding,
+    DeepseekV41Encoding,
+    EncodingSession,
+    ImageError,
+    ImageInfo,
+    ImageQuota,
+    ImageResolver,
     ImageSource,
+    InferenceChunk,
+    InferenceFinishReason,
+    InferenceOptions,
     LatestReminderMessage,
     Message,
+    MessagesChunkGenerator,
+    MessagesRequest,
+    MessagesResponse,
+    MessagesStreamEvent,
+    ModelVersion,
+    MultiModalData,
+    OpenCvImagePreprocessor,
+    OutputConstraint,
+    ParsingOptions,
+    PreprocessOptions,
+    PromptUsage,
+    ReasoningContentBehavior,
+    RenderedPrompt,
+    ReqwestImageFetcher,
+    ResponsesChunkGenerator,
+    ResponsesEcho,
+    ResponsesRequest,
+    ResponsesResponse,
+    ResponsesStreamEvent,
+    SessionTurn,
+    SpecialToken,
+    SpecialTokens,
+    StreamProcessor,
     SystemMessage,
+    ThinkingInitialStage,
+    Tokenizer,
     ToolCall,
     ToolDefinition,
     ToolMessage,
     UrlImageSource,
     UserMessage,
-    ChatCompletionRequest,
-    ConversationRequest,
-    ConversionError,
-    ConversionOptions,
-    InferenceOptions,
-    OutputConstraint,
-    ReasoningContentBehavior,
-    ResponsesEcho,
     WebSearchBehavior,
-    MessagesRequest,
-    ResponsesRequest,
     __version__,
-)
-
-# Output processing (recipe-rs/stream).
-from ._native import (
-    ChatCompletionChunk,
-    ChatCompletionChunkGenerator,
-    ChatCompletionResponse,
-    InferenceChunk,
-    InferenceFinishReason,
-    MessagesChunkGenerator,
-    MessagesResponse,
-    MessagesStreamEvent,
-    PromptUsage,
-    ResponsesChunkGenerator,
-    ResponsesResponse,
-    ResponsesStreamEvent,
-    ParsingOptions,
-    StreamProcessor,
-    ThinkingInitialStage,
+    check_prompt_text,
+    check_token_ids,
     sse_done_message,
-)
-
-# Incremental encoding of agent sessions (recipe-rs/core encoding::session).
-from ._native import EncodingSession, SessionTurn
-
-# Conformance checking of other encoders (recipe-rs/core check); reports are JSON text.
-from ._native import check_prompt_text, check_token_ids
-
-# Images (recipe-rs/images).
-from ._native import (
-    CalcResizeError,
-    ImageError,
-    ImageInfo,
-    ImageQuota,
-    ImageResolver,
-    MultiModalData,
-    OpenCvImagePreprocessor,
-    PreprocessOptions,
-    ReqwestImageFetcher,
 )
 
 __all__ = [

@@ -36,9 +36,9 @@
 # ever need one, pass `--allowlist FILE` in .ci/run with one commented entry per name.
 
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, Final, Generic, Literal, TypeVar, final, overload
+from typing import Any, ClassVar, Final, Generic, Literal, TypeAlias, TypeVar, final, overload
 
-from typing_extensions import Self, TypeAlias, disjoint_base
+from typing_extensions import Self, disjoint_base
 
 __all__ = [
     "AssistantMessage",

@@ -313,7 +313,7 @@ if __name__ == "__main__":
     sys.path.insert(0, str(here))
     import deepseek_recipe as d
     from conversion_case_runner import run_case
-    from official_venv import official_python, ensure_official_venv
+    from official_venv import ensure_official_venv, official_python
 
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 300
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else 1

@@ -89,7 +89,7 @@ def first_difference(x, y, path="") -> str:
     if isinstance(x, list) and isinstance(y, list):
         if len(x) != len(y):
             return f"{path}[] length"
-        for i, (a, b) in enumerate(zip(x, y)):
+        for a, b in zip(x, y):
             if a != b:
                 return first_difference(a, b, f"{path}[]")
     if isinstance(x, dict) and "type" in x:

@@ -22,6 +22,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from stream_replay import replay  # noqa: E402
+
 OUT = HERE / "stream"
 D = "｜DSML｜"
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file
-
 from deepseek_engine.loader import load_model
 from deepseek_engine.models.deepseek_v4 import DeepseekV4ForCausalLM
+from safetensors.torch import load_file
 
 DATA = Path(__file__).resolve().parent / "data"
 PLAIN = DATA / "tiny_v4"
@@ -18,14 +17,14 @@ QUANT = DATA / "tiny_v4_quant"
 torch.set_num_threads(1)
 
 
-@lru_cache(maxsize=None)
+@cache
 def model(path: Path) -> DeepseekV4ForCausalLM:
     if not (path / "config.json").is_file():
         raise FileNotFoundError(f"missing fixture {path}; regenerate with tests/engine/make_reference.py")
     return load_model(path)
 
 
-@lru_cache(maxsize=None)
+@cache
 def reference(name: str) -> dict[str, torch.Tensor]:
     return load_file(str(DATA / f"{name}_reference.safetensors"))
 

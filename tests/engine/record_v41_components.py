@@ -237,7 +237,11 @@ def record_engram_layout() -> None:
 def record_engram_hash() -> None:
     import numpy as np
     from torch import nn
-    from vllm.models.deepseek_v41.common.engram import EngramLayout, NgramHashState, compute_hash_multipliers
+    from vllm.models.deepseek_v41.common.engram import (
+        EngramLayout,
+        NgramHashState,
+        compute_hash_multipliers,
+    )
 
     cfg = _layout_config()
     layout = EngramLayout(cfg)

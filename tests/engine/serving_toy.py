@@ -11,9 +11,8 @@ from __future__ import annotations
 import math
 
 import torch
-from torch import nn
-
 from deepseek_engine.llm import LLM
+from torch import nn
 
 # These models are tiny: one thread is fastest and avoids thrashing a shared 2-core box.
 torch.set_num_threads(1)

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 import shutil
 import sys
@@ -59,13 +58,11 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parents[1] / "engine"))
 
 import torch  # noqa: E402
-from safetensors.torch import save_file  # noqa: E402
-from transformers import DeepseekV4Config, DeepseekV4ForCausalLM  # noqa: E402
-
-from make_reference import build_quantized, full_logits, native_names, randomize  # noqa: E402
-
 from deepseek_engine import LLM, SamplingParams  # noqa: E402
 from deepseek_engine.loader import load_model  # noqa: E402
+from make_reference import build_quantized, full_logits, native_names, randomize  # noqa: E402
+from safetensors.torch import save_file  # noqa: E402
+from transformers import DeepseekV4Config, DeepseekV4ForCausalLM  # noqa: E402
 
 ATOL = 1e-4
 GEN_TOKENS = 40

@@ -3,9 +3,8 @@ its PyTorch definitions), on the tiny V4 checkpoint."""
 
 from __future__ import annotations
 
-import torch
-
 import deepseek_kernels as ops
+import torch
 
 
 def test_kernel_step_equals_reference_step() -> None:

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 import pytest
 import torch
-
 from deepseek_engine.kv_cache import KVCachePool, SequenceCache
 from model_fixtures import PLAIN, model, reference
 

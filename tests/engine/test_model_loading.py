@@ -8,15 +8,12 @@ import shutil
 
 import pytest
 import torch
+from deepseek_engine.config import DeepseekV4ModelConfig, load_config
+from deepseek_engine.loader import canonical_name, load_model
+from deepseek_engine.quantization import decode_scale, dequantize_fp8, dequantize_mxfp4
+from model_fixtures import DATA, PLAIN, QUANT, model, reference
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
-
-from deepseek_engine.config import load_config
-from deepseek_engine.loader import load_model
-from deepseek_engine.config import DeepseekV4ModelConfig
-from deepseek_engine.loader import canonical_name
-from deepseek_engine.quantization import dequantize_fp8, dequantize_mxfp4, decode_scale
-from model_fixtures import DATA, PLAIN, QUANT, model, reference
 
 
 def params_by_native_name(m) -> dict[str, torch.Tensor]:

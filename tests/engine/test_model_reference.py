@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from model_fixtures import PLAIN, QUANT, describe_token_diff, greedy, model, reference
 
 ATOL = 1e-4

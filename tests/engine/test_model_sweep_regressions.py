@@ -13,14 +13,12 @@ The ``tiny_v4_ties`` fixture (see ``make_reference.tiny_config_ties``) covers:
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import pytest
 import torch
-
-from model_fixtures import DATA, describe_token_diff, greedy, model, reference
-
 from deepseek_engine import LLM, SamplingParams
+from model_fixtures import DATA, describe_token_diff, greedy, model, reference
 
 TIES = DATA / "tiny_v4_ties"
 ATOL = 1e-4
@@ -28,7 +26,7 @@ PREFILLS = range(4)  # prompts of 300, 150, 37 and 1 tokens, each with its own r
 GENERATIONS = range(3)  # prompts of 1, 37 and 150 tokens, 40 greedy tokens each
 
 
-@lru_cache(maxsize=None)
+@cache
 def engine() -> LLM:
     return LLM(TIES)
 

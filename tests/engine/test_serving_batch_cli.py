@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 import deepseek_recipe as dr
-
+import pytest
 from deepseek_engine.batch_cli import main, run_batch
 from deepseek_engine.protocol_api import ProtocolEngine, find_tokenizer_json
 from serving_toy import text_model, toy_llm

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import json
 
+import deepseek_recipe as dr
 import pytest
 import torch
-
-import deepseek_recipe as dr
 from deepseek_engine import LLM
 from deepseek_engine.batch_cli import main
 from deepseek_engine.protocol_api import ProtocolEngine, ProtocolError, find_tokenizer_json

@@ -7,7 +7,6 @@ import random
 
 import pytest
 import torch
-
 from deepseek_engine import SamplingParams
 from serving_toy import ToyCausalLM, toy_llm
 

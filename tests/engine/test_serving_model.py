@@ -8,7 +8,6 @@ import random
 
 import pytest
 import torch
-
 from deepseek_engine import LLM, SamplingParams
 from model_fixtures import PLAIN, model, reference
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import torch
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from deepseek_engine.block_manager import BlockManager
 from deepseek_engine.sampling_params import SamplingParams
 from deepseek_engine.scheduler import Scheduler
 from deepseek_engine.sequence import Sequence
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 def make_seq(i: int, tokens: list[int], max_tokens: int = 4) -> Sequence:

@@ -12,18 +12,17 @@ from __future__ import annotations
 
 import math
 import shutil
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
 import torch
-from safetensors.torch import load_file, save_file
-
 from deepseek_engine.loader import load_model
 from deepseek_engine.sampling_params import SamplingParams
 from deepseek_engine.speculative import SpeculativeConfig, SpeculativeLLM, load_drafter
 from deepseek_engine.speculative.dspark import adaptive_budget
 from deepseek_engine.speculative.rejection import verify_greedy, verify_sampling
+from safetensors.torch import load_file, save_file
 
 DATA = Path(__file__).resolve().parent / "data"
 TINY_V41 = DATA / "tiny_v41"
@@ -31,7 +30,7 @@ TINY_V4 = DATA / "tiny_v4"
 torch.set_num_threads(1)
 
 
-@lru_cache(maxsize=None)
+@cache
 def v41():
     return load_model(TINY_V41)
 
@@ -171,7 +170,7 @@ def test_verify_greedy():
     assert verify_greedy(logits[:1], []) == [1]
 
 
-@lru_cache(maxsize=None)
+@cache
 def v4_with_mtp(folder: str) -> Path:
     """The tiny V4 checkpoint plus random ``mtp.0.*`` weights (native names)."""
     from deepseek_engine.speculative.mtp import DeepseekV4MTP

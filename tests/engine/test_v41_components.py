@@ -13,26 +13,36 @@ from __future__ import annotations
 import json
 import os
 import types
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
 import torch
-from safetensors.torch import load_file
-
-from deepseek_engine.layers.engram import (DEAD_ID, EngramLayout, build_compressed_token_map, engram_gate_add,
-                                           hash_multipliers, ngram_hashes)
+from deepseek_engine.config import RopeSpec
+from deepseek_engine.layers.engram import (
+    DEAD_ID,
+    EngramLayout,
+    build_compressed_token_map,
+    engram_gate_add,
+    hash_multipliers,
+    ngram_hashes,
+)
 from deepseek_engine.layers.hyper_connection import hyper_merge
 from deepseek_engine.layers.rotary_embedding import RotaryEmbedding, apply_rotary
 from deepseek_engine.layers.v41_compressor import group_positions, pool_groups
 from deepseek_engine.layers.v41_hyper_connection import mhc_pre_delayed
-from deepseek_engine.layers.v41_indexer import apply_candidate_mask, index_keys, index_logits, select_candidate_blocks
-from deepseek_engine.config import RopeSpec
+from deepseek_engine.layers.v41_indexer import (
+    apply_candidate_mask,
+    index_keys,
+    index_logits,
+    select_candidate_blocks,
+)
+from safetensors.torch import load_file
 
 DATA = Path(__file__).resolve().parent / "data" / "v41_components"
 
 
-@lru_cache(maxsize=None)
+@cache
 def cases() -> dict:
     return json.loads((DATA / "cases.json").read_text())
 

@@ -15,12 +15,11 @@ import json
 import logging
 import os
 import random
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
 import torch
-
 from deepseek_engine.config import DeepseekV4ModelConfig, load_config
 from deepseek_engine.config_v41 import IMAGE_SENTINEL_BASE_ID, DeepseekV41ModelConfig
 from deepseek_engine.kv_cache import SequenceCache
@@ -34,7 +33,7 @@ TINY = DATA / "tiny_v41"
 torch.set_num_threads(1)
 
 
-@lru_cache(maxsize=None)
+@cache
 def tiny() -> DeepseekV41ForCausalLM:
     return load_model(TINY)
 
@@ -264,7 +263,7 @@ def _real_tokenizer() -> Path | None:
         return None
 
 
-@lru_cache(maxsize=None)
+@cache
 def real_vocab_model(folder: str) -> DeepseekV41ForCausalLM:
     tok = _real_tokenizer()
     if tok is None:

@@ -10,11 +10,10 @@ the truncated context harmless), which the test shows too.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import torch
-
 from deepseek_engine.kv_cache import SequenceCache
 from deepseek_engine.kv_cache_v41 import V41CachePool, WindowRing
 from deepseek_engine.loader import load_model
@@ -23,7 +22,7 @@ TINY = Path(__file__).resolve().parent / "data" / "tiny_v41"
 torch.set_num_threads(1)
 
 
-@lru_cache(maxsize=None)
+@cache
 def tiny():
     return load_model(TINY)
 

@@ -8,9 +8,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 import deepseek_recipe as dr
+import pytest
 from deepseek_recipe.integrations.vllm.codec import Codec
 from deepseek_recipe.integrations.vllm.request import chat_body
 from deepseek_recipe.integrations.vllm.stream import Markers

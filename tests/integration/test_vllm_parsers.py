@@ -16,10 +16,9 @@ import pytest
 vllm = pytest.importorskip("vllm", reason="vLLM is not installed (see tests/integration/vllm_render.sh)")
 
 import deepseek_recipe as dr  # noqa: E402
+from deepseek_recipe.integrations.vllm import register  # noqa: E402
 from make_model_dir import main as make_model_dir  # noqa: E402
 from vllm_render_check import CALL, our_parse, output_ids  # noqa: E402
-
-from deepseek_recipe.integrations.vllm import register  # noqa: E402
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}}}}}

@@ -7,10 +7,9 @@ masked rows, empty entry sets) and on float32 and bfloat16 inputs where the op t
 
 from __future__ import annotations
 
+import deepseek_kernels as ops
 import pytest
 import torch
-
-import deepseek_kernels as ops
 from deepseek_kernels.attention.reference import gather_paged_keys
 from deepseek_kernels.moe.reference import clamped_swiglu
 

@@ -3,10 +3,9 @@ logits picks, ties to the lowest ID, including rows the integer prefilter cannot
 
 from __future__ import annotations
 
+import deepseek_kernels as ops
 import pytest
 import torch
-
-import deepseek_kernels as ops
 from deepseek_kernels import GreedyHead
 
 

@@ -6,13 +6,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-
 from pathlib import Path
 
+import deepseek_kernels as ops
 import pytest
 import torch
-
-import deepseek_kernels as ops
 
 KERNELS = str(Path(__file__).resolve().parents[2] / "kernels")
 

@@ -6,7 +6,6 @@ compiles every kernel and autotune configuration for both targets."""
 from __future__ import annotations
 
 import pytest
-
 from deepseek_kernels import aot
 
 SUBSET = {

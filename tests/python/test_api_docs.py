@@ -15,9 +15,8 @@ import ast
 import inspect
 from pathlib import Path
 
-import pytest
-
 import deepseek_recipe as dr
+import pytest
 from deepseek_recipe import _native
 
 STUB = Path(_native.__file__).with_name("_native.pyi")

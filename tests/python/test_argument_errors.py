@@ -4,9 +4,8 @@ The expected type and message of each call were observed by running the same exp
 the official deepseek-recipe 0.2.0 in its side venv (see tests/conformance/official_venv.py).
 """
 
-import pytest
-
 import deepseek_recipe as dr
+import pytest
 
 O = dr.ConversionOptions
 P = dr.ParsingOptions

@@ -7,9 +7,8 @@ import subprocess
 import sys
 import types
 
-import pytest
-
 import deepseek_recipe as dr
+import pytest
 from deepseek_recipe.cli import main
 from deepseek_recipe.cli.inputs import detect_format, load_tokenizer
 from stream_support import tokenizer_path

@@ -12,9 +12,8 @@ import re
 import sys
 from pathlib import Path
 
-import pytest
-
 import deepseek_recipe as d
+import pytest
 
 CONFORMANCE = Path(__file__).resolve().parents[1] / "conformance"
 sys.path.insert(0, str(CONFORMANCE))

@@ -14,10 +14,9 @@ import sys
 import time
 from pathlib import Path
 
+import deepseek_recipe as d
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import deepseek_recipe as d
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance"))
 from conversion_random import mutate, random_cases  # noqa: E402

@@ -3,12 +3,20 @@ official 0.2.0 wheel): validation errors, reprs, structural token encoding, fail
 
 from __future__ import annotations
 
-import pytest
-
 import deepseek_recipe as dr
-from deepseek_recipe import (AssistantMessage, Conversation, DeepseekV41Encoding, DeepseekV4Encoding,
-                             LatestReminderMessage, SystemMessage, ToolCall, ToolDefinition, ToolMessage,
-                             UserMessage)
+import pytest
+from deepseek_recipe import (
+    AssistantMessage,
+    Conversation,
+    DeepseekV4Encoding,
+    DeepseekV41Encoding,
+    LatestReminderMessage,
+    SystemMessage,
+    ToolCall,
+    ToolDefinition,
+    ToolMessage,
+    UserMessage,
+)
 
 USER_ID = 128803
 

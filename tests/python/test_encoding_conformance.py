@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 import deepseek_recipe as dr
+import pytest
 from encoding_spec import record_case
 
 FIXTURES = sorted((Path(__file__).resolve().parents[1] / "conformance" / "encoding").glob("cases_*.json"))

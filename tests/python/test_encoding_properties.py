@@ -3,10 +3,9 @@ template put them, and decoding the token IDs gives back the rendered prompt."""
 
 from __future__ import annotations
 
+import deepseek_recipe as dr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import deepseek_recipe as dr
 
 CTRL = ["<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<think>", "</think>", "<｜System｜>", "<｜User｜>",
         "<｜Assistant｜>", "<｜latest_reminder｜>", "｜DSML｜", "<｜image｜>", "<｜ref｜>", "<｜/box｜>", "<｜image2｜>"]

@@ -14,7 +14,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from image_case_runner import run_case
 from image_http_server import serve
 

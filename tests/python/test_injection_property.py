@@ -9,11 +9,10 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 import deepseek_recipe as dr
 from encoding_spec import tokenizer_path
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 ADDED = json.loads(Path(tokenizer_path()).read_text(encoding="utf-8"))["added_tokens"]
 SPELLINGS = [t["content"] for t in ADDED]

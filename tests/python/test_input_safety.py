@@ -10,9 +10,8 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
-
 import deepseek_recipe as dr
+import pytest
 
 IMG = "<｜image｜>"
 IMG_ID = 129279

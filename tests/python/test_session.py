@@ -5,10 +5,10 @@ with the previous turn's IDs."""
 
 import json
 
-import pytest
-from hypothesis import given, settings, strategies as st
-
 import deepseek_recipe as dr
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from stream_support import tokenizer_path
 
 MODELS = {"v4": "DeepSeek-V4-Pro", "v41": "DeepSeek-V4.1-Flash"}

@@ -11,9 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 import deepseek_recipe as dr
+import pytest
 from sglang_calls import Server, checkpoint_tokenizer_json, run_cases
 
 CASES_FILE = Path(__file__).resolve().parents[1] / "conformance" / "sglang" / "cases.json"

@@ -7,8 +7,7 @@ import sys
 import textwrap
 
 import pytest
-
-from stream_support import REPO, dr, tokenizer
+from stream_support import dr, tokenizer
 
 D = "｜DSML｜"
 

@@ -1,7 +1,6 @@
 """Every committed official stream fixture must come out identical through our package."""
 
 import pytest
-
 from stream_support import describe_difference, load, run_case
 
 

@@ -14,7 +14,6 @@ import subprocess
 import sys
 
 import pytest
-
 from stream_push_states import STATES, child_code
 from stream_support import tokenizer_path
 

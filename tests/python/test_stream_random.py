@@ -9,11 +9,9 @@ import json
 
 import deepseek_recipe as dr
 import pytest
-
-from stream_support import FIXTURES, describe_difference, tokenizer
-
 from generate_stream import official_generator  # noqa: E402  (path set by stream_support)
 from stream_replay import replay  # noqa: E402
+from stream_support import FIXTURES, describe_difference, tokenizer
 
 
 def cases():

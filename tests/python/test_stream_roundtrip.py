@@ -9,8 +9,8 @@ the original turn.
 
 import json
 
-from hypothesis import given, settings, strategies as st
-
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from stream_support import dr, tokenizer
 
 D = "｜DSML｜"

@@ -19,10 +19,9 @@ import typing
 from pathlib import Path
 from typing import Any
 
+import deepseek_recipe as dr
 import pytest
 import typing_extensions
-
-import deepseek_recipe as dr
 from deepseek_recipe import _native
 
 STUB_TREE = ast.parse(Path(_native.__file__).with_name("_native.pyi").read_text(encoding="utf-8"))
@@ -350,8 +349,8 @@ def test_methods_with_arguments_have_the_stub_types(tokenizer):
     for chunk in chunks:
         checked(chat, "accumulate", chunk)
         checked(dr.ChatCompletionResponse, "sse_event_name", chunk)
-    for cls, gen_cls, response in [(dr.ResponsesResponse, dr.ResponsesChunkGenerator, "r"),
-                                   (dr.MessagesResponse, dr.MessagesChunkGenerator, "m")]:
+    for cls, gen_cls in [(dr.ResponsesResponse, dr.ResponsesChunkGenerator),
+                         (dr.MessagesResponse, dr.MessagesChunkGenerator)]:
         generator = gen_cls("id", "m") if gen_cls is dr.ResponsesChunkGenerator else gen_cls("id", "m", False)
         accumulator = cls("id", "m", 1, 2, 3)
         for event in dr.StreamProcessor(generator, dr.ParsingOptions()).finish():

@@ -8,11 +8,10 @@ of these fails the check. Running the file also works: `assert_type` does nothin
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
-
-from typing_extensions import assert_type
+from typing import Any, Literal
 
 import deepseek_recipe as dr
+from typing_extensions import assert_type
 
 
 def convert_and_encode(tokenizer: dr.Tokenizer, body: dict[str, Any], text: str, raw: bytes) -> list[int]:
@@ -25,17 +24,17 @@ def convert_and_encode(tokenizer: dr.Tokenizer, body: dict[str, Any], text: str,
     converted = dr.ResponsesRequest(body).convert(options)
     assert_type(converted, dr.ConversationRequest)
     assert_type(converted.model_version, dr.ModelVersion)
-    assert_type(converted.inference_options.max_tokens, Optional[int])
+    assert_type(converted.inference_options.max_tokens, int | None)
     constraint = converted.inference_options.output_constraint
     if constraint is not None:
         assert_type(constraint.kind, Literal["json", "regex", "tool_call", "tool_call_required"])
     conversation = converted.conversation
-    assert_type(conversation.reasoning_effort, Optional[Literal["low", "high", "xhigh", "max"]])
+    assert_type(conversation.reasoning_effort, Literal["low", "high", "xhigh", "max"] | None)
     for message in conversation.messages:
         assert_type(message.role, Literal["system", "user", "assistant", "tool", "latest_reminder"])
-        assert_type(message.tool_calls, Optional[list[dr.ToolCall]])
+        assert_type(message.tool_calls, list[dr.ToolCall] | None)
         for source in message.image_sources:
-            assert_type(source.data, Optional[bytes])
+            assert_type(source.data, bytes | None)
     encoding = dr.DeepseekV41Encoding().with_tokenizer(tokenizer)
     rendered = encoding.render_conversation(conversation)
     assert_type(rendered.special_ranges, list[tuple[int, int]])
@@ -78,15 +77,15 @@ def stream_messages(request: dr.ConversationRequest) -> list[str]:
     return [event.type for event in events]
 
 
-def stream_responses(echo: dr.ResponsesEcho, protocol: str) -> Optional[str]:
+def stream_responses(echo: dr.ResponsesEcho, protocol: str) -> str | None:
     generator = dr.ResponsesChunkGenerator("resp_1", "m", thinking_mode=True).with_echo(echo)
     options = dr.ParsingOptions(thinking_initial_stage=dr.ThinkingInitialStage.ReasoningStart)
     options.stop_sequences = ("a", "b")
     processor = dr.StreamProcessor(generator, options)
     assert_type(processor.finish(), list[dr.ResponsesStreamEvent])
     chunk = dr.InferenceChunk.ready(prompt_usage=dr.PromptUsage(prompt_tokens=3))
-    assert_type(chunk.prompt_usage, Optional[dr.PromptUsage])
-    assert_type(dr.InferenceChunk.finish(dr.InferenceFinishReason.Length).finish_reason, Optional[dr.InferenceFinishReason])
+    assert_type(chunk.prompt_usage, dr.PromptUsage | None)
+    assert_type(dr.InferenceChunk.finish(dr.InferenceFinishReason.Length).finish_reason, dr.InferenceFinishReason | None)
     return dr.sse_done_message(protocol)
 
 
@@ -112,10 +111,10 @@ def encode_session(encoding: dr.DeepseekV4Encoding, turns: list[dr.Conversation]
         turn = session.last_turn
         assert_type(turn, dr.SessionTurn)
         assert_type(turn.extends_previous, bool)
-        assert_type(turn.divergence_token, Optional[int])
-        assert_type(turn.detail, Optional[str])
+        assert_type(turn.divergence_token, int | None)
+        assert_type(turn.detail, str | None)
         if turn.cause == "reasoning_dropped_from_history":
-            assert_type(turn.message_index, Optional[int])
+            assert_type(turn.message_index, int | None)
         assert_type(turn.to_dict(), dict[str, int | bool | str | None])
     session.reset()
     assert_type(session.memory_bytes, int)

@@ -9,11 +9,11 @@ come from one linear map of the RMS-normed flattened streams, in float32.
 
 from __future__ import annotations
 
+import deepseek_kernels as ops
 import torch
 import torch.nn.functional as F
 
 from deepseek_engine.layers.norm import unweighted_rms_norm
-import deepseek_kernels as ops
 
 
 def hyper_weights(streams: torch.Tensor, fn: torch.Tensor, base: torch.Tensor, scale: torch.Tensor,

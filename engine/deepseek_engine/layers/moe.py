@@ -11,12 +11,12 @@ projection is clamped symmetrically at ``swiglu_limit``.
 
 from __future__ import annotations
 
+import deepseek_kernels as ops
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from deepseek_engine.config import DeepseekV4ModelConfig
-import deepseek_kernels as ops
 
 
 def clamped_swiglu(gate: torch.Tensor, up: torch.Tensor, limit: float) -> torch.Tensor:

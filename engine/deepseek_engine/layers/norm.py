@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import deepseek_kernels as ops
 import torch
 from torch import nn
-
-import deepseek_kernels as ops
 
 
 class RMSNorm(nn.Module):

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import math
 
+import deepseek_kernels as ops
 import torch
 from torch import nn
 
 from deepseek_engine.config import RopeSpec, yarn_mscale
-import deepseek_kernels as ops
 
 
 def _inverse_frequencies(spec: RopeSpec, rope_dim: int) -> tuple[torch.Tensor, float]:

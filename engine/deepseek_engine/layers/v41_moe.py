@@ -14,7 +14,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from deepseek_engine.config_v41 import IMAGE_SENTINEL_BASE_ID, IMAGE_SENTINEL_COUNT, DeepseekV41ModelConfig
+from deepseek_engine.config_v41 import (
+    IMAGE_SENTINEL_BASE_ID,
+    IMAGE_SENTINEL_COUNT,
+    DeepseekV41ModelConfig,
+)
 from deepseek_engine.layers.moe import DeepseekV4MoE
 
 

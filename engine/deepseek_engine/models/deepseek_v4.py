@@ -11,12 +11,12 @@ The cache contract is documented in :mod:`deepseek_engine.kv_cache`.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
+import deepseek_kernels as ops
 import torch
 from torch import nn
 
-import deepseek_kernels as ops
 from deepseek_engine.config import DeepseekV4ModelConfig
 from deepseek_engine.kv_cache import KVCachePool, SequenceCache
 from deepseek_engine.layers.attention import DeepseekV4Attention
@@ -24,7 +24,6 @@ from deepseek_engine.layers.hyper_connection import hyper_head
 from deepseek_engine.layers.moe import DeepseekV4MoE
 from deepseek_engine.layers.norm import RMSNorm
 from deepseek_engine.layers.rotary_embedding import RotaryEmbedding
-
 
 #: The sub-blocks of a decoder layer, in order: (hyper-connection site, input norm, block) attribute names.
 SUB_BLOCKS = (("attn", "attn_norm", "attn"), ("ffn", "ffn_norm", "ffn"))

@@ -33,14 +33,25 @@ from deepseek_engine.config_v41 import DeepseekV41ModelConfig
 from deepseek_engine.kv_cache import SequenceCache, read_rows, write_rows
 from deepseek_engine.kv_cache_v41 import V41CachePool, fresh_v41_cache
 from deepseek_engine.layers.attention import GroupedOutputProjection
-from deepseek_engine.layers.engram import DEAD_ID, Engram, EngramLayout, image_token_mask, ngram_hashes
+from deepseek_engine.layers.engram import (
+    DEAD_ID,
+    Engram,
+    EngramLayout,
+    image_token_mask,
+    ngram_hashes,
+)
 from deepseek_engine.layers.hyper_connection import hyper_merge
 from deepseek_engine.layers.norm import RMSNorm
 from deepseek_engine.layers.rotary_embedding import RotaryEmbedding, apply_rotary
 from deepseek_engine.layers.v41_compressor import V41Compressor
 from deepseek_engine.layers.v41_hyper_connection import collapse, mhc_pre_delayed
-from deepseek_engine.layers.v41_indexer import (V41Indexer, apply_candidate_mask, index_logits,
-                                                select_candidate_blocks, topk_mask)
+from deepseek_engine.layers.v41_indexer import (
+    V41Indexer,
+    apply_candidate_mask,
+    index_logits,
+    select_candidate_blocks,
+    topk_mask,
+)
 from deepseek_engine.layers.v41_moe import DeepseekV41MoE
 
 

@@ -12,14 +12,18 @@ from __future__ import annotations
 import os
 import random
 import re
+from collections.abc import Sequence as Seq
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence as Seq
 
 import torch
 
 from deepseek_engine.sampling_params import SamplingParams
-from deepseek_engine.speculative.decoding import SpeculativeConfig, SpeculativeDecoder, SpeculativeResult
+from deepseek_engine.speculative.decoding import (
+    SpeculativeConfig,
+    SpeculativeDecoder,
+    SpeculativeResult,
+)
 
 __all__ = ["SpeculativeConfig", "SpeculativeLLM", "SpeculativeOutput", "load_drafter"]
 
@@ -132,7 +136,7 @@ class SpeculativeLLM:
 
     @classmethod
     def from_models(cls, model, drafter, speculative: SpeculativeConfig, block_size: int = 16,
-                    max_model_len: int = 8192) -> "SpeculativeLLM":
+                    max_model_len: int = 8192) -> SpeculativeLLM:
         self = cls.__new__(cls)
         self.model, self.drafter = model, drafter
         self._init(speculative, block_size, max_model_len)

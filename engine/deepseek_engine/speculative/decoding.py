@@ -34,7 +34,12 @@ import torch
 
 from deepseek_engine.sampler import filtered_probs, sample_row
 from deepseek_engine.sampling_params import SamplingParams
-from deepseek_engine.speculative.rejection import draw, target_distribution, verify_greedy, verify_sampling
+from deepseek_engine.speculative.rejection import (
+    draw,
+    target_distribution,
+    verify_greedy,
+    verify_sampling,
+)
 
 
 @dataclass

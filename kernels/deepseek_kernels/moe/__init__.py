@@ -16,7 +16,12 @@ import torch
 
 from .._mode import reference_mode
 from .._registry import device_impl, fake, op
-from .reference import clamped_swiglu, moe_dense_experts_reference, route_reference, scores_reference
+from .reference import (
+    clamped_swiglu,
+    moe_dense_experts_reference,
+    route_reference,
+    scores_reference,
+)
 
 _dense, _route = op("moe_dense_experts"), op("moe_route")
 

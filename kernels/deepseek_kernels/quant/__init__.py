@@ -16,8 +16,12 @@ import torch
 
 from .._mode import reference_mode
 from .._registry import device_impl, fake, op
-from .reference import (dequantize_fp8_blocks_reference, dequantize_mxfp4_reference, fp8_gemm_reference,
-                        mxfp4_gemm_reference)
+from .reference import (
+    dequantize_fp8_blocks_reference,
+    dequantize_mxfp4_reference,
+    fp8_gemm_reference,
+    mxfp4_gemm_reference,
+)
 
 _fp8, _fp4 = op("dequantize_fp8_blocks"), op("dequantize_mxfp4")
 _fp8_gemm, _fp4_gemm = op("fp8_gemm"), op("mxfp4_gemm")

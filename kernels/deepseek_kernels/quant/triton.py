@@ -93,7 +93,9 @@ def _byte_scales(scale: torch.Tensor) -> torch.Tensor:
 
 
 def fp8_gemm_triton(a, a_scale, b, b_scale, block_m: int = 128, num_warps: int = 4, num_stages: int = 3):
-    from triton.tools.tensor_descriptor import TensorDescriptor  # (Triton >= 3.4; imported when launched)
+    from triton.tools.tensor_descriptor import (
+        TensorDescriptor,  # (Triton >= 3.4; imported when launched)
+    )
 
     m, k = a.shape
     n = b.shape[0]

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 
-import deepseek_recipe as dr
 from vllm.exceptions import VLLMValidationError
 from vllm.renderers.base import BaseRenderer
 from vllm.renderers.inputs.preprocess import parse_dec_only_prompt
 from vllm.renderers.params import ChatParams
 from vllm.utils.async_utils import make_async
+
+import deepseek_recipe as dr
 
 from .codec import codec_for, model_name
 from .request import chat_body, conversation_messages, has_images
