@@ -43,6 +43,8 @@ class RequestOutput:
     # in each step and drafts verified in each step.
     spec_accepted_per_step: list[int] | None = None
     spec_verify_lengths: list[int] | None = None
+    # Tokens recomputed to rebuild sliding-window KV after prefix-cache hits (V4.1 bounded replay).
+    num_replayed_tokens: int = 0
 
 
 def _resolve_dtype(dtype: torch.dtype | str | None) -> torch.dtype | None:
@@ -66,14 +68,20 @@ class LLM:
     """
 
     def __init__(self, model_dir: str | os.PathLike, dtype: torch.dtype | str | None = None, *,
-                 device: str | torch.device = "cpu", speculative: Any = None, **engine_args: Any) -> None:
+                 device: str | torch.device = "cpu", speculative: Any = None, swa_replay: str | None = "exact",
+                 **engine_args: Any) -> None:
         """``speculative``: a ``deepseek_engine.speculative.SpeculativeConfig`` turns on speculative
         decoding (drafter from the checkpoint's ``mtp.*`` tensors); ``generate`` then runs one request
-        at a time through it and reports accepted drafts and verify lengths per step."""
+        at a time through it and reports accepted drafts and verify lengths per step.
+
+        ``swa_replay`` (V4.1): ``"exact"`` keeps sliding-window KV out of the shared cache blocks and
+        rebuilds it after a prefix-cache hit by replaying ``num_layers * (window - 1)`` tokens (equal to
+        a full forward); ``"window"`` replays only ``window`` tokens (vLLM's bounded replay, not exact);
+        ``None`` keeps window KV in the blocks. See ``models/v41_serving.py``."""
         from . import _model_adapter
 
         device = torch.device(device)
-        model, make_kv, info = _model_adapter.load(os.fspath(model_dir), _resolve_dtype(dtype), device)
+        model, make_kv, info = _model_adapter.load(os.fspath(model_dir), _resolve_dtype(dtype), device, swa_replay)
         self._init(model, make_kv, info, device=device, **engine_args)
         self.model_dir = os.fspath(model_dir)
         if speculative is not None:
@@ -88,7 +96,7 @@ class LLM:
     def from_model(cls, model: torch.nn.Module, make_kv: Callable[[int, int], Any] | None = None, *,
                    device: str | torch.device = "cpu", vocab_size: int | None = None,
                    eos_token_id: int | list[int] | None = None, max_model_len: int | None = None,
-                   **engine_args: Any) -> "LLM":
+                   swa_replay: str | None = "exact", **engine_args: Any) -> "LLM":
         """Wrap a model already in memory.
 
         Without ``make_kv`` the model must be a ``DeepseekV4ForCausalLM`` and everything
@@ -99,7 +107,7 @@ class LLM:
         if make_kv is None:
             from . import _model_adapter
 
-            model, make_kv, info = _model_adapter.wrap(model)
+            model, make_kv, info = _model_adapter.wrap(model, swa_replay)
         else:
             info = {}
         given = {"vocab_size": vocab_size, "eos_token_id": eos_token_id, "max_model_len": max_model_len}
@@ -196,6 +204,7 @@ class LLM:
             stop_token_id=seq.stop_token_id,
             num_cached_tokens=seq.num_cached_tokens or 0,
             logprobs=seq.logprobs if seq.params.logprobs is not None else None,
+            num_replayed_tokens=seq.model_state.get("replayed_tokens", 0),
         )
 
     def generate(self, prompts: Seq[Seq[int]], sampling_params: SamplingParams | Seq[SamplingParams] | None = None,
