@@ -33,7 +33,7 @@ from __future__ import annotations
 import torch
 
 from deepseek_engine.config_v41 import DeepseekV41ModelConfig
-from deepseek_engine.kv_cache import SequenceCache
+from deepseek_engine.kv_cache import PagedPool, SequenceCache
 
 
 class V41LayerPool:
@@ -57,26 +57,17 @@ class V41LayerPool:
                 self.index_keys = alloc(config.index_head_dim)
 
 
-class V41CachePool:
-    """Block-paged storage for every layer of a V4.1 model (interface of :class:`KVCachePool`)."""
+class V41CachePool(PagedPool):
+    """Block-paged storage for every layer of a V4.1 model, plus the pool-wide ``token_ids``."""
+
+    layer_pool = V41LayerPool
 
     def __init__(self, config: DeepseekV41ModelConfig, num_blocks: int, block_size: int = 16,
                  dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu",
                  window_kv: bool = True) -> None:
-        if num_blocks <= 0 or block_size <= 0:
-            raise ValueError("num_blocks and block_size must be positive")
-        self.config = config
-        self.num_blocks = num_blocks
-        self.block_size = block_size
-        self.dtype = dtype
-        self.device = torch.device(device)
+        super().__init__(config, num_blocks, block_size, dtype, device, window_kv=window_kv)
         self.token_ids = torch.zeros(num_blocks, block_size, dtype=torch.long, device=self.device)
         self.window_kv = window_kv
-        self.layers = [V41LayerPool(config, i, num_blocks, block_size, dtype, self.device, window_kv)
-                       for i in range(config.num_hidden_layers)]
-
-    def blocks_needed(self, num_tokens: int) -> int:
-        return -(-num_tokens // self.block_size)
 
     def bytes_per_token(self) -> dict[str, int]:
         """Cache bytes each token occupies, split into sliding-window KV and everything else."""
@@ -92,8 +83,7 @@ class V41CachePool:
 def fresh_v41_cache(config: DeepseekV41ModelConfig, num_tokens: int, block_size: int = 16,
                     dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu") -> SequenceCache:
     """A private pool sized for ``num_tokens`` tokens with an identity block table."""
-    blocks = max(1, -(-num_tokens // block_size))
-    return SequenceCache(V41CachePool(config, blocks, block_size, dtype, device), range(blocks))
+    return V41CachePool.fresh_sequence(config, num_tokens, block_size, dtype, device)
 
 
 class WindowRing:

@@ -32,9 +32,9 @@ from torch import nn
 from deepseek_engine.config_v41 import DeepseekV41ModelConfig
 from deepseek_engine.kv_cache import SequenceCache, read_rows, write_rows
 from deepseek_engine.kv_cache_v41 import V41CachePool, fresh_v41_cache
-from deepseek_engine.layers.attention import GroupedOutputProjection
+from deepseek_engine.layers.attention import add_attention_projections
 from deepseek_engine.layers.engram import DEAD_ID, Engram, EngramLayout, image_token_mask, ngram_hashes
-from deepseek_engine.layers.hyper_connection import hyper_merge
+from deepseek_engine.layers.hyper_connection import add_hc_sites, hyper_merge
 from deepseek_engine.layers.norm import RMSNorm
 from deepseek_engine.layers.rotary_embedding import RotaryEmbedding, apply_rotary
 from deepseek_engine.layers.v41_compressor import V41Compressor
@@ -77,15 +77,7 @@ class DeepseekV41Attention(nn.Module):
         self.o_groups = c.o_groups
         self.scale = c.head_dim**-0.5
         self.rope = compress_rope if self.ratio > 0 else main_rope
-        self.wq_a = nn.Linear(c.hidden_size, c.q_lora_rank, bias=False)
-        self.q_norm = RMSNorm(c.q_lora_rank, c.rms_norm_eps)
-        self.wq_b = nn.Linear(c.q_lora_rank, c.num_attention_heads * c.head_dim, bias=False)
-        self.wkv = nn.Linear(c.hidden_size, c.head_dim, bias=False)
-        self.norm = RMSNorm(c.head_dim, c.rms_norm_eps)
-        self.wo_a = GroupedOutputProjection(c.num_attention_heads * c.head_dim // c.o_groups,
-                                            c.o_groups * c.o_lora_rank, c.o_groups)
-        self.wo_b = nn.Linear(c.o_groups * c.o_lora_rank, c.hidden_size, bias=False)
-        self.attn_sink = nn.Parameter(torch.zeros(c.num_attention_heads))
+        add_attention_projections(self, c)  # no per-head query norm in V4.1: the forward skips it
         self.kv_source = c.kv_source(layer_idx)
         self.index_source = c.index_source(layer_idx)
         is_kv_source = layer_idx in c.kv_source_layer_ids
@@ -188,11 +180,7 @@ class DeepseekV41DecoderLayer(nn.Module):
         self.ffn = DeepseekV41MoE(c, layer_idx)
         self.attn_norm = RMSNorm(c.hidden_size, c.rms_norm_eps)
         self.ffn_norm = RMSNorm(c.hidden_size, c.rms_norm_eps)
-        mix = (2 + c.hc_mult) * c.hc_mult
-        for site in ("attn", "ffn"):
-            self.register_parameter(f"hc_{site}_fn", nn.Parameter(torch.zeros(mix, c.hc_mult * c.hidden_size)))
-            self.register_parameter(f"hc_{site}_base", nn.Parameter(torch.zeros(mix)))
-            self.register_parameter(f"hc_{site}_scale", nn.Parameter(torch.ones(3)))
+        add_hc_sites(self, c)
 
     def _pre(self, site: str, streams: torch.Tensor, pre_mix: torch.Tensor | None):
         c = self.config
