@@ -63,15 +63,18 @@ class BatchedDeepseekV4(nn.Module):
         return m.norm(hyper_head(streams, m.hc_head_fn, m.hc_head_base, m.hc_head_scale, c.hc_eps, c.rms_norm_eps))
 
 
-def load(model_dir: str, dtype: torch.dtype | None, device: torch.device) -> tuple[nn.Module, Any, dict]:
+def load(model_dir: str, dtype: torch.dtype | None, device: torch.device,
+         swa_replay: str | None = "exact") -> tuple[nn.Module, Any, dict]:
     """Load a checkpoint; return the batched model, its cache factory and engine facts."""
     from .loader import load_model
 
     model = load_model(model_dir, dtype or torch.float32, device)
-    return wrap(model)
+    return wrap(model, swa_replay)
 
 
-def wrap(model: nn.Module) -> tuple[nn.Module, Any, dict]:
+def wrap(model: nn.Module, swa_replay: str | None = "exact") -> tuple[nn.Module, Any, dict]:
+    """``swa_replay`` chooses how V4.1 models keep window KV (``models/v41_serving.py``); V4 models keep it
+    in the shared pool blocks (``None``) and refuse the other settings."""
     config = model.config
     eos = config.eos_token_id
     from .config_v41 import DeepseekV41ModelConfig
@@ -79,7 +82,9 @@ def wrap(model: nn.Module) -> tuple[nn.Module, Any, dict]:
     if isinstance(config, DeepseekV41ModelConfig):
         from .models.v41_serving import wrap_v41
 
-        return wrap_v41(model, min(config.max_position_embeddings, DEFAULT_MAX_MODEL_LEN))
+        return wrap_v41(model, min(config.max_position_embeddings, DEFAULT_MAX_MODEL_LEN), swa_replay)
+    if swa_replay not in (None, "exact"):
+        raise ValueError(f"swa_replay={swa_replay!r} needs a DeepSeek V4.1 model; V4 shares window KV through the prefix cache")
 
     def make_kv(num_blocks: int, block_size: int) -> KVCachePool:
         return KVCachePool(config, num_blocks, block_size, model.dtype, model.device)

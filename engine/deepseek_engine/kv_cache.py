@@ -98,17 +98,15 @@ class LayerPool:
             self.idx_entries = alloc(config.index_head_dim)
 
 
-class KVCachePool:
-    """Block-paged storage for all layers of one model."""
+class PagedPool:
+    """Block-paged storage for all layers of one model: ``layers[i]`` is a ``layer_pool`` (one per
+    architecture: :class:`LayerPool` here, ``V41LayerPool`` in :mod:`deepseek_engine.kv_cache_v41`) built
+    with ``(config, i, num_blocks, block_size, dtype, device, **layer_args)``."""
 
-    def __init__(
-        self,
-        config: DeepseekV4ModelConfig,
-        num_blocks: int,
-        block_size: int = 16,
-        dtype: torch.dtype = torch.float32,
-        device: torch.device | str = "cpu",
-    ) -> None:
+    layer_pool: type
+
+    def __init__(self, config, num_blocks: int, block_size: int = 16, dtype: torch.dtype = torch.float32,
+                 device: torch.device | str = "cpu", **layer_args) -> None:
         if num_blocks <= 0 or block_size <= 0:
             raise ValueError("num_blocks and block_size must be positive")
         self.config = config
@@ -116,13 +114,25 @@ class KVCachePool:
         self.block_size = block_size
         self.dtype = dtype
         self.device = torch.device(device)
-        self.layers = [
-            LayerPool(config, i, num_blocks, block_size, dtype, self.device) for i in range(config.num_hidden_layers)
-        ]
+        self.layers = [self.layer_pool(config, i, num_blocks, block_size, dtype, self.device, **layer_args)
+                       for i in range(config.num_hidden_layers)]
 
     def blocks_needed(self, num_tokens: int) -> int:
         """Number of blocks a sequence of ``num_tokens`` tokens occupies."""
         return -(-num_tokens // self.block_size)
+
+    @classmethod
+    def fresh_sequence(cls, config, num_tokens: int, block_size: int = 16, dtype: torch.dtype = torch.float32,
+                       device: torch.device | str = "cpu") -> SequenceCache:
+        """A private pool sized for ``num_tokens`` tokens, seen through an identity block table."""
+        blocks = max(1, -(-num_tokens // block_size))
+        return SequenceCache(cls(config, blocks, block_size, dtype, device), range(blocks))
+
+
+class KVCachePool(PagedPool):
+    """Block-paged storage for all layers of a DeepSeek V4 model."""
+
+    layer_pool = LayerPool
 
 
 class SequenceCache:
@@ -143,9 +153,7 @@ class SequenceCache:
     def fresh(cls, config: DeepseekV4ModelConfig, num_tokens: int, block_size: int = 16,
               dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu") -> SequenceCache:
         """A private pool sized for ``num_tokens`` tokens with an identity block table."""
-        blocks = max(1, -(-num_tokens // block_size))
-        pool = KVCachePool(config, blocks, block_size, dtype, device)
-        return cls(pool, range(blocks))
+        return KVCachePool.fresh_sequence(config, num_tokens, block_size, dtype, device)
 
     @property
     def capacity(self) -> int:

@@ -7,7 +7,10 @@ row of block ``b`` depends only on the sequence's tokens up to the end of block
 
 * ``token_ids`` ``[num_blocks, block_size]`` (pool-wide): each position's token
   id, read back as the engram's lookback at a chunk's start;
-* per layer ``kv``: the sliding-window key/value of every token (all layers);
+* per layer ``kv``: the sliding-window key/value of every token (all layers),
+  unless the pool is built with ``window_kv=False``: then every sequence keeps
+  its window KV in a private :class:`WindowRing` and a prefix-cache hit rebuilds
+  it by bounded replay (``models/v41_serving.py``);
 * KV-source layers only:
 
   - ``raw`` (ratio 2): the float32 compressor rows ``[kv | score]`` of every
@@ -30,21 +33,21 @@ from __future__ import annotations
 import torch
 
 from deepseek_engine.config_v41 import DeepseekV41ModelConfig
-from deepseek_engine.kv_cache import SequenceCache
+from deepseek_engine.kv_cache import PagedPool, SequenceCache
 
 
 class V41LayerPool:
     """Tensors of one decoder layer (see the module docstring)."""
 
     def __init__(self, config: DeepseekV41ModelConfig, layer_idx: int, num_blocks: int, block_size: int,
-                 dtype: torch.dtype, device: torch.device) -> None:
+                 dtype: torch.dtype, device: torch.device, window_kv: bool = True) -> None:
         shape = (num_blocks, block_size)
 
         def alloc(width: int, dt: torch.dtype = dtype) -> torch.Tensor:
             return torch.zeros(*shape, width, dtype=dt, device=device)
 
         self.ratio = config.ratio(layer_idx)
-        self.kv = alloc(config.head_dim)
+        self.kv = alloc(config.head_dim) if window_kv else None
         self.raw = self.entries = self.index_keys = None
         if layer_idx in config.kv_source_layer_ids:
             if self.ratio == 2:
@@ -54,28 +57,21 @@ class V41LayerPool:
                 self.index_keys = alloc(config.index_head_dim)
 
 
-class V41CachePool:
-    """Block-paged storage for every layer of a V4.1 model (interface of :class:`KVCachePool`)."""
+class V41CachePool(PagedPool):
+    """Block-paged storage for every layer of a V4.1 model, plus the pool-wide ``token_ids``."""
+
+    layer_pool = V41LayerPool
 
     def __init__(self, config: DeepseekV41ModelConfig, num_blocks: int, block_size: int = 16,
-                 dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu") -> None:
-        if num_blocks <= 0 or block_size <= 0:
-            raise ValueError("num_blocks and block_size must be positive")
-        self.config = config
-        self.num_blocks = num_blocks
-        self.block_size = block_size
-        self.dtype = dtype
-        self.device = torch.device(device)
+                 dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu",
+                 window_kv: bool = True) -> None:
+        super().__init__(config, num_blocks, block_size, dtype, device, window_kv=window_kv)
         self.token_ids = torch.zeros(num_blocks, block_size, dtype=torch.long, device=self.device)
-        self.layers = [V41LayerPool(config, i, num_blocks, block_size, dtype, self.device)
-                       for i in range(config.num_hidden_layers)]
-
-    def blocks_needed(self, num_tokens: int) -> int:
-        return -(-num_tokens // self.block_size)
+        self.window_kv = window_kv
 
     def bytes_per_token(self) -> dict[str, int]:
         """Cache bytes each token occupies, split into sliding-window KV and everything else."""
-        swa = sum(lp.kv[0, 0].numel() * lp.kv.element_size() for lp in self.layers)
+        swa = sum(lp.kv[0, 0].numel() * lp.kv.element_size() for lp in self.layers if lp.kv is not None)
         other = self.token_ids.element_size()
         for lp in self.layers:
             for t in (lp.raw, lp.entries, lp.index_keys):
@@ -87,29 +83,53 @@ class V41CachePool:
 def fresh_v41_cache(config: DeepseekV41ModelConfig, num_tokens: int, block_size: int = 16,
                     dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu") -> SequenceCache:
     """A private pool sized for ``num_tokens`` tokens with an identity block table."""
-    blocks = max(1, -(-num_tokens // block_size))
-    return SequenceCache(V41CachePool(config, blocks, block_size, dtype, device), range(blocks))
+    return V41CachePool.fresh_sequence(config, num_tokens, block_size, dtype, device)
 
 
 class WindowRing:
     """Private sliding-window KV of one sequence, ``window + max_step`` rows per layer, reused in a ring.
 
-    With bounded replay (:meth:`DeepseekV41ForCausalLM.replay_prefix`) a
-    sequence keeps its window KV here instead of in the shared pool blocks:
-    position ``p`` lives in row ``p % rows``. A step of ``t <= max_step`` tokens
-    starting at ``s`` reads positions ``s - window + 1 .. s + t - 1``, all
-    distinct modulo ``rows``.
+    Position ``p`` lives in row ``p % size``. A step of ``t <= max_step`` tokens
+    starting at ``s`` reads positions ``s - window + 1 .. s + t - 1``, all distinct
+    modulo ``size``. ``lo`` is the lowest position the ring was ever filled from
+    (the ``replay_start`` of its last replay, 0 otherwise): window reads never reach
+    below it. ``end`` is one past the highest position written.
     """
 
     def __init__(self, config: DeepseekV41ModelConfig, max_step: int, dtype: torch.dtype = torch.float32,
                  device: torch.device | str = "cpu") -> None:
+        self.window = config.sliding_window
         self.max_step = max_step
-        self.size = config.sliding_window + max_step
+        self.size = self.window + max_step
+        self.lo = self.end = 0
         self.layers = [torch.zeros(1, self.size, config.head_dim, dtype=dtype, device=device)
                        for _ in range(config.num_hidden_layers)]
 
     def rows(self, positions: torch.Tensor) -> torch.Tensor:
         return positions % self.size
+
+    def holds_window_of(self, start: int) -> bool:
+        """Whether a step starting at ``start`` finds the window before it intact in the ring.
+
+        True when ``start`` is 0 or the ring was written up to at least ``start`` and
+        at most ``max_step`` positions beyond it (a rolled-back speculative step, or a
+        recompute after preemption): the rows of ``start - window + 1 .. start - 1``
+        have not been overwritten since.
+        """
+        return start == 0 or (self.lo <= start <= self.end <= start + self.max_step)
+
+    def grow(self, max_step: int, start: int) -> None:
+        """Make room for steps of ``max_step`` tokens, keeping the window before ``start``."""
+        if max_step <= self.max_step:
+            return
+        keep = torch.arange(max(self.lo, start - self.window + 1, 0), start)
+        old_rows = self.rows(keep)
+        self.max_step, self.size = max_step, self.window + max_step
+        new_rows = self.rows(keep)
+        for i, t in enumerate(self.layers):
+            fresh = t.new_zeros(1, self.size, t.shape[-1])
+            fresh[0, new_rows] = t[0, old_rows]
+            self.layers[i] = fresh
 
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in self.layers)

@@ -45,6 +45,15 @@ class RequestOutput:
     # in each step and drafts verified in each step.
     spec_accepted_per_step: list[int] | None = None
     spec_verify_lengths: list[int] | None = None
+    # Tokens recomputed to rebuild sliding-window KV after prefix-cache hits (V4.1 bounded replay).
+    num_replayed_tokens: int = 0
+
+    @property
+    def spec_acceptance_rate(self) -> float | None:
+        """Accepted drafts over verified drafts of a speculative request (``None``: not speculative)."""
+        if self.spec_verify_lengths is None:
+            return None
+        return sum(self.spec_accepted_per_step) / max(1, sum(self.spec_verify_lengths))
 
 
 def _resolve_dtype(dtype: torch.dtype | str | None) -> torch.dtype | None:
@@ -68,29 +77,32 @@ class LLM:
     """
 
     def __init__(self, model_dir: str | os.PathLike, dtype: torch.dtype | str | None = None, *,
-                 device: str | torch.device = "cpu", speculative: Any = None, **engine_args: Any) -> None:
-        """``speculative``: a ``deepseek_engine.speculative.SpeculativeConfig`` turns on speculative
-        decoding (drafter from the checkpoint's ``mtp.*`` tensors); ``generate`` then runs one request
-        at a time through it and reports accepted drafts and verify lengths per step."""
+                 device: str | torch.device = "cpu", speculative: Any = None, swa_replay: str | None = "exact",
+                 **engine_args: Any) -> None:
+        """``speculative``: a ``deepseek_engine.speculative.SpeculativeConfig``, the speculative setting of
+        requests whose ``SamplingParams.speculative`` is ``None`` (a request may also choose its own, or
+        ``False``). The drafter comes from the checkpoint's ``mtp.*`` tensors; speculative requests report
+        accepted drafts and verify lengths per step (``deepseek_engine.speculative.serving``).
+
+        ``swa_replay`` (V4.1): ``"exact"`` keeps sliding-window KV out of the shared cache blocks and
+        rebuilds it after a prefix-cache hit by replaying ``num_layers * (window - 1)`` tokens (equal to
+        a full forward); ``"window"`` replays only ``window`` tokens (vLLM's bounded replay, not exact);
+        ``None`` keeps window KV in the blocks. See ``models/v41_serving.py``."""
         from . import _model_adapter
 
         device = torch.device(device)
-        model, make_kv, info = _model_adapter.load(os.fspath(model_dir), _resolve_dtype(dtype), device)
+        model, make_kv, info = _model_adapter.load(os.fspath(model_dir), _resolve_dtype(dtype), device, swa_replay)
         self._init(model, make_kv, info, device=device, **engine_args)
         self.model_dir = os.fspath(model_dir)
+        self._default_speculative = speculative
         if speculative is not None:
-            from .speculative import SpeculativeLLM, load_drafter
-
-            target = model.model
-            self._speculative = SpeculativeLLM.from_models(
-                target, load_drafter(model_dir, target, speculative.method), speculative,
-                max_model_len=self.max_model_len)
+            self._speculation()  # load the drafter now: a checkpoint without one fails here
 
     @classmethod
     def from_model(cls, model: torch.nn.Module, make_kv: Callable[[int, int], Any] | None = None, *,
                    device: str | torch.device = "cpu", vocab_size: int | None = None,
                    eos_token_id: int | list[int] | None = None, max_model_len: int | None = None,
-                   **engine_args: Any) -> LLM:
+                   swa_replay: str | None = "exact", **engine_args: Any) -> LLM:
         """Wrap a model already in memory.
 
         Without ``make_kv`` the model must be a ``DeepseekV4ForCausalLM`` and everything
@@ -101,7 +113,7 @@ class LLM:
         if make_kv is None:
             from . import _model_adapter
 
-            model, make_kv, info = _model_adapter.wrap(model)
+            model, make_kv, info = _model_adapter.wrap(model, swa_replay)
         else:
             info = {}
         given = {"vocab_size": vocab_size, "eos_token_id": eos_token_id, "max_model_len": max_model_len}
@@ -142,6 +154,8 @@ class LLM:
                                    max_model_len=max_model_len, eos_token_id=eos_token_id)
         self.runner = ModelRunner(self.model, make_kv(num_kv_blocks, block_size), block_size, device)
         self.model_dir: str | None = None
+        self._default_speculative = None
+        self._spec_requests = None
         self._next_id = 0
         self._seed_rng = random.Random(int.from_bytes(os.urandom(8), "little"))
 
@@ -170,14 +184,32 @@ class LLM:
         """
         params = params or SamplingParams()
         ids = self._check_prompt(prompt)
-        seed = params.seed if params.seed is not None else self._seed_rng.getrandbits(63)
-        generator = torch.Generator(device=self.device)
-        generator.manual_seed(seed)
-        seq = Sequence(self._next_id, ids, params, generator)
+        if params.speculative not in (None, False):
+            raise ValueError("speculative requests run through generate(), not add_request()")
+        seq = Sequence(self._next_id, ids, params, self._generator(params))
         seq.on_token = on_token
         self._next_id += 1
         self.scheduler.add(seq)
         return seq.seq_id
+
+    def _generator(self, params: SamplingParams) -> torch.Generator:
+        seed = params.seed if params.seed is not None else self._seed_rng.getrandbits(63)
+        generator = torch.Generator(device=self.device)
+        generator.manual_seed(seed)
+        return generator
+
+    def _speculation(self):
+        if self._spec_requests is None:
+            from .speculative.serving import SpeculativeRequests
+
+            self._spec_requests = SpeculativeRequests(self.model.model, self.model_dir, self._default_speculative,
+                                                      self.max_model_len)
+        return self._spec_requests
+
+    def _speculative_config(self, params: SamplingParams):
+        if params.speculative is None and self._default_speculative is None or params.speculative is False:
+            return None
+        return self._speculation().config_for(params)
 
     def has_unfinished_requests(self) -> bool:
         return self.scheduler.has_unfinished()
@@ -198,6 +230,7 @@ class LLM:
             stop_token_id=seq.stop_token_id,
             num_cached_tokens=seq.num_cached_tokens or 0,
             logprobs=seq.logprobs if seq.params.logprobs is not None else None,
+            num_replayed_tokens=seq.model_state.get("replayed_tokens", 0),
         )
 
     def generate(self, prompts: Seq[Seq[int]], sampling_params: SamplingParams | Seq[SamplingParams] | None = None,
@@ -205,7 +238,9 @@ class LLM:
         """Generate for every prompt; outputs come back in prompt order.
 
         ``sampling_params`` is one ``SamplingParams`` for all prompts or one per prompt.
-        Every prompt is validated before any work starts.
+        Every prompt is validated before any work starts. Speculative requests (see
+        ``__init__``) run in lock step after the plain ones; ``add_request``/``step``
+        serve plain decoding only.
         """
         if sampling_params is None or isinstance(sampling_params, SamplingParams):
             params_list = [sampling_params or SamplingParams()] * len(prompts)
@@ -215,9 +250,9 @@ class LLM:
                 raise ValueError(f"{len(prompts)} prompts but {len(params_list)} sampling parameters")
         for p in prompts:
             self._check_prompt(p)
-        if getattr(self, "_speculative", None) is not None:
-            return [self._speculative_output(p, sp) for p, sp in zip(prompts, params_list)]
-        ids = [self.add_request(p, sp) for p, sp in zip(prompts, params_list)]
+        specs = [self._speculative_config(sp) for sp in params_list]
+        ids = [None if spec is not None else self.add_request(p, sp)
+               for p, sp, spec in zip(prompts, params_list, specs)]
         results: dict[int, RequestOutput] = {}
         bar = None
         if use_tqdm:
@@ -229,15 +264,25 @@ class LLM:
                 results[out.request_id] = out
                 if bar is not None:
                     bar.update(1)
+        spec_rows = [i for i, spec in enumerate(specs) if spec is not None]
+        if spec_rows:
+            runs = self._speculation().run([(self._check_prompt(prompts[i]), params_list[i], specs[i],
+                                             self._generator(params_list[i])) for i in spec_rows])
+            for i, run in zip(spec_rows, runs):
+                ids[i] = self._next_id
+                results[self._next_id] = self._speculative_output(self._next_id, run)
+                self._next_id += 1
+                if bar is not None:
+                    bar.update(1)
         if bar is not None:
             bar.close()
         return [results[i] for i in ids]
 
-    def _speculative_output(self, prompt: Seq[int], params: SamplingParams) -> RequestOutput:
-        out = self._speculative.generate([prompt], params)[0]
-        request_id, self._next_id = self._next_id, self._next_id + 1
+    @staticmethod
+    def _speculative_output(request_id: int, run) -> RequestOutput:
+        out = run.outcome()
         stop = out.token_ids[-1] if out.finish_reason == "stop" and out.token_ids else None
-        return RequestOutput(request_id, list(prompt), out.token_ids, out.finish_reason, stop, 0, None,
+        return RequestOutput(request_id, list(run.prompt), out.token_ids, out.finish_reason, stop, 0, None,
                              out.accepted_per_step, out.verify_lengths)
 
     def forward_logits(self, token_ids: Seq[int]) -> torch.Tensor:

@@ -11,7 +11,9 @@ The model contract is ``model(input_ids, positions, cache) -> logits``:
   ``block_id * block_size + offset``);
 * the result holds one row of logits per entry of ``cache.logits_indices`` (the
   flat positions whose next token is needed), or one row per input token when
-  ``logits_indices`` is ``None``.
+  ``logits_indices`` is ``None``;
+* ``cache.seq_states`` holds each sequence's ``model_state`` dict, where a model may
+  keep private per-sequence state between steps (V4.1's window ring).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ class StepContext:
     slot_mapping: torch.Tensor
     logits_indices: torch.Tensor | None
     prompt_lens: list[int] | None = None  # prompt length of each sequence (``None``: unknown)
+    # Each sequence's ``model_state`` dict: private per-sequence state the model keeps between steps.
+    seq_states: list[dict] | None = None
 
     @property
     def num_seqs(self) -> int:
@@ -77,6 +81,7 @@ class ModelRunner:
             slot_mapping=torch.tensor(slots, dtype=torch.long, device=dev),
             logits_indices=logits_indices,
             prompt_lens=[s.num_prompt_tokens for s in seqs],
+            seq_states=[s.model_state for s in seqs],
         )
         input_ids = torch.tensor(ids, dtype=torch.long, device=dev)
         pos = torch.tensor(positions, dtype=torch.long, device=dev)

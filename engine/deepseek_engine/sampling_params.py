@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .speculative.config import SpeculativeConfig
 
 
 @dataclass
@@ -16,6 +20,11 @@ class SamplingParams:
     is full". ``logprobs=N`` reports the chosen token's log probability plus the ``N``
     most likely alternatives (``0``: chosen token only); log probabilities come from
     the model's raw distribution, before temperature and filtering.
+
+    ``speculative`` selects speculative decoding for this request: a
+    ``SpeculativeConfig`` (drafter method, drafts per step, adaptive verification),
+    ``False`` (never for this request) or ``None`` (the ``LLM``'s own setting).
+    Greedy output is the same either way; sampled output has the same distribution.
     """
 
     temperature: float = 1.0
@@ -26,6 +35,7 @@ class SamplingParams:
     stop_token_ids: list[int] = field(default_factory=list)
     ignore_eos: bool = False
     logprobs: int | None = None
+    speculative: SpeculativeConfig | bool | None = None
 
     def __post_init__(self) -> None:
         if not self.temperature >= 0.0:
@@ -41,6 +51,14 @@ class SamplingParams:
         if self.seed is not None and not 0 <= self.seed < 2**63:
             raise ValueError(f"seed must be in [0, 2^63), got {self.seed}")
         self.stop_token_ids = [int(t) for t in self.stop_token_ids]
+        if self.speculative is not None and self.speculative is not False:
+            from .speculative.config import SpeculativeConfig
+
+            if not isinstance(self.speculative, SpeculativeConfig):
+                raise ValueError("speculative must be a SpeculativeConfig, False or None, "
+                                 f"got {self.speculative!r}")
+            if self.logprobs is not None:
+                raise ValueError("logprobs are not reported with speculative decoding")
 
     @property
     def greedy(self) -> bool:

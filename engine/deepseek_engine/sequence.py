@@ -61,6 +61,8 @@ class Sequence:
         self.num_preemptions = 0
         # Called after each generated token that is not EOS or a stop token; True ends the request.
         self.on_token: Callable[[Sequence], bool] | None = None
+        # Private state the model keeps for this sequence between steps (``StepContext.seq_states``).
+        self.model_state: dict = {}
 
     def __len__(self) -> int:
         return len(self.token_ids)

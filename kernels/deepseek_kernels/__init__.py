@@ -1,4 +1,4 @@
-"""DeepSeek V4 hot operations as ``torch.library`` custom ops (namespace ``deepseek_kernels``).
+"""DeepSeek V4 and V4.1 hot operations as ``torch.library`` custom ops (namespace ``deepseek_kernels``).
 
 Each op lives in its own folder: ``reference.py`` (the PyTorch definition it is tested against),
 ``cpu.h`` / ``cpu.cpp`` (the C++ CPU kernel and its registration, compiled when the package is installed),
@@ -17,17 +17,21 @@ from ._registry import DEVICE_IMPLS
 from .attention import sink_attention, sink_attention_paged
 from .attention_block import attn_back, attn_front
 from .compressor import compress_pool
+from .engram_hash import engram_hash
 from .head import GreedyHead
 from .hyper_connection import hc_merge, hc_mix, hc_step
 from .indexer import indexer_scores, top_entries
+from .mhc_delayed import mhc_pre_delayed
 from .moe import moe_dense_experts, route
 from .quant import dequantize_fp8_blocks, dequantize_mxfp4, fp8_gemm, mxfp4_gemm
 from .rms_norm import rms_norm
 from .rope import rope
 from .sampling import sample_tokens
+from .v41_compress import v41_compress_pool
 
 __all__ = [
     "DEVICE_IMPLS", "GreedyHead", "attn_back", "attn_front", "compress_pool", "dequantize_fp8_blocks", "dequantize_mxfp4",
+    "engram_hash", "mhc_pre_delayed", "v41_compress_pool",
     "fp8_gemm", "mxfp4_gemm", "hc_merge", "hc_mix", "hc_step", "indexer_scores", "mode", "moe_dense_experts",
     "reference_mode", "rms_norm", "rope", "route", "sample_tokens", "set_mode", "sink_attention",
     "sink_attention_paged", "top_entries", "using",

@@ -7,10 +7,13 @@ implementation, and the Ascend one (``PrivateUse1``) when ``torch_npu`` is insta
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 
 import torch
+
+from ._mode import reference_mode
 
 NAMESPACE = "deepseek_kernels"
 
@@ -45,3 +48,30 @@ def device_impl(name: str, fn: Callable, what: str, devices: tuple[str, ...] = (
             continue
         _LIB.impl(name, fn, key)
         DEVICE_IMPLS.setdefault(name, {})[key] = what
+
+
+def triton_impl(name: str, module: str, attr: str, what: str = "triton",
+                devices: tuple[str, ...] = ("CUDA", "PrivateUse1")) -> None:
+    """Register ``deepseek_kernels.<module>.<attr>`` (imported on first call: Triton loads only where used)
+    for the accelerator ``devices``."""
+    def run(*args):
+        return getattr(importlib.import_module(f"{__package__}.{module}"), attr)(*args)
+
+    device_impl(name, run, what, devices)
+
+
+def entry_point(name: str, reference: Callable) -> Callable:
+    """The function the model calls: the op ``name`` through the dispatcher, or ``reference`` in reference mode.
+
+    Positional arguments only (the op's schema order); it carries the reference's signature and docstring.
+    """
+    handle = op(name)
+
+    @functools.wraps(reference)
+    def call(*args):
+        if reference_mode():
+            return reference(*args)
+        return handle(*args)
+
+    call.__name__ = call.__qualname__ = name
+    return call

@@ -226,3 +226,38 @@ def test_llm_option_turns_speculation_on():
     assert spec.token_ids == plain.token_ids
     assert len(spec.spec_accepted_per_step) == len(spec.spec_verify_lengths) > 0
     assert plain.spec_accepted_per_step is None
+
+
+def test_speculation_is_a_per_request_option_with_mixed_batches():
+    """One generate call mixing plain, DSpark fixed-k and adaptive requests: greedy tokens equal plain decoding."""
+    from deepseek_engine import LLM
+
+    prompts = [prompt(8 + s, 20 + s, 1024) for s in range(4)]
+    fixed = SpeculativeConfig("dspark", num_speculative_tokens=3)
+    adapt = SpeculativeConfig("dspark", num_speculative_tokens=4, adaptive=True)
+    base = dict(temperature=0.0, max_tokens=10, ignore_eos=True)
+    params = [SamplingParams(**base), SamplingParams(**base, speculative=fixed),
+              SamplingParams(**base, speculative=adapt), SamplingParams(**base, speculative=fixed)]
+    llm = LLM(str(TINY_V41), block_size=4)
+    mixed = llm.generate(prompts, params)
+    plain = llm.generate(prompts, SamplingParams(**base))
+    assert [o.token_ids for o in mixed] == [o.token_ids for o in plain]
+    assert mixed[0].spec_accepted_per_step is None
+    for out, k in zip(mixed[1:], (3, 4, 3)):
+        assert len(out.spec_accepted_per_step) == len(out.spec_verify_lengths) > 0
+        assert all(0 <= a <= v <= k for a, v in zip(out.spec_accepted_per_step, out.spec_verify_lengths))
+        assert len(out.token_ids) <= 1 + sum(a + 1 for a in out.spec_accepted_per_step)
+        assert 0.0 <= out.spec_acceptance_rate <= 1.0
+    # A request can opt out of the LLM's default setting.
+    llm_default = LLM(str(TINY_V41), block_size=4, speculative=fixed)
+    outs = llm_default.generate(prompts[:2], [SamplingParams(**base), SamplingParams(**base, speculative=False)])
+    assert [o.token_ids for o in outs] == [o.token_ids for o in plain[:2]]
+    assert outs[0].spec_verify_lengths and outs[1].spec_verify_lengths is None
+    assert outs[1].spec_acceptance_rate is None
+
+
+def test_speculative_sampling_params_errors():
+    with pytest.raises(ValueError, match="SpeculativeConfig"):
+        SamplingParams(speculative="dspark")
+    with pytest.raises(ValueError, match="logprobs"):
+        SamplingParams(speculative=SpeculativeConfig("dspark"), logprobs=1)

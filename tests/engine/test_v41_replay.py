@@ -6,6 +6,11 @@ the replay never reads window KV below ``replay_start = h - window`` (checked by
 poisoning everything it must not read with NaN), and the result equals a full forward
 exactly when ``h <= window``; beyond that it differs (only the model's training makes
 the truncated context harmless), which the test shows too.
+
+Through ``LLM``'s prefix cache (``swa_replay``): ``"exact"`` replays ``num_layers *
+(window - 1)`` tokens per hit and gives the same tokens and log probabilities as a run
+without prefix caching; ``"window"`` replays exactly ``window`` tokens; each output
+reports ``num_replayed_tokens``, which the tests pin to those bounds.
 """
 
 from __future__ import annotations
@@ -81,3 +86,57 @@ def test_ring_memory_is_bounded():
     ring = WindowRing(m.config, max_step=8)
     per_token = sum(lp.kv[0, 0].numel() * lp.kv.element_size() for lp in V41CachePool(m.config, 1, 4).layers)
     assert ring.nbytes() == per_token * (m.config.sliding_window + 8)
+
+
+# -- wired into LLM's prefix cache ------------------------------------------------------------------
+
+def _llm_runs(swa_replay, prompts, **kw):
+    from deepseek_engine import LLM, SamplingParams
+
+    llm = LLM(str(TINY), block_size=4, max_num_seqs=kw.pop("max_num_seqs", 1), swa_replay=swa_replay, **kw)
+    outs = llm.generate(prompts, SamplingParams(temperature=0.0, max_tokens=4, logprobs=2))
+    return llm, outs
+
+
+def _shared_prefix_prompts(n_shared: int = 48):
+    shared = ids(n_shared, 31).tolist()
+    return [shared + ids(3, 32 + s).tolist() for s in range(3)]
+
+
+def test_llm_exact_replay_hit_equals_miss_and_is_bounded():
+    prompts = _shared_prefix_prompts()
+    llm, outs = _llm_runs("exact", prompts)
+    _, plain = _llm_runs(None, prompts, enable_prefix_caching=False)
+    cfg = llm.model.config
+    depth = cfg.num_hidden_layers * (cfg.sliding_window - 1)
+    assert [o.num_cached_tokens for o in outs] == [0, 48, 48]
+    # Each hit replays a fixed number of tokens: set by the window and the depth, not by the 48-token hit.
+    assert [o.num_replayed_tokens for o in outs] == [0, depth, depth] and depth < 48
+    assert [o.token_ids for o in outs] == [o.token_ids for o in plain]
+    for a, b in zip(outs, plain):
+        for x, y in zip(a.logprobs, b.logprobs):
+            assert abs(x.logprob - y.logprob) < 1e-5
+            assert [t for t, _ in x.top] == [t for t, _ in y.top]
+    # The shared pool holds no window KV at all: only the sequences' rings do.
+    assert all(lp.kv is None for lp in llm.runner.kv.layers)
+
+
+def test_llm_window_replay_replays_exactly_the_window():
+    prompts = _shared_prefix_prompts()
+    llm, outs = _llm_runs("window", prompts)
+    window = llm.model.config.sliding_window
+    assert [o.num_cached_tokens for o in outs] == [0, 48, 48]
+    assert [o.num_replayed_tokens for o in outs] == [0, window, window]
+
+
+def test_llm_replay_after_preemption_keeps_greedy_tokens():
+    """Preempted sequences come back through the prefix cache and rebuild their window by replay."""
+    from deepseek_engine import LLM, SamplingParams
+
+    prompts = [ids(30, 40 + s).tolist() for s in range(4)]
+    params = SamplingParams(temperature=0.0, max_tokens=12)
+    tight = LLM(str(TINY), block_size=4, num_kv_blocks=24, max_num_seqs=4, max_model_len=64)
+    outs = tight.generate(prompts, params)
+    assert tight.scheduler.num_preemptions > 0
+    plain = LLM(str(TINY), block_size=4, enable_prefix_caching=False, max_num_seqs=1, swa_replay=None)
+    assert [o.token_ids for o in outs] == [o.token_ids for o in plain.generate(prompts, params)]

@@ -39,7 +39,7 @@ def test_every_op_is_registered_with_a_cpu_kernel() -> None:
     names = ["rms_norm", "rope", "hc_mix", "hc_merge", "hc_step", "sink_attention", "sink_attention_paged", "moe_route",
              "indexer_scores", "moe_dense_experts", "attn_front", "attn_back", "head_argmax", "head_argmax_q8",
              "compress_pool", "dequantize_fp8_blocks", "dequantize_mxfp4", "fp8_gemm", "mxfp4_gemm", "sample_tokens",
-             "exp_lanes"]
+             "exp_lanes", "mhc_pre_delayed", "v41_compress_pool", "engram_hash"]
     for name in names:
         handle = getattr(torch.ops.deepseek_kernels, name)
         assert torch._C._dispatch_has_kernel_for_dispatch_key(handle.default.name(), "CPU"), name

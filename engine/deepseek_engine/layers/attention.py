@@ -40,6 +40,21 @@ class GroupedOutputProjection(nn.Linear):
         return y.transpose(0, 1).reshape(t, -1)
 
 
+def add_attention_projections(module: nn.Module, c) -> None:
+    """Give ``module`` the projections every V4 / V4.1 attention block holds (checkpoint names): the low-rank
+    query (``wq_a``, ``q_norm``, ``wq_b``), the shared KV head (``wkv``, ``norm``), the grouped output
+    (``wo_a``, ``wo_b``) and the per-head sink logit ``attn_sink``."""
+    module.wq_a = nn.Linear(c.hidden_size, c.q_lora_rank, bias=False)
+    module.q_norm = RMSNorm(c.q_lora_rank, c.rms_norm_eps)
+    module.wq_b = nn.Linear(c.q_lora_rank, c.num_attention_heads * c.head_dim, bias=False)
+    module.wkv = nn.Linear(c.hidden_size, c.head_dim, bias=False)
+    module.norm = RMSNorm(c.head_dim, c.rms_norm_eps)
+    module.wo_a = GroupedOutputProjection(c.num_attention_heads * c.head_dim // c.o_groups,
+                                          c.o_groups * c.o_lora_rank, c.o_groups)
+    module.wo_b = nn.Linear(c.o_groups * c.o_lora_rank, c.hidden_size, bias=False)
+    module.attn_sink = nn.Parameter(torch.zeros(c.num_attention_heads))
+
+
 class DeepseekV4Attention(nn.Module):
     """Attention of one decoder layer; parameter names follow DeepSeek checkpoints."""
 
@@ -56,15 +71,7 @@ class DeepseekV4Attention(nn.Module):
         self.o_groups = c.o_groups
         self.scale = c.head_dim**-0.5
         self.rope = main_rope if self.kind == SLIDING else compress_rope
-        self.wq_a = nn.Linear(c.hidden_size, c.q_lora_rank, bias=False)
-        self.q_norm = RMSNorm(c.q_lora_rank, c.rms_norm_eps)
-        self.wq_b = nn.Linear(c.q_lora_rank, c.num_attention_heads * c.head_dim, bias=False)
-        self.wkv = nn.Linear(c.hidden_size, c.head_dim, bias=False)
-        self.norm = RMSNorm(c.head_dim, c.rms_norm_eps)
-        self.wo_a = GroupedOutputProjection(c.num_attention_heads * c.head_dim // c.o_groups,
-                                            c.o_groups * c.o_lora_rank, c.o_groups)
-        self.wo_b = nn.Linear(c.o_groups * c.o_lora_rank, c.hidden_size, bias=False)
-        self.attn_sink = nn.Parameter(torch.zeros(c.num_attention_heads))
+        add_attention_projections(self, c)
         self.compressor: KVCompressor | None = None
         self.indexer: LightningIndexer | None = None
         if self.kind != SLIDING:

@@ -31,6 +31,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
+import deepseek_kernels as ops
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -115,24 +116,10 @@ def ngram_hashes(compressed: torch.Tensor, positions: torch.Tensor, layout: Engr
     positions[-1]`` (``L = max_ngram - 1``; entries before position 0 may hold
     anything), ``DEAD_ID`` for image tokens.
     """
-    lookback = layout.max_ngram - 1
-    t = positions.numel()
     device = compressed.device
-    rolling = torch.zeros((t, len(layout.layer_ids)), dtype=torch.int64, device=device)
-    blocked = torch.zeros(t, dtype=torch.bool, device=device)
-    mult = layout.multipliers.to(device)
-    primes, offsets = layout.primes.to(device), layout.offsets.to(device)
-    out = []
-    base = torch.arange(t, device=device) + lookback
-    for shift in range(layout.max_ngram):
-        source = compressed[base - shift]
-        blocked = blocked | (positions - shift < 0) | (source == DEAD_ID)
-        value = torch.where(blocked, torch.full_like(source, pad_id), source)
-        rolling = rolling ^ (value[:, None] * mult[None, :, shift])
-        if shift:
-            cols = slice((shift - 1) * layout.n_heads, shift * layout.n_heads)
-            out.append(rolling[:, :, None] % primes[None, :, cols] + offsets[None, :, cols])
-    return torch.cat(out, dim=-1)
+    # The kernel op (reference: deepseek_kernels.engram_hash.reference): rolling XOR hashes, floor modulo.
+    return ops.engram_hash(compressed.long(), positions.long(), layout.multipliers.to(device),
+                           layout.primes.to(device), layout.offsets.to(device), layout.n_heads, pad_id, DEAD_ID)
 
 
 def build_compressed_token_map(tokenizer_json: str | Path) -> tuple[list[int], int]:

@@ -16,6 +16,16 @@ import torch.nn.functional as F
 from deepseek_engine.layers.norm import unweighted_rms_norm
 
 
+def add_hc_sites(module: torch.nn.Module, c) -> None:
+    """Register the hyper-connection parameters of a decoder layer's two sites (``attn``, ``ffn``):
+    ``hc_{site}_fn [(2 + hc) * hc, hc * D]``, ``hc_{site}_base [(2 + hc) * hc]`` and ``hc_{site}_scale [3]``."""
+    mix = (2 + c.hc_mult) * c.hc_mult
+    for site in ("attn", "ffn"):
+        module.register_parameter(f"hc_{site}_fn", torch.nn.Parameter(torch.zeros(mix, c.hc_mult * c.hidden_size)))
+        module.register_parameter(f"hc_{site}_base", torch.nn.Parameter(torch.zeros(mix)))
+        module.register_parameter(f"hc_{site}_scale", torch.nn.Parameter(torch.ones(3)))
+
+
 def hyper_weights(streams: torch.Tensor, fn: torch.Tensor, base: torch.Tensor, scale: torch.Tensor,
                   hc: int, iters: int, hc_eps: float, norm_eps: float):
     """Return ``(post [T, hc], comb [T, hc, hc], collapsed [T, D])`` for ``streams`` ``[T, hc, D]``."""

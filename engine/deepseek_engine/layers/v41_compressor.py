@@ -24,6 +24,7 @@ so chunked prefill and rolled-back speculation read exactly the same numbers.
 
 from __future__ import annotations
 
+import deepseek_kernels as ops
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -48,16 +49,7 @@ def pool_groups(rows: torch.Tensor, ratio: int, norm_weight: torch.Tensor, eps: 
         raise ValueError(f"V4.1 compress ratio must be 1 or 2, got {ratio}")
     if rows.shape[0] % ratio:
         raise ValueError("rows must hold whole groups")
-    head_dim = rows.shape[-1] // ratio
-    rows = rows.float()
-    if ratio == 1:
-        pooled = rows
-    else:
-        grouped = rows.view(-1, 2, 2 * head_dim)
-        kv, score = grouped[..., :head_dim], grouped[..., head_dim:]
-        pooled = (kv * torch.softmax(score, dim=1)).sum(dim=1)
-    variance = pooled.square().mean(-1, keepdim=True)
-    return pooled * torch.rsqrt(variance + eps) * norm_weight.float()
+    return ops.v41_compress_pool(rows.float(), ratio, norm_weight, eps)
 
 
 def group_positions(closing: torch.Tensor, ratio: int) -> torch.Tensor:

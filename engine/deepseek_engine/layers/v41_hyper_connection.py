@@ -14,6 +14,7 @@ V4's ``hyper_merge``.
 
 from __future__ import annotations
 
+import deepseek_kernels as ops
 import torch
 
 
@@ -28,16 +29,9 @@ def mhc_pre_delayed(streams: torch.Tensor, fn: torch.Tensor, scale: torch.Tensor
     t, hc, _ = streams.shape
     x = streams.reshape(t, -1).float()
     mixes = (x @ fn.float().t()) * torch.rsqrt(x.square().mean(-1, keepdim=True) + norm_eps)
-    scale, base = scale.float(), base.float()
-    pre = torch.sigmoid(mixes[:, :hc] * scale[0] + base[:hc]) + hc_eps
-    post = torch.sigmoid(mixes[:, hc:2 * hc] * scale[1] + base[hc:2 * hc]) * 2.0
-    comb = mixes[:, 2 * hc:].view(t, hc, hc) * scale[2] + base[2 * hc:].view(1, hc, hc)
-    comb = torch.softmax(comb, dim=-1) + hc_eps
-    comb = comb / (comb.sum(dim=-2, keepdim=True) + hc_eps)
-    for _ in range(sinkhorn_iters - 1):
-        comb = comb / (comb.sum(dim=-1, keepdim=True) + hc_eps)
-        comb = comb / (comb.sum(dim=-2, keepdim=True) + hc_eps)
-    layer_input = streams[:, 0] if pre_mix is None else collapse(streams, pre_mix)
+    # The weights from the mixes on, and the delayed collapse: the kernel op (reference in deepseek_kernels).
+    post, comb, pre, layer_input = ops.mhc_pre_delayed(mixes, base, scale, hc, sinkhorn_iters, hc_eps, streams,
+                                                       pre_mix)
     return post, comb, layer_input, pre
 
 

@@ -20,7 +20,7 @@ from torch import nn
 from deepseek_engine.config import DeepseekV4ModelConfig
 from deepseek_engine.kv_cache import KVCachePool, SequenceCache
 from deepseek_engine.layers.attention import DeepseekV4Attention
-from deepseek_engine.layers.hyper_connection import hyper_head
+from deepseek_engine.layers.hyper_connection import add_hc_sites, hyper_head
 from deepseek_engine.layers.moe import DeepseekV4MoE
 from deepseek_engine.layers.norm import RMSNorm
 from deepseek_engine.layers.rotary_embedding import RotaryEmbedding
@@ -63,11 +63,7 @@ class DeepseekV4DecoderLayer(nn.Module):
         self.ffn = DeepseekV4MoE(c, layer_idx)
         self.attn_norm = RMSNorm(c.hidden_size, c.rms_norm_eps)
         self.ffn_norm = RMSNorm(c.hidden_size, c.rms_norm_eps)
-        mix = (2 + c.hc_mult) * c.hc_mult
-        for site in ("attn", "ffn"):
-            self.register_parameter(f"hc_{site}_fn", nn.Parameter(torch.zeros(mix, c.hc_mult * c.hidden_size)))
-            self.register_parameter(f"hc_{site}_base", nn.Parameter(torch.zeros(mix)))
-            self.register_parameter(f"hc_{site}_scale", nn.Parameter(torch.ones(3)))
+        add_hc_sites(self, c)
 
     def hc_params(self, site: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(fn, base, scale)`` of the hyper-connection around sub-block ``site`` (``"attn"`` or ``"ffn"``)."""

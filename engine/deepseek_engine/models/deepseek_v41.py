@@ -32,7 +32,7 @@ from torch import nn
 from deepseek_engine.config_v41 import DeepseekV41ModelConfig
 from deepseek_engine.kv_cache import SequenceCache, read_rows, write_rows
 from deepseek_engine.kv_cache_v41 import V41CachePool, fresh_v41_cache
-from deepseek_engine.layers.attention import GroupedOutputProjection
+from deepseek_engine.layers.attention import add_attention_projections
 from deepseek_engine.layers.engram import (
     DEAD_ID,
     Engram,
@@ -40,7 +40,7 @@ from deepseek_engine.layers.engram import (
     image_token_mask,
     ngram_hashes,
 )
-from deepseek_engine.layers.hyper_connection import hyper_merge
+from deepseek_engine.layers.hyper_connection import add_hc_sites, hyper_merge
 from deepseek_engine.layers.norm import RMSNorm
 from deepseek_engine.layers.rotary_embedding import RotaryEmbedding, apply_rotary
 from deepseek_engine.layers.v41_compressor import V41Compressor
@@ -88,15 +88,7 @@ class DeepseekV41Attention(nn.Module):
         self.o_groups = c.o_groups
         self.scale = c.head_dim**-0.5
         self.rope = compress_rope if self.ratio > 0 else main_rope
-        self.wq_a = nn.Linear(c.hidden_size, c.q_lora_rank, bias=False)
-        self.q_norm = RMSNorm(c.q_lora_rank, c.rms_norm_eps)
-        self.wq_b = nn.Linear(c.q_lora_rank, c.num_attention_heads * c.head_dim, bias=False)
-        self.wkv = nn.Linear(c.hidden_size, c.head_dim, bias=False)
-        self.norm = RMSNorm(c.head_dim, c.rms_norm_eps)
-        self.wo_a = GroupedOutputProjection(c.num_attention_heads * c.head_dim // c.o_groups,
-                                            c.o_groups * c.o_lora_rank, c.o_groups)
-        self.wo_b = nn.Linear(c.o_groups * c.o_lora_rank, c.hidden_size, bias=False)
-        self.attn_sink = nn.Parameter(torch.zeros(c.num_attention_heads))
+        add_attention_projections(self, c)  # no per-head query norm in V4.1: the forward skips it
         self.kv_source = c.kv_source(layer_idx)
         self.index_source = c.index_source(layer_idx)
         is_kv_source = layer_idx in c.kv_source_layer_ids
@@ -199,11 +191,7 @@ class DeepseekV41DecoderLayer(nn.Module):
         self.ffn = DeepseekV41MoE(c, layer_idx)
         self.attn_norm = RMSNorm(c.hidden_size, c.rms_norm_eps)
         self.ffn_norm = RMSNorm(c.hidden_size, c.rms_norm_eps)
-        mix = (2 + c.hc_mult) * c.hc_mult
-        for site in ("attn", "ffn"):
-            self.register_parameter(f"hc_{site}_fn", nn.Parameter(torch.zeros(mix, c.hc_mult * c.hidden_size)))
-            self.register_parameter(f"hc_{site}_base", nn.Parameter(torch.zeros(mix)))
-            self.register_parameter(f"hc_{site}_scale", nn.Parameter(torch.ones(3)))
+        add_hc_sites(self, c)
 
     def _pre(self, site: str, streams: torch.Tensor, pre_mix: torch.Tensor | None):
         c = self.config
@@ -308,26 +296,31 @@ class DeepseekV41ForCausalLM(nn.Module):
         return self.head(self.norm(collapse(streams, pre))).float(), torch.cat(aux, dim=-1)
 
     @torch.no_grad()
-    def replay_prefix(self, prefix_ids: torch.Tensor, cache: SequenceCache, ring) -> int:
-        """Bounded SWA replay after a prefix-cache hit of ``len(prefix_ids)`` tokens; return ``replay_start``.
+    def replay_prefix(self, prefix_ids: torch.Tensor | None, cache: SequenceCache, ring, depth: int | None = None) -> int:
+        """Rebuild the window KV of a prefix-cache hit of ``h`` tokens by bounded replay; return ``replay_start``.
 
         ``cache`` shares the hit's blocks (compressor rows, entries, index keys and
         token ids of every position) but not their window KV: ``ring`` (a
         :class:`~deepseek_engine.kv_cache_v41.WindowRing`) is this sequence's
-        private window store. The last ``window`` hit tokens are run again to
-        rebuild it; their window attention reads nothing below ``replay_start =
-        h - window`` and they write no compressed state (the shared blocks keep
-        the full forward's values). Afterwards ``cache`` continues normally from
-        position ``h`` (its queries' windows lie at or above ``replay_start``).
+        private window store. The last ``depth`` hit tokens (default ``window``,
+        vLLM's ``swa_bounded_replay``) are run again, starting at ``replay_start =
+        max(0, h - depth)``; their window attention reads nothing below it and they
+        write no compressed state (the shared blocks keep the full forward's values).
+        ``prefix_ids`` (``None``: read from the pool's token ids) are the hit's ``h``
+        tokens; ``h`` is ``cache.num_tokens`` when ``prefix_ids`` is ``None``.
 
-        Equal to a full forward when ``h <= window`` (the replay is then a full
-        recompute). Otherwise the replayed rows lack the window context below
-        ``replay_start``, so their window KV at layers >= 1, and every later
-        row reading it, differ from a full forward (vLLM's ``swa_bounded_replay``,
-        exact only for a model trained with it).
+        A layer's window KV at position ``q`` is exact when the layer's input at
+        ``q`` is, and layer ``l``'s input is exact from ``replay_start + l * (window
+        - 1)`` on. So ``depth = num_layers * (window - 1)`` (:meth:`exact_replay_depth`)
+        makes every later row equal to a full forward; a shorter depth (vLLM's
+        ``window``) leaves the window KV of the first replayed rows at layers >= 1
+        short of context, which only a model trained with bounded replay tolerates.
+        A hit no longer than ``depth`` is a full recompute, hence exact.
         """
-        h = prefix_ids.numel()
-        r0 = max(0, h - self.config.sliding_window)
+        h = cache.num_tokens if prefix_ids is None else prefix_ids.numel()
+        if prefix_ids is None:
+            prefix_ids = cache.pool.token_ids.view(-1)[cache.slots(torch.arange(h, device=self.device))]
+        r0 = max(0, h - (self.config.sliding_window if depth is None else depth))
         cache.window_ring, cache.replay_start, cache.replaying = ring, r0, True
         try:
             for a in range(r0, h, ring.max_step):
@@ -338,7 +331,12 @@ class DeepseekV41ForCausalLM(nn.Module):
         finally:
             cache.replaying = False
         cache.num_tokens = h
+        ring.lo, ring.end = r0, h
         return r0
+
+    def exact_replay_depth(self) -> int:
+        """Replayed tokens that make a prefix-cache hit equal a full forward (see :meth:`replay_prefix`)."""
+        return self.config.num_hidden_layers * (self.config.sliding_window - 1)
 
     def _check(self, input_ids: torch.Tensor, positions: torch.Tensor, cache: SequenceCache):
         input_ids = input_ids.reshape(-1).to(self.device, torch.long)
@@ -368,8 +366,11 @@ class DeepseekV41ForCausalLM(nn.Module):
         return (logits, streams) if return_hidden else logits
 
     @torch.no_grad()
-    def forward_batch(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx) -> torch.Tensor:
-        """Several sequences back to back (the batch-context contract of :mod:`deepseek_engine.kv_cache`)."""
+    def forward_batch(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx, rings: list | None = None) -> torch.Tensor:
+        """Several sequences back to back (the batch-context contract of :mod:`deepseek_engine.kv_cache`).
+
+        ``rings``: one :class:`~deepseek_engine.kv_cache_v41.WindowRing` per sequence holding its
+        window KV instead of the pool (``None``: the pool holds it)."""
         starts = list(ctx.query_start_loc)
         if len(starts) != len(ctx.block_tables) + 1 or starts[-1] != input_ids.numel():
             raise ValueError("query_start_loc must have one entry per sequence plus the total token count")
@@ -379,7 +380,12 @@ class DeepseekV41ForCausalLM(nn.Module):
             if b <= a:
                 raise ValueError(f"sequence {i} has no tokens in this step")
             seq = SequenceCache(ctx.kv, table, num_tokens=int(positions[a]))
+            ring = rings[i] if rings is not None else None
+            if ring is not None:
+                seq.window_ring, seq.replay_start = ring, ring.lo
             rows.append(self.forward_sequence(input_ids[a:b], positions[a:b], seq))
+            if ring is not None:
+                ring.end = seq.num_tokens
         logits = torch.cat(rows, dim=0)
         indices = getattr(ctx, "logits_indices", None)
         return logits if indices is None else logits[indices.to(logits.device)]

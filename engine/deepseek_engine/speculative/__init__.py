@@ -19,11 +19,8 @@ from pathlib import Path
 import torch
 
 from deepseek_engine.sampling_params import SamplingParams
-from deepseek_engine.speculative.decoding import (
-    SpeculativeConfig,
-    SpeculativeDecoder,
-    SpeculativeResult,
-)
+from deepseek_engine.speculative.config import SpeculativeConfig
+from deepseek_engine.speculative.decoding import SpeculativeDecoder, SpeculativeResult
 
 __all__ = ["SpeculativeConfig", "SpeculativeLLM", "SpeculativeOutput", "load_drafter"]
 

@@ -34,6 +34,7 @@ import torch
 
 from deepseek_engine.sampler import filtered_probs, sample_row
 from deepseek_engine.sampling_params import SamplingParams
+from deepseek_engine.speculative.config import SpeculativeConfig
 from deepseek_engine.speculative.rejection import (
     draw,
     target_distribution,
@@ -41,37 +42,7 @@ from deepseek_engine.speculative.rejection import (
     verify_sampling,
 )
 
-
-@dataclass
-class SpeculativeConfig:
-    """``method``: ``"dspark"`` (V4.1) or ``"mtp"`` (V4); ``num_speculative_tokens`` drafts per step.
-
-    ``adaptive`` (DSpark only) verifies the confidence-chosen number of drafts;
-    ``costs[b]`` is the relative cost of a step verifying ``b`` drafts (default:
-    ``1 + verify_cost_per_token * b``).
-    """
-
-    method: str
-    num_speculative_tokens: int = 3
-    adaptive: bool = False
-    costs: list[float] | None = None
-    verify_cost_per_token: float = 0.1
-
-    def __post_init__(self) -> None:
-        if self.method not in ("dspark", "mtp"):
-            raise ValueError(f"unknown speculative method {self.method!r} (expected 'dspark' or 'mtp')")
-        if self.num_speculative_tokens < 1:
-            raise ValueError("num_speculative_tokens must be at least 1")
-        if self.adaptive and self.method != "dspark":
-            raise ValueError("adaptive verification needs DSpark's confidence head")
-
-    def step_costs(self) -> list[float]:
-        n = self.num_speculative_tokens
-        if self.costs is not None:
-            if len(self.costs) != n + 1:
-                raise ValueError(f"costs needs {n + 1} entries (verifying 0 .. {n} drafts)")
-            return list(self.costs)
-        return [1.0 + self.verify_cost_per_token * b for b in range(n + 1)]
+__all__ = ["SpeculativeConfig", "SpeculativeDecoder", "SpeculativeResult", "SpeculativeRun"]
 
 
 @dataclass
@@ -140,8 +111,9 @@ class SpeculativeDecoder:
 
     # -- the loop --------------------------------------------------------------------------------
     @torch.no_grad()
-    def generate(self, prompt: list[int], params: SamplingParams, generator: torch.Generator,
-                 eos_token_ids: set[int] | frozenset = frozenset(), max_len: int | None = None) -> SpeculativeResult:
+    def begin(self, prompt: list[int], params: SamplingParams, generator: torch.Generator,
+              eos_token_ids: set[int] | frozenset = frozenset(), max_len: int | None = None) -> SpeculativeRun:
+        """Prefill ``prompt`` into fresh target and drafter caches and sample the first token."""
         t0 = time.perf_counter()
         n = self.spec.num_speculative_tokens
         max_tokens = params.max_tokens or 1 << 30
@@ -151,54 +123,106 @@ class SpeculativeDecoder:
         cache = self.target.new_cache(limit, self.block_size)
         dcache = self.drafter.new_cache(limit, self.block_size, self.target.dtype, self.target.device)
         logits, aux = self._target(prompt, 0, cache)
-        result = SpeculativeResult([], "length", target_forwards=1)
-        first = sample_row(logits[-1], params, generator)
-        tokens = list(prompt) + [first]
-        ctx = self._absorb(aux, tokens[1:len(prompt) + 1], 0, dcache)
-        costs = self.spec.step_costs()
+        run = SpeculativeRun(list(prompt), params, generator, frozenset(eos_token_ids), max_len, max_tokens,
+                             cache, dcache, SpeculativeResult([], "length", target_forwards=1))
+        run.tokens.append(sample_row(logits[-1], params, generator))
+        run.ctx = self._absorb(aux, run.tokens[1:len(prompt) + 1], 0, dcache)
+        run.reason = run.finished()
+        run.result.seconds += time.perf_counter() - t0
+        return run
+
+    @torch.no_grad()
+    def advance(self, run: SpeculativeRun) -> None:
+        """One speculative step of an unfinished run: draft, verify in one target pass, keep the accepted part."""
+        t0 = time.perf_counter()
+        n = self.spec.num_speculative_tokens
+        params, generator, tokens, result = run.params, run.generator, run.tokens, run.result
 
         def pick(row: torch.Tensor, j: int) -> int:
             if params.greedy:
                 return int(torch.argmax(row))
             return draw(filtered_probs(row, params), generator)
 
-        def finished() -> str | None:
-            last = tokens[-1]
-            if (not params.ignore_eos and last in eos_token_ids) or last in params.stop_token_ids:
-                return "stop"
-            if len(tokens) - len(prompt) >= max_tokens or (max_len is not None and len(tokens) >= max_len):
-                return "length"
-            return None
+        start = len(tokens) - 1  # position of the last sampled token
+        drafts, draft_rows, conf = self._draft(tokens[-1], start, tokens, run.ctx, run.dcache, pick)
+        b = adaptive(conf, self.spec.step_costs()) if self.spec.adaptive else n
+        drafts, draft_rows = drafts[:b], draft_rows[:b]
+        logits, aux = self._target([tokens[-1]] + drafts, start, run.cache)
+        result.target_forwards += 1
+        if params.greedy:
+            emitted = verify_greedy(logits, drafts)
+        else:
+            q = target_distribution(draft_rows, params) if drafts else logits.new_zeros((0, logits.shape[-1]))
+            emitted = verify_sampling(target_distribution(logits, params), q, drafts, generator)
+        m = len(emitted) - 1
+        result.accepted_per_step.append(m)
+        result.verify_lengths.append(b)
+        run.cache.num_tokens = start + 1 + m  # roll back: rows of rejected drafts are never read again
+        for token in emitted:
+            tokens.append(token)
+            run.reason = run.finished()
+            if run.reason is not None:
+                break
+        if run.reason is None:
+            run.ctx = self._absorb(aux[: m + 1], tokens[start + 1:start + 2 + m], start, run.dcache)
+        result.seconds += time.perf_counter() - t0
 
-        reason = finished()
-        while reason is None:
-            start = len(tokens) - 1  # position of the last sampled token
-            drafts, draft_rows, conf = self._draft(tokens[-1], start, tokens, ctx, dcache, pick)
-            b = adaptive(conf, costs) if self.spec.adaptive else n
-            drafts, draft_rows = drafts[:b], draft_rows[:b]
-            logits, aux = self._target([tokens[-1]] + drafts, start, cache)
-            result.target_forwards += 1
-            if params.greedy:
-                emitted = verify_greedy(logits, drafts)
-            else:
-                q = target_distribution(draft_rows, params) if drafts else logits.new_zeros((0, logits.shape[-1]))
-                emitted = verify_sampling(target_distribution(logits, params), q, drafts, generator)
-            m = len(emitted) - 1
-            result.accepted_per_step.append(m)
-            result.verify_lengths.append(b)
-            cache.num_tokens = start + 1 + m  # roll back: rows of rejected drafts are never read again
-            accepted_aux = aux[: m + 1]
-            for token in emitted:
-                tokens.append(token)
-                reason = finished()
-                if reason is not None:
-                    break
-            if reason is None:
-                ctx = self._absorb(accepted_aux, tokens[start + 1:start + 2 + m], start, dcache)
-        result.token_ids = tokens[len(prompt):]
-        result.finish_reason = reason
-        result.seconds = time.perf_counter() - t0
-        return result
+    def generate(self, prompt: list[int], params: SamplingParams, generator: torch.Generator,
+                 eos_token_ids: set[int] | frozenset = frozenset(), max_len: int | None = None) -> SpeculativeResult:
+        run = self.begin(prompt, params, generator, eos_token_ids, max_len)
+        while run.reason is None:
+            self.advance(run)
+        return run.outcome()
+
+
+@dataclass
+class SpeculativeRun:
+    """One request in the speculative loop: its tokens, private caches and statistics so far."""
+
+    prompt: list[int]
+    params: SamplingParams
+    generator: torch.Generator
+    eos_token_ids: frozenset
+    max_len: int | None
+    max_tokens: int
+    cache: object
+    dcache: object
+    result: SpeculativeResult
+    tokens: list[int] = field(default_factory=list)
+    ctx: object = None
+    reason: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.tokens:
+            self.tokens = list(self.prompt)
+
+    def finished(self) -> str | None:
+        last, params = self.tokens[-1], self.params
+        if (not params.ignore_eos and last in self.eos_token_ids) or last in params.stop_token_ids:
+            return "stop"
+        if len(self.tokens) - len(self.prompt) >= self.max_tokens or (
+                self.max_len is not None and len(self.tokens) >= self.max_len):
+            return "length"
+        return None
+
+    def outcome(self) -> SpeculativeResult:
+        self.result.token_ids = self.tokens[len(self.prompt):]
+        self.result.finish_reason = self.reason or "length"
+        return self.result
+
+
+def run_lockstep(steps: list[tuple[SpeculativeDecoder, SpeculativeRun]]) -> None:
+    """Advance every unfinished run by one speculative step per round until all are finished.
+
+    Requests progress together (a long request does not hold the others back); each
+    run's tokens depend only on its own prompt, parameters and generator.
+    """
+    while True:
+        active = [(dec, run) for dec, run in steps if run.reason is None]
+        if not active:
+            return
+        for dec, run in active:
+            dec.advance(run)
 
 
 def adaptive(conf, costs: list[float]) -> int:

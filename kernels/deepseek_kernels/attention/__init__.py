@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 
 from .._mode import reference_mode
-from .._registry import device_impl, fake, op
+from .._registry import device_impl, entry_point, fake, op
 from .reference import gather_paged_keys, sink_attention_paged_reference, sink_attention_reference
 
 _dense, _paged = op("sink_attention"), op("sink_attention_paged")
@@ -49,10 +49,7 @@ device_impl("sink_attention", _dense_accelerator, "triton")
 device_impl("sink_attention_paged", _paged_accelerator, "gather rows (torch indexing) + triton sink_attention")
 
 
-def sink_attention(q, keys, visible, sink, scale: float):
-    if reference_mode():
-        return sink_attention_reference(q, keys, visible, sink, scale)
-    return _dense(q, keys, visible, sink, scale)
+sink_attention = entry_point("sink_attention", sink_attention_reference)
 
 
 def sink_attention_paged(q, kv_pool, key_slots, win_visible, sink, scale: float, entry_pool=None, entry_slots=None,

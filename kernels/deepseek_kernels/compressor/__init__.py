@@ -5,11 +5,8 @@ CPU: ``cpu.cpp``; CUDA / Ascend: ``triton.py``.
 
 from __future__ import annotations
 
-from .._mode import reference_mode
-from .._registry import device_impl, fake, op
+from .._registry import entry_point, fake, triton_impl
 from .reference import compress_pool_reference
-
-_op = op("compress_pool")
 
 
 @fake("compress_pool")
@@ -17,19 +14,10 @@ def _(kv, gate):
     return kv.new_empty(kv.shape[0], kv.shape[2])
 
 
-def _accelerator(kv, gate):
-    from .triton import compress_pool_triton
-
-    return compress_pool_triton(kv, gate)
+triton_impl("compress_pool", "compressor.triton", "compress_pool_triton")
 
 
-device_impl("compress_pool", _accelerator, "triton")
-
-
-def compress_pool(kv, gate):
-    if reference_mode():
-        return compress_pool_reference(kv, gate)
-    return _op(kv, gate)
+compress_pool = entry_point("compress_pool", compress_pool_reference)
 
 
 __all__ = ["compress_pool", "compress_pool_reference"]

@@ -14,8 +14,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .._mode import reference_mode
-from .._registry import device_impl, fake, op
+from .._registry import device_impl, entry_point, fake, op
 from .reference import hc_merge_reference, hc_mix_reference, hc_step_reference
 
 _mix, _merge, _step = op("hc_mix"), op("hc_merge"), op("hc_step")
@@ -69,25 +68,9 @@ device_impl("hc_mix", _mix_accelerator, "triton")
 device_impl("hc_step", _step_accelerator, "composed: hc_merge, rms_norm, hc_mix ops and one GEMM")
 
 
-def hc_mix(mixes, base, scale, hc: int, iters: int, hc_eps: float, streams):
-    if reference_mode():
-        return hc_mix_reference(mixes, base, scale, hc, iters, hc_eps, streams)
-    return _mix(mixes, base, scale, hc, iters, hc_eps, streams)
-
-
-def hc_merge(streams, block, post, comb):
-    if reference_mode():
-        return hc_merge_reference(streams, block, post, comb)
-    return _merge(streams, block, post, comb)
-
-
-def hc_step(streams, block, post_prev, comb_prev, fn, base, scale, hc: int, iters: int, hc_eps: float,
-            norm_eps: float, norm_weight, block_eps: float):
-    if reference_mode():
-        return hc_step_reference(streams, block, post_prev, comb_prev, fn, base, scale, hc, iters, hc_eps, norm_eps,
-                                 norm_weight, block_eps)
-    return _step(streams, block, post_prev, comb_prev, fn, base, scale, hc, iters, hc_eps, norm_eps, norm_weight,
-                 block_eps)
+hc_mix = entry_point("hc_mix", hc_mix_reference)
+hc_merge = entry_point("hc_merge", hc_merge_reference)
+hc_step = entry_point("hc_step", hc_step_reference)
 
 
 __all__ = ["hc_mix", "hc_merge", "hc_step", "hc_mix_reference", "hc_merge_reference", "hc_step_reference"]

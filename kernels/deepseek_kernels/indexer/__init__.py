@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from .._mode import reference_mode
-from .._registry import device_impl, fake, op
+from .._registry import device_impl, entry_point, fake, op
 from .reference import indexer_scores_reference, top_entries_reference
 
 _scores = op("indexer_scores")
@@ -31,10 +30,7 @@ def _accelerator(q, weights, entry_pool, entry_slots, threshold, qscale, wscale)
 device_impl("indexer_scores", _accelerator, "triton")
 
 
-def indexer_scores(q, weights, entry_pool, entry_slots, threshold, qscale: float, wscale: float):
-    if reference_mode():
-        return indexer_scores_reference(q, weights, entry_pool, entry_slots, threshold, qscale, wscale)
-    return _scores(q, weights, entry_pool, entry_slots, threshold, qscale, wscale)
+indexer_scores = entry_point("indexer_scores", indexer_scores_reference)
 
 
 top_entries = top_entries_reference

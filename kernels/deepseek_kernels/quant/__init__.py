@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from .._mode import reference_mode
-from .._registry import device_impl, fake, op
+from .._registry import device_impl, entry_point, fake, op
 from .reference import (
     dequantize_fp8_blocks_reference,
     dequantize_mxfp4_reference,
@@ -65,28 +64,10 @@ device_impl("fp8_gemm", _fp8_gemm_accelerator, "triton (TMA + tcgen05 / wgmma)",
 device_impl("mxfp4_gemm", _fp4_gemm_accelerator, "triton (TMA + dot_scaled)", devices=("CUDA",))
 
 
-def dequantize_fp8_blocks(w, scale, bo: int, bi: int):
-    if reference_mode():
-        return dequantize_fp8_blocks_reference(w, scale, bo, bi)
-    return _fp8(w, scale, bo, bi)
-
-
-def dequantize_mxfp4(packed, scale):
-    if reference_mode():
-        return dequantize_mxfp4_reference(packed, scale)
-    return _fp4(packed, scale)
-
-
-def fp8_gemm(a, a_scale, b, b_scale):
-    if reference_mode():
-        return fp8_gemm_reference(a, a_scale, b, b_scale)
-    return _fp8_gemm(a, a_scale, b, b_scale)
-
-
-def mxfp4_gemm(a, a_scale, b, b_scale):
-    if reference_mode():
-        return mxfp4_gemm_reference(a, a_scale, b, b_scale)
-    return _fp4_gemm(a, a_scale, b, b_scale)
+dequantize_fp8_blocks = entry_point("dequantize_fp8_blocks", dequantize_fp8_blocks_reference)
+dequantize_mxfp4 = entry_point("dequantize_mxfp4", dequantize_mxfp4_reference)
+fp8_gemm = entry_point("fp8_gemm", fp8_gemm_reference)
+mxfp4_gemm = entry_point("mxfp4_gemm", mxfp4_gemm_reference)
 
 
 __all__ = ["dequantize_fp8_blocks", "dequantize_mxfp4", "fp8_gemm", "mxfp4_gemm", "dequantize_fp8_blocks_reference",

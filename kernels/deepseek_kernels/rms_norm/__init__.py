@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import torch
 
-from .._mode import reference_mode
-from .._registry import device_impl, fake, op
+from .._registry import entry_point, fake, triton_impl
 from .reference import rms_norm_reference
-
-_op = op("rms_norm")
 
 
 @fake("rms_norm")
@@ -20,19 +17,10 @@ def _(x, weight, eps):
     return torch.empty_like(x)
 
 
-def _accelerator(x, weight, eps):
-    from .triton import rms_norm_triton
-
-    return rms_norm_triton(x, weight, eps)
+triton_impl("rms_norm", "rms_norm.triton", "rms_norm_triton")
 
 
-device_impl("rms_norm", _accelerator, "triton")
-
-
-def rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float) -> torch.Tensor:
-    if reference_mode():
-        return rms_norm_reference(x, weight, eps)
-    return _op(x, weight, eps)
+rms_norm = entry_point("rms_norm", rms_norm_reference)
 
 
 __all__ = ["rms_norm", "rms_norm_reference"]

@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import torch
 
-from .._mode import reference_mode
-from .._registry import device_impl, fake, op
+from .._registry import entry_point, fake, triton_impl
 from .reference import rope_reference
-
-_op = op("rope")
 
 
 @fake("rope")
@@ -19,19 +16,10 @@ def _(x, c, s):
     return torch.empty_like(x)
 
 
-def _accelerator(x, c, s):
-    from .triton import rope_triton
-
-    return rope_triton(x, c, s)
+triton_impl("rope", "rope.triton", "rope_triton")
 
 
-device_impl("rope", _accelerator, "triton")
-
-
-def rope(x: torch.Tensor, c: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
-    if reference_mode():
-        return rope_reference(x, c, s)
-    return _op(x, c, s)
+rope = entry_point("rope", rope_reference)
 
 
 __all__ = ["rope", "rope_reference"]

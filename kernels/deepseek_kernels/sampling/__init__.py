@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import torch
 
-from .._mode import reference_mode
-from .._registry import device_impl, fake, op
+from .._registry import entry_point, fake, triton_impl
 from .reference import sample_tokens_reference
-
-_op = op("sample_tokens")
 
 
 @fake("sample_tokens")
@@ -19,19 +16,10 @@ def _(probs, noise):
     return probs.new_empty(probs.shape[0], dtype=torch.long)
 
 
-def _accelerator(probs, noise):
-    from .triton import sample_tokens_triton
-
-    return sample_tokens_triton(probs, noise)
+triton_impl("sample_tokens", "sampling.triton", "sample_tokens_triton")
 
 
-device_impl("sample_tokens", _accelerator, "triton")
-
-
-def sample_tokens(probs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
-    if reference_mode():
-        return sample_tokens_reference(probs, noise)
-    return _op(probs, noise)
+sample_tokens = entry_point("sample_tokens", sample_tokens_reference)
 
 
 __all__ = ["sample_tokens", "sample_tokens_reference"]
