@@ -4,7 +4,10 @@ A hit of ``h`` tokens either recomputes all ``h`` tokens (no prefix caching) or,
 bounded replay, reuses the hit's compressed state and replays only the last
 ``window`` tokens into a private window ring. Prints the window-KV bytes a sequence
 holds (every position's rows in the pool vs the ring), and the time of both ways
-measured in the same run (fastest of ``--repeat``). A measurement, not a test.
+measured in the same run (fastest of ``--repeat``), for the window depth (vLLM's) and the
+exact depth ``layers * (window - 1)``. Then the same through ``LLM``'s prefix cache: the time
+of a request whose prompt hits a cached ``--prefix``-token prefix, with each ``swa_replay``
+mode and with prefix caching off (a full recompute). A measurement, not a test.
 
     .venv/bin/python benchmarks/replay.py [--prefix 256] [--repeat 3]
 """
@@ -38,7 +41,7 @@ def main(argv=None) -> None:
     prefix = torch.randint(3, m.config.vocab_size, (h,), generator=torch.Generator().manual_seed(0))
     pool = V41CachePool(m.config, 2 * (h // bs) + 2, bs)
     m(prefix, torch.arange(h), SequenceCache(pool, range(h // bs)))
-    full_s = replay_s = float("inf")
+    full_s = replay_s = exact_s = float("inf")
     for _ in range(args.repeat):
         t0 = time.perf_counter()
         m.forward_full(prefix, block_size=bs)
@@ -49,12 +52,47 @@ def main(argv=None) -> None:
         t0 = time.perf_counter()
         m.replay_prefix(prefix, cache, ring)
         replay_s = min(replay_s, time.perf_counter() - t0)
+        cache.num_tokens = h
+        t0 = time.perf_counter()
+        m.replay_prefix(prefix, cache, ring, m.exact_replay_depth())
+        exact_s = min(exact_s, time.perf_counter() - t0)
     per_token = pool.bytes_per_token()["window_kv"]
     print(f"hit of {h} tokens, window {w}")
     print(f"window KV held: pool rows {per_token * h} B vs ring {ring.nbytes()} B "
           f"({per_token * h / ring.nbytes():.1f}x less)")
     print(f"recompute: full {full_s * 1e3:.1f} ms vs replay of {min(h, w)} tokens {replay_s * 1e3:.1f} ms "
-          f"({full_s / replay_s:.1f}x less)")
+          f"({full_s / replay_s:.1f}x less); exact replay of {min(h, m.exact_replay_depth())} tokens "
+          f"{exact_s * 1e3:.1f} ms ({full_s / exact_s:.1f}x less)")
+    through_llm(args)
+
+
+def through_llm(args) -> None:
+    """Time of a request hitting a cached prefix, per ``swa_replay`` mode, vs prefix caching off."""
+    from deepseek_engine import LLM, SamplingParams
+
+    g = torch.Generator().manual_seed(1)
+    shared = torch.randint(3, 1024, (args.prefix,), generator=g).tolist()
+    first, second = shared + [5, 6, 7], shared + [8, 9, 10]
+    params = SamplingParams(temperature=0.0, max_tokens=1)
+    print(f"LLM, a request whose {len(second)}-token prompt hits a cached {args.prefix}-token prefix:")
+    results = {}
+    for label, kw in (("no prefix caching", dict(enable_prefix_caching=False)), ("swa_replay=None", dict(swa_replay=None)),
+                      ("swa_replay='exact'", dict(swa_replay="exact")), ("swa_replay='window'", dict(swa_replay="window"))):
+        best = float("inf")
+        for _ in range(args.repeat):
+            llm = LLM(args.checkpoint, block_size=16, max_num_seqs=1, **kw)
+            llm.generate([first], params)
+            t0 = time.perf_counter()
+            out = llm.generate([second], params)[0]
+            best = min(best, time.perf_counter() - t0)
+        pool = llm.runner.kv
+        held = pool.bytes_per_token()["window_kv"]
+        results[label] = best
+        print(f"  {label:20s} {best * 1e3:7.1f} ms  cached {out.num_cached_tokens:4d}  replayed "
+              f"{out.num_replayed_tokens:3d}  window KV per pool token {held} B")
+    base = results["no prefix caching"]
+    print("  speed-up vs no prefix caching: " + ", ".join(f"{k} {base / v:.1f}x" for k, v in results.items()
+                                                          if k != "no prefix caching"))
 
 
 if __name__ == "__main__":

@@ -93,7 +93,8 @@ class WindowRing:
     starting at ``s`` reads positions ``s - window + 1 .. s + t - 1``, all distinct
     modulo ``size``. ``lo`` is the lowest position the ring was ever filled from
     (the ``replay_start`` of its last replay, 0 otherwise): window reads never reach
-    below it. ``end`` is one past the highest position written.
+    below it. ``end`` is one past the highest position written. A resize keeps only the window before
+    the step it happens at (``floor``): a later step starting below that needs a replay.
     """
 
     def __init__(self, config: DeepseekV41ModelConfig, max_step: int, dtype: torch.dtype = torch.float32,
@@ -102,6 +103,7 @@ class WindowRing:
         self.max_step = max_step
         self.size = self.window + max_step
         self.lo = self.end = 0
+        self.floor = 0  # the lowest step start the rows kept by the last resize can serve
         self.layers = [torch.zeros(1, self.size, config.head_dim, dtype=dtype, device=device)
                        for _ in range(config.num_hidden_layers)]
 
@@ -116,12 +118,24 @@ class WindowRing:
         recompute after preemption): the rows of ``start - window + 1 .. start - 1``
         have not been overwritten since.
         """
-        return start == 0 or (self.lo <= start <= self.end <= start + self.max_step)
+        return start == 0 or (max(self.lo, self.floor) <= start <= self.end <= start + self.max_step)
 
     def grow(self, max_step: int, start: int) -> None:
         """Make room for steps of ``max_step`` tokens, keeping the window before ``start``."""
-        if max_step <= self.max_step:
-            return
+        if max_step > self.max_step:
+            self.resize(max_step, start)
+
+    def fit(self, max_step: int, start: int, slack: int = 4, minimum: int = 16) -> None:
+        """Size the ring for steps of ``max_step`` tokens: grow when needed, and give back the rows of a
+        large prefill chunk once steps are small again (more than ``slack`` times the need, at least
+        ``minimum``)."""
+        if max_step > self.max_step:
+            self.resize(max_step, start)
+        elif self.max_step > slack * max(max_step, minimum):
+            self.resize(max(max_step, minimum), start)
+
+    def resize(self, max_step: int, start: int) -> None:
+        """Re-allocate for steps of ``max_step`` tokens, keeping the window before ``start``."""
         keep = torch.arange(max(self.lo, start - self.window + 1, 0), start)
         old_rows = self.rows(keep)
         self.max_step, self.size = max_step, self.window + max_step
@@ -130,6 +144,8 @@ class WindowRing:
             fresh = t.new_zeros(1, self.size, t.shape[-1])
             fresh[0, new_rows] = t[0, old_rows]
             self.layers[i] = fresh
+        # Only the window before ``start`` survives: a step starting earlier (a rollback) needs a replay.
+        self.floor, self.end = start, min(self.end, start)
 
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in self.layers)

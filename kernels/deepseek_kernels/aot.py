@@ -72,6 +72,10 @@ def _specs() -> list[Spec]:
                     mma=True))
     out.append(Spec("compress_pool[bf16]", "compressor.triton:compress_pool_kernel",
                     _sig("kv_ptr gate_ptr out_ptr R C", "*bf16 *bf16 *bf16 i32 i32"), {"BLOCK_R": 8, "BLOCK_C": 128}))
+    for ratio in (1, 2):
+        out.append(Spec(f"v41_compress_pool[r={ratio}]", "v41_compress.triton:v41_compress_pool_kernel",
+                        _sig("rows_ptr w_ptr out_ptr D eps", "*fp32 *fp32 *fp32 i32 fp32"),
+                        {"RATIO": ratio, "BLOCK_D": 512}))
     out.append(Spec("sample_tokens", "sampling.triton:sample_tokens_kernel",
                     _sig("p_ptr e_ptr out_ptr V", "*fp32 *fp32 *i64 i32"), {"BLOCK_V": 1024}))
     from deepseek_kernels.quant.triton import FP8_CONFIGS

@@ -26,6 +26,8 @@ from deepseek_kernels.rope.reference import rope_reference
 from deepseek_kernels.rope.triton import rope_triton
 from deepseek_kernels.sampling.reference import sample_tokens_reference
 from deepseek_kernels.sampling.triton import sample_tokens_triton
+from deepseek_kernels.v41_compress.reference import v41_compress_pool_reference
+from deepseek_kernels.v41_compress.triton import v41_compress_pool_triton
 from triton.runtime.interpreter import InterpretedFunction
 
 DTYPES = [torch.float32, torch.bfloat16]
@@ -144,3 +146,13 @@ def test_sample_tokens(vocab) -> None:
     probs = torch.softmax(torch.randn(4, vocab, generator=g), -1)
     noise = torch.empty(4, vocab).exponential_(generator=g)
     assert torch.equal(sample_tokens_triton(probs, noise), sample_tokens_reference(probs, noise))
+
+
+@pytest.mark.parametrize("ratio", [1, 2])
+@pytest.mark.parametrize("groups, head_dim", [(1, 32), (5, 13), (3, 100)])
+def test_v41_compress_pool(ratio, groups, head_dim) -> None:
+    g = gen(groups * head_dim + ratio)
+    rows = torch.randn(groups * ratio, ratio * head_dim, generator=g) * 3
+    w = torch.rand(head_dim, generator=g) + 0.5
+    torch.testing.assert_close(v41_compress_pool_triton(rows, ratio, w, 1e-6),
+                               v41_compress_pool_reference(rows, ratio, w, 1e-6), atol=1e-5, rtol=1e-5)

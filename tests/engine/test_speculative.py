@@ -261,3 +261,18 @@ def test_speculative_sampling_params_errors():
         SamplingParams(speculative="dspark")
     with pytest.raises(ValueError, match="logprobs"):
         SamplingParams(speculative=SpeculativeConfig("dspark"), logprobs=1)
+
+
+def test_seeded_speculative_requests_do_not_depend_on_their_neighbours():
+    """Lock-step speculation: a seeded sampled request yields the same tokens alone and among others."""
+    from deepseek_engine import LLM
+
+    spec = SpeculativeConfig("dspark", num_speculative_tokens=3)
+    prompts = [prompt(7 + s, 40 + s, 1024) for s in range(3)]
+    params = [SamplingParams(temperature=0.8, top_p=0.9, seed=100 + s, max_tokens=8, ignore_eos=True,
+                             speculative=spec) for s in range(3)]
+    llm = LLM(str(TINY_V41), block_size=4)
+    together = llm.generate(prompts, params)
+    alone = [llm.generate([p], sp)[0] for p, sp in zip(prompts, params)]
+    assert [o.token_ids for o in together] == [o.token_ids for o in alone]
+    assert [o.spec_accepted_per_step for o in together] == [o.spec_accepted_per_step for o in alone]

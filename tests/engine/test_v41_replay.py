@@ -121,6 +121,28 @@ def test_llm_exact_replay_hit_equals_miss_and_is_bounded():
     assert all(lp.kv is None for lp in llm.runner.kv.layers)
 
 
+def test_ring_gives_back_prefill_rows_for_decode():
+    """A ring sized for a long prefill chunk shrinks once decode steps of one token follow; tokens unchanged."""
+    from deepseek_engine import LLM, SamplingParams
+
+    prompts = [ids(120, 50).tolist()]
+    params = SamplingParams(temperature=0.0, max_tokens=6)
+    llm = LLM(str(TINY), block_size=4, max_num_seqs=1)
+    seq_rings = []
+    real_rings = llm.model._rings
+
+    def spy(positions, ctx):
+        rings = real_rings(positions, ctx)
+        seq_rings.append([r.max_step for r in rings])
+        return rings
+
+    llm.model._rings = spy
+    out = llm.generate(prompts, params)[0]
+    assert seq_rings[0] == [120] and seq_rings[-1] == [16]
+    plain = LLM(str(TINY), block_size=4, enable_prefix_caching=False, swa_replay=None).generate(prompts, params)[0]
+    assert out.token_ids == plain.token_ids
+
+
 def test_llm_window_replay_replays_exactly_the_window():
     prompts = _shared_prefix_prompts()
     llm, outs = _llm_runs("window", prompts)
@@ -140,3 +162,18 @@ def test_llm_replay_after_preemption_keeps_greedy_tokens():
     assert tight.scheduler.num_preemptions > 0
     plain = LLM(str(TINY), block_size=4, enable_prefix_caching=False, max_num_seqs=1, swa_replay=None)
     assert [o.token_ids for o in outs] == [o.token_ids for o in plain.generate(prompts, params)]
+
+
+def test_ring_resize_keeps_only_the_window_before_the_step():
+    m = tiny()
+    ring = WindowRing(m.config, max_step=100)
+    w = m.config.sliding_window
+    for t in ring.layers:
+        t[0, :, 0] = torch.arange(ring.size, dtype=t.dtype)  # row r holds position r (positions 0..107)
+    ring.end = 100
+    assert ring.holds_window_of(100) and ring.holds_window_of(95)  # a rollback of 5 positions is servable
+    ring.fit(1, 100)  # decode steps now: give back the prefill rows
+    assert ring.max_step == 16 and ring.size == w + 16
+    assert ring.holds_window_of(100) and not ring.holds_window_of(95)  # rows below the kept window are gone
+    kept = torch.arange(100 - w + 1, 100)
+    assert torch.equal(ring.layers[0][0, ring.rows(kept), 0], kept.float())

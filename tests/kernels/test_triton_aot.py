@@ -13,6 +13,7 @@ SUBSET = {
     ("fp8_gemm[BM=128,w=4,s=3]", "sm_90a"),
     ("sink_attention[bf16,D=128]", "sm_100a"),
     ("rms_norm[bf16,w=True,D=4096]", "sm_100a"),
+    ("v41_compress_pool[r=2]", "sm_100a"),
 }
 
 

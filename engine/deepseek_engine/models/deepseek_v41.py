@@ -331,7 +331,7 @@ class DeepseekV41ForCausalLM(nn.Module):
         finally:
             cache.replaying = False
         cache.num_tokens = h
-        ring.lo, ring.end = r0, h
+        ring.lo, ring.end, ring.floor = r0, h, 0
         return r0
 
     def exact_replay_depth(self) -> int:

@@ -69,9 +69,9 @@ class ServedDeepseekV41(nn.Module):
             ring = state.get("window_ring")
             if ring is None:
                 ring = state["window_ring"] = WindowRing(self.config, steps, self.model.dtype, self.model.device)
-            ring.grow(steps, start)
+            ring.fit(steps, start)
             if start == 0:
-                ring.lo = ring.end = 0
+                ring.lo = ring.end = ring.floor = 0
             elif not ring.holds_window_of(start):
                 ring.grow(min(self.replay_depth, start), start)  # replay in as few chunks as the bound allows
                 cache = SequenceCache(ctx.kv, ctx.block_tables[i], num_tokens=start)

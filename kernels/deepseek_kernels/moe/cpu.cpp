@@ -12,6 +12,40 @@ static int score_code(const std::string &name) {
     TORCH_CHECK(false, "deepseek_kernels::moe_dense_experts: unknown score function '", name, "'");
 }
 
+// The routing inputs both ops share, checked once: hash routing's tid2eid rows (only those this step reads)
+// must hold expert indices, the bias one value per expert.
+struct RoutingInputs {
+    at::Tensor t2e, ids, bias;
+    const int64_t *t2e_ptr() const { return t2e.defined() ? t2e.data_ptr<int64_t>() : nullptr; }
+    const int64_t *ids_ptr() const { return ids.defined() ? ids.data_ptr<int64_t>() : nullptr; }
+};
+
+static RoutingInputs check_routing(const char *op, int64_t t, int64_t n_experts, int64_t top_k,
+                                   const std::optional<at::Tensor> &tid2eid, const std::optional<at::Tensor> &input_ids,
+                                   const std::optional<at::Tensor> &bias) {
+    RoutingInputs r;
+    if (tid2eid.has_value()) {
+        dk::expect(input_ids.has_value(), op, "hash routing needs input_ids");
+        r.t2e = tid2eid->contiguous(), r.ids = input_ids->contiguous();
+        dk::expect_dtype(op, "tid2eid", r.t2e, at::kLong);
+        dk::expect_dtype(op, "input_ids", r.ids, at::kLong);
+        dk::expect(r.t2e.dim() == 2 && r.t2e.size(1) == top_k, op, "tid2eid must be [vocab, top_k]");
+        dk::expect(r.ids.numel() == t, op, "one input id per token");
+        if (t) {
+            dk::expect(r.ids.min().item<int64_t>() >= 0 && r.ids.max().item<int64_t>() < r.t2e.size(0), op,
+                       "input ids must index tid2eid");
+            auto used = r.t2e.index_select(0, r.ids);
+            dk::expect(used.min().item<int64_t>() >= 0 && used.max().item<int64_t>() < n_experts, op,
+                       "tid2eid entries must be expert indices");
+        }
+    }
+    if (bias.has_value()) {
+        r.bias = dk::f32(*bias);
+        dk::expect(r.bias.numel() == n_experts, op, "one bias per expert");
+    }
+    return r;
+}
+
 static at::Tensor moe_dense_experts_cpu(const at::Tensor &y, int64_t n_experts, int64_t inter, int64_t top_k,
                                         c10::string_view score_func, const std::optional<at::Tensor> &tid2eid,
                                         const std::optional<at::Tensor> &input_ids,
@@ -25,32 +59,12 @@ static at::Tensor moe_dense_experts_cpu(const at::Tensor &y, int64_t n_experts, 
     const int64_t t = y.size(0), h = down.size(2);
     dk::expect(y.size(1) == n_experts + 2 * (n_experts + 1) * inter, op, "y must be [T, E + 2 (E + 1) I]");
     dk::expect(down.size(0) == n_experts + 1 && down.size(1) == inter, op, "down must be [E + 1, I, H]");
-    at::Tensor t2e, ids, bf;
-    if (tid2eid.has_value()) {
-        dk::expect(input_ids.has_value(), op, "hash routing needs input_ids");
-        t2e = tid2eid->contiguous(), ids = input_ids->contiguous();
-        dk::expect_dtype(op, "tid2eid", t2e, at::kLong);
-        dk::expect_dtype(op, "input_ids", ids, at::kLong);
-        dk::expect(t2e.dim() == 2 && t2e.size(1) == top_k, op, "tid2eid must be [vocab, top_k]");
-        dk::expect(ids.numel() == t, op, "one input id per token");
-        if (t) {
-            const int64_t lo = ids.min().item<int64_t>(), hi = ids.max().item<int64_t>();
-            dk::expect(lo >= 0 && hi < t2e.size(0), op, "input ids must index tid2eid");
-            auto used = t2e.index_select(0, ids);  // only the rows this step reads
-            const int64_t elo = used.min().item<int64_t>(), ehi = used.max().item<int64_t>();
-            dk::expect(elo >= 0 && ehi < n_experts, op, "tid2eid entries must be expert indices");
-        }
-    }
-    if (bias.has_value()) {
-        bf = dk::f32(*bias);
-        dk::expect(bf.numel() == n_experts, op, "one bias per expert");
-    }
+    const RoutingInputs r = check_routing(op, t, n_experts, top_k, tid2eid, input_ids, bias);
     auto yf = dk::f32(y), df = dk::f32(down);
     auto out = at::empty({t, h}, yf.options());
     if (t)
         moe_experts(yf.data_ptr<float>(), t, n_experts, inter, h, top_k, func,
-                    t2e.defined() ? t2e.data_ptr<int64_t>() : nullptr, ids.defined() ? ids.data_ptr<int64_t>() : nullptr,
-                    dk::ptr_or_null(bf), (float)scale, (float)limit, df.data_ptr<float>(), out.data_ptr<float>());
+                    r.t2e_ptr(), r.ids_ptr(), dk::ptr_or_null(r.bias), (float)scale, (float)limit, df.data_ptr<float>(), out.data_ptr<float>());
     return dk::like(out, y.scalar_type());
 }
 
@@ -64,33 +78,13 @@ static std::tuple<at::Tensor, at::Tensor> moe_route_cpu(const at::Tensor &logits
     dk::expect_dim(op, "logits", logits, 2);
     const int64_t t = logits.size(0), e = logits.size(1);
     dk::expect(1 <= top_k && top_k <= e, op, "needs 1 <= top_k <= number of experts");
-    at::Tensor t2e, ids, bf;
-    if (tid2eid.has_value()) {
-        dk::expect(input_ids.has_value(), op, "hash routing needs input_ids");
-        t2e = tid2eid->contiguous(), ids = input_ids->contiguous();
-        dk::expect_dtype(op, "tid2eid", t2e, at::kLong);
-        dk::expect_dtype(op, "input_ids", ids, at::kLong);
-        dk::expect(t2e.dim() == 2 && t2e.size(1) == top_k, op, "tid2eid must be [vocab, top_k]");
-        dk::expect(ids.numel() == t, op, "one input id per token");
-        if (t) {
-            dk::expect(ids.min().item<int64_t>() >= 0 && ids.max().item<int64_t>() < t2e.size(0), op,
-                       "input ids must index tid2eid");
-            auto used = t2e.index_select(0, ids);
-            dk::expect(used.min().item<int64_t>() >= 0 && used.max().item<int64_t>() < e, op,
-                       "tid2eid entries must be expert indices");
-        }
-    }
-    if (bias.has_value()) {
-        bf = dk::f32(*bias);
-        dk::expect(bf.numel() == e, op, "one bias per expert");
-    }
+    const RoutingInputs r = check_routing(op, t, e, top_k, tid2eid, input_ids, bias);
     auto lf = dk::f32(logits);
     auto experts = at::empty({t, top_k}, lf.options().dtype(at::kLong));
     auto weights = at::empty({t, top_k}, lf.options());
     std::vector<float> scratch((size_t)(2 * e));
     if (t)
-        moe_route(lf.data_ptr<float>(), t, e, top_k, func, t2e.defined() ? t2e.data_ptr<int64_t>() : nullptr,
-                  ids.defined() ? ids.data_ptr<int64_t>() : nullptr, dk::ptr_or_null(bf), (float)scale,
+        moe_route(lf.data_ptr<float>(), t, e, top_k, func, r.t2e_ptr(), r.ids_ptr(), dk::ptr_or_null(r.bias), (float)scale,
                   experts.data_ptr<int64_t>(), weights.data_ptr<float>(), scratch.data());
     return {experts, dk::like(weights, logits.scalar_type())};
 }
