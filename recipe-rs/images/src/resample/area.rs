@@ -157,6 +157,7 @@ fn weighted_area(src: &Pixels, width: usize, height: usize, sx: f64, sy: f64) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn image(width: usize, height: usize, channels: usize, f: impl Fn(usize) -> u8) -> Pixels {
         Pixels {
@@ -222,5 +223,28 @@ mod tests {
         assert_eq!(resize_area(&flat, 512, 7), Pixels::filled(512, 7, 3, 77));
         let src = image(5, 4, 3, |i| (i * 7 % 256) as u8);
         assert_eq!(resize_area(&src, 5, 4), src);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+        /// Each output sample is a weighted mean, so it lies within the range of the source
+        /// samples of its channel; a constant image stays constant.
+        #[test]
+        fn outputs_stay_within_the_source_range(
+            (w, h, dw, dh, seed) in (1usize..40, 1usize..40)
+                .prop_flat_map(|(w, h)| (Just(w), Just(h), 1..=w, 1..=h, any::<u64>()))
+        ) {
+            let src = image(w, h, 3, |i| (seed.wrapping_mul(i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as u8);
+            let out = resize_area(&src, dw, dh);
+            prop_assert_eq!((out.width, out.height, out.data.len()), (dw, dh, dw * dh * 3));
+            for c in 0..3 {
+                let lo = src.data.iter().skip(c).step_by(3).min().unwrap();
+                let hi = src.data.iter().skip(c).step_by(3).max().unwrap();
+                prop_assert!(out.data.iter().skip(c).step_by(3).all(|v| lo <= v && v <= hi));
+            }
+            let flat = Pixels::filled(w, h, 3, (seed % 256) as u8);
+            prop_assert_eq!(resize_area(&flat, dw, dh), Pixels::filled(dw, dh, 3, (seed % 256) as u8));
+        }
     }
 }
