@@ -789,9 +789,12 @@ class PreprocessOptions:
 
 @final
 class ReqwestImageFetcher:
-    """Downloads images given by URL over HTTP(S), with a size cap.
+    """Downloads images given by URL over HTTP(S), with a size cap (32 MiB unless
+    `with_max_bytes` sets another).
 
-    Immutable: the `with_*` methods return configured copies.
+    Immutable: the `with_*` methods return configured copies. `fetch` makes one attempt. Proxies
+    come from the environment (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`, `NO_PROXY`) as it is
+    when the fetcher is made; a fetcher with a destination filter uses no proxy.
     """
 
     def __new__(cls) -> Self: ...
@@ -821,7 +824,8 @@ class OpenCvImagePreprocessor:
 class ImageResolver:
     """Turns the image sources of a request into preprocessed images.
 
-    `ImageResolver(fetcher, preprocessor)`: URLs are fetched with `fetcher`.
+    `ImageResolver(fetcher, preprocessor)`: URLs are fetched with `fetcher`; a download that
+    fails with a retryable error is tried up to 4 times, 0.3 s, 0.6 s and 1 s apart.
     """
 
     def __new__(cls, fetcher: ReqwestImageFetcher, preprocessor: OpenCvImagePreprocessor) -> Self: ...

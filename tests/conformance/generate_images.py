@@ -3,13 +3,18 @@
 Run from the repository root with our own Python (it needs Pillow and numpy to draw the
 inputs); the cases run inside the official side venv (see `official_venv.py`):
 
-    python tests/conformance/generate_images.py
+    python tests/conformance/generate_images.py            # everything
+    python tests/conformance/generate_images.py --network  # only images/network_cases.json
 
 Writes
 * `images/inputs/`: the input files (formats, sizes around every threshold, malformed files);
 * `images/cases.json`: every case with the official outcome (sizes, token counts, errors,
   quotas, fetch hits and destination-filter calls against a local server on 127.0.0.1);
-* `images/official/NAME.webp`: the official output of the pixel-comparison cases.
+* `images/official/NAME.webp`: the official output of the pixel-comparison cases;
+* `images/network_cases.json`: the resolver's retries and back-off, the fetcher's default size
+  limit, statuses of 500 and more, and proxy handling (`HTTP_PROXY` and friends against a
+  recording proxy on 127.0.0.1), with the server's hits, the proxy's hits and the
+  destination-filter calls of each case. These need only the committed inputs.
 """
 
 from __future__ import annotations
@@ -22,8 +27,11 @@ import sys
 import zlib
 from pathlib import Path
 
-import numpy as np
-from PIL import Image
+try:  # drawing the inputs needs them; `--network` does not
+    import numpy as np
+    from PIL import Image
+except ImportError:
+    np = Image = None
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "images"
@@ -247,10 +255,75 @@ def cases(f: dict) -> list:
     return out
 
 
+DEAD = "http://127.0.0.1:1"  # nothing listens on port 1: connection refused
+PNG = "rgb.png"
+LIMIT = 32 * 1024 * 1024
+
+
+def network_cases() -> list:
+    out = []
+
+    def add(name, **case):
+        out.append({"name": name, **case})
+
+    # The resolver's retries: which failures, how many attempts, and the waits between them.
+    for route in ["status/500", "status/599", "status/600", "status/429", "status/408", "status/404",
+                  f"flaky/1/{PNG}", f"flaky/3/{PNG}", f"flaky/4/{PNG}", f"truncated/{PNG}", "hang",
+                  f"redirect/6/{PNG}", "nolocation", "img/junk.bin", f"zeros/{LIMIT}", f"zeros/{LIMIT + 1}",
+                  f"zeros-nolength/{LIMIT + 1}"]:
+        add(f"resolve_url {route}", op="resolve_url", urls=["{base}/" + route])
+    add("resolve_url connection refused", op="resolve_url", urls=[DEAD + "/x.png"])
+    for mb, route in [(10, "img/"), (10, "nolength/")]:
+        add(f"resolve_url max_bytes={mb} {route}", op="resolve_url", urls=["{base}/" + route + PNG], max_bytes=mb)
+    for flt, route in [("deny", f"img/{PNG}"), ("allow", "status/500"), ("raise", f"img/{PNG}"),
+                       ("allow", f"redirect/2/{PNG}")]:
+        add(f"resolve_url filter {flt} {route}", op="resolve_url", urls=["{base}/" + route], filter=flt)
+    add("resolve_url two sources, one failing", op="resolve_url", urls=["{base}/img/" + PNG, "{base}/status/502"])
+    # The fetcher alone: one attempt, the default size limit, statuses of 500 and more.
+    for route in [f"zeros/{LIMIT}", f"zeros/{LIMIT + 1}", f"zeros-nolength/{LIMIT + 1}", "status/600",
+                  "status/999", f"flaky/1/{PNG}", f"truncated/{PNG}", "hang"]:
+        add(f"fetch {route}", op="fetch", url="{base}/" + route)
+    # Proxies from the environment.
+    img = "{base}/img/" + PNG
+    for label, env, url, extra in [
+        ("HTTP_PROXY", {"HTTP_PROXY": "{proxy}"}, img, {}),
+        ("http_proxy", {"http_proxy": "{proxy}"}, img, {}),
+        ("ALL_PROXY", {"ALL_PROXY": "{proxy}"}, img, {}),
+        ("HTTPS_PROXY, http url", {"HTTPS_PROXY": "{proxy}"}, img, {}),
+        ("HTTPS_PROXY, https url", {"HTTPS_PROXY": "{proxy}"}, "https://127.0.0.1:1/x.png", {}),
+        ("NO_PROXY=127.0.0.1", {"HTTP_PROXY": "{proxy}", "NO_PROXY": "127.0.0.1"}, img, {}),
+        ("no_proxy=127.0.0.1", {"HTTP_PROXY": "{proxy}", "no_proxy": "127.0.0.1"}, img, {}),
+        ("NO_PROXY=*", {"HTTP_PROXY": "{proxy}", "NO_PROXY": "*"}, img, {}),
+        ("NO_PROXY=localhost", {"HTTP_PROXY": "{proxy}", "NO_PROXY": "localhost"}, img, {}),
+        ("NO_PROXY=127.0.0.0/8", {"HTTP_PROXY": "{proxy}", "NO_PROXY": "127.0.0.0/8"}, img, {}),
+        ("set after construction", {"HTTP_PROXY": "{proxy}"}, img, {"env_after_construction": True}),
+        ("with destination filter", {"HTTP_PROXY": "{proxy}"}, img, {"filter": "allow"}),
+        ("redirects", {"HTTP_PROXY": "{proxy}"}, "{base}/redirect/2/" + PNG, {}),
+        ("status 500", {"HTTP_PROXY": "{proxy}"}, "{base}/status/500", {}),
+        ("unreachable proxy", {"HTTP_PROXY": DEAD}, img, {}),
+        ("unparsable proxy", {"HTTP_PROXY": "::not a url::"}, img, {}),
+        ("CGI REQUEST_METHOD", {"HTTP_PROXY": "{proxy}", "REQUEST_METHOD": "GET"}, img, {}),
+    ]:
+        add(f"proxy {label}", op="fetch", url=url, env=env, **extra)
+    add("proxy resolve_url status 503", op="resolve_url", urls=["{base}/status/503"], env={"HTTP_PROXY": "{proxy}"})
+    add("proxy resolve_url unreachable proxy", op="resolve_url", urls=[img], env={"HTTP_PROXY": DEAD})
+    return out
+
+
+def record_network(run_in_official) -> None:
+    path = OUT / "network_cases.json"
+    path.write_text(json.dumps(network_cases(), indent=1))
+    run_in_official(HERE / "_record_images.py", str(path), str(INPUTS), str(OFFICIAL), capture=False)
+    print(f"{len(json.loads(path.read_text()))} network cases")
+
+
 def main() -> int:
     sys.path.insert(0, str(HERE))
     from official_venv import run_in_official
 
+    if "--network" in sys.argv[1:]:
+        record_network(run_in_official)
+        return 0
     files = make_inputs()
     spec = cases(files)
     if OFFICIAL.exists():
@@ -262,6 +335,7 @@ def main() -> int:
     done = json.loads(spec_path.read_text())
     print(f"{len(done)} cases, {len(list(OFFICIAL.iterdir()))} official WebP outputs, "
           f"{len(list(INPUTS.iterdir()))} inputs")
+    record_network(run_in_official)
     return 0
 
 

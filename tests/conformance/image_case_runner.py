@@ -3,12 +3,21 @@
 Used by the fixture recorder inside the official side venv and by our tests, so both run the
 same code. A case is a dict (see `generate_images.py`); the outcome is a JSON-able dict:
 `{"ok": ...}` or `{"error": {"class", "kind", "retryable", "message"}}`. The local server's
-address is written as `{base}` in URLs and messages.
+address is written as `{base}` in URLs and messages, its proxy's as `{proxy}`.
+
+Network cases (`fetch`, `resolve_url`) run with the proxy variables of the environment cleared,
+then set to the case's `env` (if any) around the fetcher's construction (or only after it, with
+`env_after_construction`) and the call; they report the requests the server and the proxy saw and
+the destination-filter calls (the server's hits sorted when a case has several URLs, since the
+official resolver fetches them concurrently). `resolve_url` also reports `waits`, the seconds
+between the server's hits (timing evidence only: tests do not compare it).
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
+import os
 import urllib.parse
 from pathlib import Path
 
@@ -67,6 +76,70 @@ def _filter(name: str | None, seen: list):
     return None
 
 
+PROXY_VARIABLES = ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy",
+                   "NO_PROXY", "no_proxy", "REQUEST_METHOD")
+
+
+@contextlib.contextmanager
+def proxy_environment(values: dict):
+    """Set exactly `values` among the proxy variables for the duration; restore afterwards."""
+    saved = {k: os.environ.get(k) for k in PROXY_VARIABLES}
+    for k in PROXY_VARIABLES:
+        os.environ.pop(k, None)
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _network_call(case: dict, server, call):
+    """Build the case's fetcher under its environment and run `call(fetcher, seen)`; return the
+    outcome with the server's and the proxy's hits and the filter calls."""
+    base = server.base if server else "http://127.0.0.1:0"
+    proxy = getattr(server, "proxy", None)
+    env = {k: v.replace("{proxy}", proxy.url if proxy else "").replace("{base}", base)
+           for k, v in case.get("env", {}).items()}
+    after = case.get("env_after_construction", False)
+    seen: list = []
+
+    def make():
+        fetcher = (d.ReqwestImageFetcher.with_max_bytes(case["max_bytes"]) if case.get("max_bytes") is not None
+                   else d.ReqwestImageFetcher())
+        if case.get("filter"):
+            fetcher = fetcher.with_destination_filter(_filter(case["filter"], seen))
+        return fetcher
+
+    if server:
+        server.hits.clear()
+        server.hit_times.clear()
+        server.counts.clear()
+    if proxy:
+        proxy.hits.clear()
+    with proxy_environment({}):
+        fetcher = make() if after else None
+        with proxy_environment(env):
+            fetcher = fetcher or make()
+            try:
+                out = call(fetcher)
+            except Exception as e:  # noqa: BLE001 - the error is the outcome
+                out = _error(e, base)
+    out["hits"] = list(server.hits) if server else []
+    if len(case.get("urls", [])) > 1:  # the official resolver fetches sources concurrently
+        out["hits"].sort()
+    out["filter_calls"] = seen
+    if "env" in case:
+        out["proxy_hits"] = [[m, t.replace(base, "{base}")] for m, t in proxy.hits] if proxy else []
+    if case["op"] == "resolve_url" and server:
+        times = server.hit_times
+        out["waits"] = [round(b - a, 3) for a, b in zip(times, times[1:])]
+    return out
+
+
 def run_case(case: dict, inputs: Path, server=None, keep: dict | None = None) -> dict:
     """Run `case`; official WebP outputs of `keep_webp` cases go into `keep[name]`."""
     base = server.base if server else "http://127.0.0.1:0"
@@ -101,21 +174,22 @@ def run_case(case: dict, inputs: Path, server=None, keep: dict | None = None) ->
                 calls[-1]["quota"] = [quota.image_count(), quota.byte_size()]
             return {"ok": {"calls": calls}}
         if op == "fetch":
-            fetcher = (d.ReqwestImageFetcher.with_max_bytes(case["max_bytes"]) if case.get("max_bytes") is not None
-                       else d.ReqwestImageFetcher())
-            seen: list = []
-            if case.get("filter"):
-                fetcher = fetcher.with_destination_filter(_filter(case["filter"], seen))
-            if server:
-                server.hits.clear()
-            try:
-                body = fetcher.fetch(case["url"].replace("{base}", base))
-                out = {"ok": {"len": len(body)}}
-            except Exception as e:  # noqa: BLE001
-                out = _error(e, base)
-            out["hits"] = list(server.hits) if server else []
-            out["filter_calls"] = seen
-            return out
+            return _network_call(case, server, lambda f: {"ok": {"len": len(f.fetch(case["url"].replace("{base}", base)))}})
+        if op == "resolve_url":
+            def resolve(fetcher):
+                resolver = d.ImageResolver(fetcher, d.OpenCvImagePreprocessor())
+                quota = d.ImageQuota()
+                sources = [d.UrlImageSource(u.replace("{base}", base), "high", path=f"messages.{i}.content[0]")
+                           for i, u in enumerate(case["urls"])]
+                try:
+                    mm = resolver.resolve(sources, quota)
+                    out = {"ok": {"sizes": [[i.width, i.height] for i in mm.images],
+                                  "adjustment": mm.image_token_adjustment()}}
+                except Exception as e:  # noqa: BLE001
+                    out = _error(e, base)
+                out["quota"] = [quota.image_count(), quota.byte_size()]
+                return out
+            return _network_call(case, server, resolve)
         raise ValueError(f"unknown op {op}")
     except Exception as e:  # noqa: BLE001
         return _error(e, base)

@@ -4,10 +4,13 @@
 //! * The size limit applies to `Content-Length` and again to the streamed body.
 //! * A destination filter, when set, is asked `(host, address)` for every address a hop may
 //!   connect to (each resolved address of a host name, or the literal address); the request is
-//!   pinned to the allowed addresses and made without a proxy. Without a filter the fetcher
-//!   connects anywhere and honours the proxy environment, like the official one.
+//!   pinned to the allowed addresses and made without a proxy, so the filter is never asked
+//!   about a proxy. Without a filter the fetcher connects anywhere and honours the proxy
+//!   environment as it was when the fetcher was made (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`,
+//!   their lower-case forms and `NO_PROXY`, read by reqwest), like the official one.
 //! * [`deny_private_destinations`] is a ready filter for untrusted URLs.
-//! * Statuses: 2xx is success, 5xx a retryable failure, anything else a final one.
+//! * Statuses: 2xx is success, 500 and above (up to 999) a retryable failure, anything else a
+//!   final one. The fetcher itself makes one attempt; the resolver retries (see `resolve`).
 
 use std::io::Read;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
@@ -18,8 +21,8 @@ use crate::error::{ImageError, ImageErrorKind};
 
 /// Redirects followed before giving up.
 pub const MAX_REDIRECTS: usize = 5;
-/// Default encoded size limit of one fetched image.
-pub const DEFAULT_MAX_BYTES: u64 = 20 * 1024 * 1024;
+/// Default encoded size limit of one fetched image (32 MiB, as officially).
+pub const DEFAULT_MAX_BYTES: u64 = 32 * 1024 * 1024;
 const TIMEOUT: Duration = Duration::from_secs(30);
 
 /// `(host, address) → allowed`.
@@ -29,15 +32,21 @@ pub type DestinationFilter = Arc<dyn Fn(&str, &IpAddr) -> bool + Send + Sync>;
 pub struct ImageFetcher {
     pub max_bytes: u64,
     pub filter: Option<DestinationFilter>,
+    /// The unfiltered client, built when the fetcher is made so that it keeps the proxy
+    /// environment of that moment (`Err`: why it could not be built, reported on fetch).
+    direct: Result<reqwest::blocking::Client, String>,
 }
 
 impl Default for ImageFetcher {
     fn default() -> Self {
-        Self {
-            max_bytes: DEFAULT_MAX_BYTES,
-            filter: None,
-        }
+        Self::with_max_bytes(DEFAULT_MAX_BYTES)
     }
+}
+
+fn client_builder() -> reqwest::blocking::ClientBuilder {
+    reqwest::blocking::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(TIMEOUT)
 }
 
 impl std::fmt::Debug for ImageFetcher {
@@ -101,17 +110,20 @@ pub fn deny_private_destinations() -> DestinationFilter {
 }
 
 impl ImageFetcher {
+    /// An unfiltered fetcher with this size limit; the proxy environment is read now.
     pub fn with_max_bytes(max_bytes: u64) -> Self {
         Self {
             max_bytes,
             filter: None,
+            direct: client_builder().build().map_err(|e| e.to_string()),
         }
     }
 
+    /// A copy that connects only to addresses `filter` allows, without a proxy.
     pub fn with_filter(&self, filter: DestinationFilter) -> Self {
         Self {
-            max_bytes: self.max_bytes,
             filter: Some(filter),
+            ..self.clone()
         }
     }
 
@@ -165,7 +177,7 @@ impl ImageFetcher {
             }
             if !status.is_success() {
                 let kind = ImageErrorKind::FetchStatus {
-                    retryable: status.is_server_error(),
+                    retryable: status.as_u16() >= 500,
                 };
                 return Err(fail(kind, format!("status {status}")));
             }
@@ -196,16 +208,16 @@ impl ImageFetcher {
         Ok(body)
     }
 
-    /// A client for one hop: unfiltered, or pinned to the filter's allowed addresses.
+    /// A client for one hop: the unfiltered one, or one pinned to the filter's allowed
+    /// addresses.
     fn client_for(&self, url: &reqwest::Url) -> Result<reqwest::blocking::Client, ImageError> {
-        let builder = reqwest::blocking::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(TIMEOUT);
         let Some(filter) = &self.filter else {
-            return builder
-                .build()
-                .map_err(|e| ImageError::new(ImageErrorKind::Fetch, e.to_string()));
+            return self
+                .direct
+                .clone()
+                .map_err(|e| ImageError::new(ImageErrorKind::Fetch, e));
         };
+        let builder = client_builder();
         let rejected =
             |detail: String| ImageError::new(ImageErrorKind::DestinationRejected, detail);
         let host = url

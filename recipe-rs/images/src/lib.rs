@@ -4,7 +4,8 @@
 //! * [`sniff`] and [`data_url`]: what the bytes are and where they come from;
 //! * [`decode`] → [`resample`] → [`preprocess`]: the pixels, fitted and encoded as WebP;
 //! * [`fetch`]: external URLs (size limit, redirects, destination filter);
-//! * [`resolve`]: sources of one request in order, with the request's quota.
+//! * [`resolve`]: sources of one request in order, with the request's quota; [`retry`]: the
+//!   resolver's download retries.
 //!
 //! Behaviour follows the official `deepseek-recipe` 0.2.0 package (sizes, token counts and errors
 //! are identical); where it crashes or allocates without bound we deviate, see
@@ -17,6 +18,7 @@ pub mod fetch;
 pub mod preprocess;
 pub mod resample;
 pub mod resolve;
+pub mod retry;
 pub mod sniff;
 pub mod spec;
 
@@ -24,4 +26,5 @@ pub use error::{ImageError, ImageErrorKind};
 pub use fetch::{deny_private_destinations, DestinationFilter, ImageFetcher};
 pub use preprocess::{preprocess, Detail, ImageInfo, PreprocessOptions};
 pub use resolve::{ImageQuota, ImageResolver};
+pub use retry::RetryPolicy;
 pub use spec::{CalcResizeError, ImageTokenSpec, ResizeResult};

@@ -1,11 +1,11 @@
 //! One image's bytes → the preprocessed image the model sees, in the official order:
 //! empty check → format sniff → header dimensions against `max_dimension_px` → decode →
-//! (low detail) shrink the long side to `low_detail_max_dimension_px` → the V4.1 fit (aspect
-//! kept, centred on grey `127` padding, bicubic) → lossy WebP at quality 90.
+//! (low detail) shrink the long side to `low_detail_max_dimension_px` by area averaging → the
+//! V4.1 fit (aspect kept, centred on grey `127` padding, bicubic) → lossy WebP at quality 90.
 
 use crate::decode::{decode_rgb, header_dimensions, DEFAULT_PIXEL_BUDGET};
 use crate::error::{ImageError, ImageErrorKind};
-use crate::resample::{resize_cubic, Pixels};
+use crate::resample::{resize_area, resize_cubic, Pixels};
 use crate::sniff::sniff;
 use crate::spec::ImageTokenSpec;
 
@@ -133,7 +133,8 @@ pub fn preprocess(data: &[u8], options: &PreprocessOptions) -> Result<ImageInfo,
     })
 }
 
-/// Low detail: scale so that the long side is at most `max_side` (sides rounded, at least 1).
+/// Low detail: shrink by area averaging so that the long side is at most `max_side` (sides
+/// rounded, at least 1).
 fn limit_long_side(pixels: Pixels, max_side: usize) -> Pixels {
     let long = pixels.width.max(pixels.height);
     if long <= max_side {
@@ -142,7 +143,7 @@ fn limit_long_side(pixels: Pixels, max_side: usize) -> Pixels {
     let ratio = max_side as f64 / long as f64;
     let w = ((pixels.width as f64 * ratio).round() as usize).max(1);
     let h = ((pixels.height as f64 * ratio).round() as usize).max(1);
-    resize_cubic(&pixels, w, h)
+    resize_area(&pixels, w, h)
 }
 
 /// The fitted size, also within WebP's side limit: a fitted side over the limit is brought to

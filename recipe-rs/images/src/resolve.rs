@@ -1,6 +1,10 @@
 //! Resolving the image sources of one request: bytes from data URLs, URLs or the request, each
 //! preprocessed with its detail, in order; the request's quota records the count and encoded
-//! bytes of successful calls only.
+//! bytes of successful calls only. URL downloads are retried ([`RetryPolicy`]).
+//!
+//! The official resolver handles a request's sources concurrently; ours takes them one after
+//! another (a bound on peak memory, see `docs/image-deviations.md`). The outcome is the same;
+//! only the order of requests a server sees, and the time several failing URLs take, differ.
 
 use recipe_core::conversation::{ImageData, ImageDetail, ImageSource};
 
@@ -8,6 +12,7 @@ use crate::data_url::decode_data_url;
 use crate::error::{ImageError, ImageErrorKind, LocatedImageError};
 use crate::fetch::ImageFetcher;
 use crate::preprocess::{preprocess, Detail, ImageInfo, PreprocessOptions};
+use crate::retry::{as_resolver_failure, RetryPolicy};
 
 /// Largest side the resolver accepts.
 pub const MAX_DIMENSION_PX: u32 = 8192;
@@ -24,6 +29,7 @@ pub struct ImageQuota {
 #[derive(Debug, Clone, Default)]
 pub struct ImageResolver {
     pub fetcher: ImageFetcher,
+    pub retry: RetryPolicy,
 }
 
 fn detail_of(d: ImageDetail) -> Detail {
@@ -36,8 +42,12 @@ fn detail_of(d: ImageDetail) -> Detail {
 }
 
 impl ImageResolver {
+    /// A resolver with the official retry schedule.
     pub fn new(fetcher: ImageFetcher) -> Self {
-        Self { fetcher }
+        Self {
+            fetcher,
+            retry: RetryPolicy::default(),
+        }
     }
 
     /// The bytes of one source.
@@ -54,7 +64,9 @@ impl ImageResolver {
                         "not http(s)",
                     ));
                 }
-                self.fetcher.fetch(u)
+                self.retry
+                    .run(|| self.fetcher.fetch(u))
+                    .map_err(|e| as_resolver_failure(e, u))
             }
         }
     }

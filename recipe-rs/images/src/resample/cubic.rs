@@ -6,29 +6,11 @@
 //! weights are quantised to 11 bits; the horizontal pass keeps integer sums, the vertical pass
 //! multiplies by the row weights and rounds the 22-bit product back to 8 bits.
 
+use super::Pixels;
+
 const COEF_BITS: u32 = 11;
 const COEF_SCALE: f32 = (1 << COEF_BITS) as f32;
 const A: f32 = -0.75;
-
-/// An 8-bit image with `channels` interleaved samples per pixel, rows without padding.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Pixels {
-    pub width: usize,
-    pub height: usize,
-    pub channels: usize,
-    pub data: Vec<u8>,
-}
-
-impl Pixels {
-    pub fn filled(width: usize, height: usize, channels: usize, value: u8) -> Self {
-        Self {
-            width,
-            height,
-            channels,
-            data: vec![value; width * height * channels],
-        }
-    }
-}
 
 /// The four Keys weights for a fractional offset `x` in [0, 1), computed in f32 as OpenCV does.
 fn cubic_weights(x: f32) -> [f32; 4] {
