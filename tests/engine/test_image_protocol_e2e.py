@@ -22,7 +22,6 @@ from pathlib import Path
 
 import deepseek_recipe as dr
 import pytest
-
 from deepseek_engine import LLM, SamplingParams
 from deepseek_engine.protocol_api import ProtocolEngine, ProtocolError
 from deepseek_engine.tiny_checkpoint_v41 import write_tiny_v41

@@ -21,7 +21,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-
 from image_case_runner import proxy_environment, run_case
 from image_http_server import serve
 
