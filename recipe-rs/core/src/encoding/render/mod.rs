@@ -231,15 +231,8 @@ fn turns(
     while i < n {
         match body[i] {
             Message::User(_) | Message::Tool(_) => {
-                let j = user_turn(
-                    ctx,
-                    out,
-                    images,
-                    &body[i..],
-                    &unit_starts[i.min(unit_starts.len())..],
-                    last_calls,
-                );
-                i += j;
+                let starts = unit_starts.get(i..).unwrap_or(&[]);
+                i += user_turn(ctx, out, images, &body[i..], starts, last_calls);
             }
             Message::LatestReminder(r) => {
                 let repeated = i > 0 && matches!(body[i - 1], Message::LatestReminder(_));
@@ -303,8 +296,9 @@ fn user_turn(
         }
     }
     let taken = parts.len();
-    if ctx.p.tool_result_order == ToolResultOrder::CallOrderWithinTurn {
-        v41::order_tool_results(&mut parts, last_calls);
+    match ctx.p.tool_result_order {
+        ToolResultOrder::CallOrderWithinTurn => v41::order_tool_results(&mut parts, last_calls),
+        ToolResultOrder::SortedAfterCallingTurn => {} // sorted before the turns were cut
     }
     out.special(SpecialToken::User);
     // Whether the current run of user messages has written text yet.
@@ -315,13 +309,14 @@ fn user_turn(
         if matches!(p, Part::User(_)) && starts_unit {
             user_text_written = false;
         }
-        let separated = match ctx.p.user_turn_join {
-            UserTurnJoin::BlankLineBetweenAll => true,
-            UserTurnJoin::SkipEmptyUserTexts => {
-                v4::separates(&parts[..k], p, starts_unit, user_text_written)
-            }
-        };
-        if k > 0 && separated {
+        let separated = k > 0
+            && match ctx.p.user_turn_join {
+                UserTurnJoin::BlankLineBetweenAll => true,
+                UserTurnJoin::SkipEmptyUserTexts => {
+                    v4::separates(&parts[..k], p, starts_unit, user_text_written)
+                }
+            };
+        if separated {
             out.text("\n\n");
         }
         match p {
