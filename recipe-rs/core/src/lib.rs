@@ -5,12 +5,14 @@
 //! [`tokenizer`] (spans → token IDs, control tokens by ID only). [`check`] compares what another
 //! encoder produced with that canonical result.
 //! [`special_tokens`], [`parsing_options`] and [`responses_echo`] are shared vocabulary for the
-//! protocol and stream crates.
+//! protocol and stream crates; [`profile`] holds what differs between model versions, as data
+//! that rendering and request conversion read.
 
 pub mod check;
 pub mod conversation;
 pub mod encoding;
 pub mod parsing_options;
+pub mod profile;
 pub mod responses_echo;
 pub mod special_tokens;
 pub mod tokenizer;

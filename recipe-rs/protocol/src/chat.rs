@@ -352,7 +352,7 @@ fn content_parts(
         StringOrList::String(s) => return Ok(vec![Part::Text(s)]),
         StringOrList::List(b) => b,
     };
-    if version != ModelVersion::DeepseekV4Pro
+    if common::shows_images(version)
         && blocks
             .iter()
             .any(|b| matches!(b, ChatCompletionRequestContentBlock::File { .. }))
@@ -365,7 +365,7 @@ fn content_parts(
             ChatCompletionRequestContentBlock::Text { text } => parts.push(Part::Text(text)),
             ChatCompletionRequestContentBlock::ImageUrl { image_url } => {
                 if !allow_images {
-                    if version == ModelVersion::DeepseekV4Pro {
+                    if !common::shows_images(version) {
                         parts.push(Part::Text(common::UNSUPPORTED_IMAGE.to_owned()));
                         continue;
                     }
@@ -374,7 +374,7 @@ fn content_parts(
                 let detail = image_url.detail.map(ImageDetail::from).unwrap_or_default();
                 let data = match common::image_data_from_url(&image_url.url) {
                     Some(d) => d,
-                    None if version == ModelVersion::DeepseekV4Pro => {
+                    None if !common::shows_images(version) => {
                         recipe_core::ImageData::Url(image_url.url)
                     }
                     None => return reject(format!("{path}: Unsupported image_url format")),
@@ -382,7 +382,7 @@ fn content_parts(
                 parts.push(Part::Image(ImagePart { data, detail }));
             }
             ChatCompletionRequestContentBlock::File { .. } => {
-                if version == ModelVersion::DeepseekV4Pro {
+                if !common::shows_images(version) {
                     parts.push(Part::Text(common::UNSUPPORTED_IMAGE.to_owned()));
                     continue;
                 }

@@ -4,6 +4,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use recipe_core::profile::ImageHandling;
 use recipe_core::{
     AssistantMessage, Conversation, ImageData, ImageDetail, ImageSource, ImageText, Message,
     ModelVersion, ParsingOptions, ReasoningEffort, ResponseFormat, ThinkingInitialStage,
@@ -127,18 +128,11 @@ pub fn resolve_top_p(
     tools_active: bool,
     requested: Option<f32>,
 ) -> f32 {
-    match (version, thinking) {
-        (ModelVersion::DeepseekV41Flash, true) => requested.map(|p| p.max(0.95)).unwrap_or(1.0),
-        (ModelVersion::DeepseekV41Flash, false) => 1.0,
-        (ModelVersion::DeepseekV4Pro, true) => {
-            if tools_active {
-                0.95
-            } else {
-                1.0
-            }
-        }
-        (ModelVersion::DeepseekV4Pro, false) => requested.unwrap_or(1.0),
-    }
+    version
+        .profile()
+        .conversion
+        .top_p
+        .resolve(thinking, tools_active, requested)
 }
 
 /// An image part of a request, before the model version decides how it is shown.
@@ -154,6 +148,12 @@ pub enum Part {
 }
 
 pub const UNSUPPORTED_IMAGE: &str = "[Unsupported Image]";
+
+/// Whether the model sees images (as placeholders with checked sources) or only the
+/// `[Unsupported Image]` text (see the profile's [`ImageHandling`]).
+pub fn shows_images(version: ModelVersion) -> bool {
+    version.profile().conversion.images == ImageHandling::Placeholder
+}
 
 /// Join parts with blank lines; images become the image placeholder (V4.1, its position
 /// recorded in the returned [`ImageText`]) or the `[Unsupported Image]` text (V4, which drops the
@@ -172,9 +172,9 @@ pub fn join_parts(
         }
         match part {
             Part::Text(t) => text.push_text(&t),
-            Part::Image(img) => match version {
-                ModelVersion::DeepseekV4Pro => text.push_text(UNSUPPORTED_IMAGE),
-                ModelVersion::DeepseekV41Flash => {
+            Part::Image(img) => match version.profile().conversion.images {
+                ImageHandling::UnsupportedText => text.push_text(UNSUPPORTED_IMAGE),
+                ImageHandling::Placeholder => {
                     text.push_placeholder(image_token);
                     images.push(ImageSource {
                         data: img.data,

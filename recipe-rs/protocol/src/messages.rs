@@ -438,7 +438,7 @@ fn image_part(
     path: &str,
     version: ModelVersion,
 ) -> Result<Option<Part>, String> {
-    let validate = version == ModelVersion::DeepseekV41Flash;
+    let validate = common::shows_images(version);
     let data = image_from_source(source, validate).map_err(|m| format!("{path}: {m}"))?;
     Ok(data.map(|data| {
         Part::Image(ImagePart {
@@ -649,13 +649,13 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
                     match block {
                         MessagesContentBlock::Text { text } => texts.push(text),
                         MessagesContentBlock::Image { source } => {
-                            let validate = version == ModelVersion::DeepseekV41Flash;
+                            let validate = common::shows_images(version);
                             let data = match image_from_source(&source, validate) {
                                 Ok(d) => d,
                                 Err(m) => return reject(format!("{path}: {m}")),
                             };
                             if let Some(data) = data {
-                                if version == ModelVersion::DeepseekV4Pro {
+                                if !common::shows_images(version) {
                                     texts.push(common::UNSUPPORTED_IMAGE.to_owned());
                                 } else {
                                     flush_user(&mut texts, &mut messages, &image_token, m.role);

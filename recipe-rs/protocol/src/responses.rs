@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
+use recipe_core::profile::DeveloperMessage;
 use recipe_core::{
     AssistantMessage, ImageDetail, ImageText, Message, ModelVersion, ResponseFormat, ResponsesEcho,
     SpecialToken, SystemMessage, ToolCall, ToolMessage, UserMessage,
@@ -630,6 +631,11 @@ fn check_tool_choice_shape(choice: &Value) -> Result<(), String> {
     }
 }
 
+/// Whether a `developer` message becomes a user message (otherwise a system message).
+fn developer_as_user(version: ModelVersion) -> bool {
+    version.profile().conversion.developer_message == DeveloperMessage::User
+}
+
 fn apply_patch_tool(version: ModelVersion) -> DeclaredTool {
     let text = match version {
         ModelVersion::DeepseekV4Pro => include_str!("../data/apply_patch_tool_v4.json"),
@@ -718,20 +724,14 @@ fn declared_tools(
                     }
                     let local = str_field(t, "name").unwrap_or_default();
                     common::check_tool_name(&local, &format!("tools[{i}].tools[{j}].name"))?;
-                    let (full, description) = match version {
-                        ModelVersion::DeepseekV41Flash => {
-                            let description = match (&ns_desc, str_field(t, "description")) {
-                                (Some(n), d) if !n.is_empty() => {
-                                    Some(format!("{n}\n{}", d.unwrap_or_default()))
-                                }
-                                (_, d) => d,
-                            };
-                            (format!("{ns}::{local}"), description)
+                    let rules = &version.profile().conversion;
+                    let description = match (&ns_desc, str_field(t, "description")) {
+                        (Some(n), d) if rules.namespace_description_prefixed && !n.is_empty() => {
+                            Some(format!("{n}\n{}", d.unwrap_or_default()))
                         }
-                        ModelVersion::DeepseekV4Pro => {
-                            (format!("{ns}__{local}"), str_field(t, "description"))
-                        }
+                        (_, d) => d,
                     };
+                    let full = format!("{ns}{}{local}", rules.namespace_separator);
                     map.insert(full.clone(), (ns.clone(), local));
                     let tool = function_tool(t, full, description);
                     if !names_only {}
@@ -771,7 +771,7 @@ fn content_parts(
         Content::Text(s) => return Ok(vec![Part::Text(s)]),
         Content::Blocks(b) => b,
     };
-    if version == ModelVersion::DeepseekV41Flash {
+    if common::shows_images(version) {
         for (j, block) in blocks.iter().enumerate() {
             if let ResponsesContentBlock::InputImage {
                 image_url,
@@ -798,7 +798,7 @@ fn content_parts(
                 file_id,
                 detail,
             } => {
-                if assistant && version == ModelVersion::DeepseekV41Flash {
+                if assistant && common::shows_images(version) {
                     if image_url.as_deref().is_none_or(str::is_empty) && file_id.is_none() {
                         return reject(format!(
                             "{path}.content[{j}]: input_image must have image_url or file_id"
@@ -812,7 +812,7 @@ fn content_parts(
                     (Some(url), _) => {
                         let data = match common::image_data_from_url(&url) {
                             Some(d) => d,
-                            None if version == ModelVersion::DeepseekV4Pro => {
+                            None if !common::shows_images(version) => {
                                 recipe_core::ImageData::Url(url)
                             }
                             None => return reject(format!("{path}: Unsupported image_url format")),
@@ -820,7 +820,7 @@ fn content_parts(
                         parts.push(Part::Image(ImagePart { data, detail }));
                     }
                     (None, Some(_)) => {
-                        if version == ModelVersion::DeepseekV4Pro {
+                        if !common::shows_images(version) {
                             parts.push(Part::Text(common::UNSUPPORTED_IMAGE.to_owned()));
                         } else {
                             return reject(format!(
@@ -829,7 +829,7 @@ fn content_parts(
                         }
                     }
                     (None, None) => {
-                        if version == ModelVersion::DeepseekV4Pro {
+                        if !common::shows_images(version) {
                             parts.push(Part::Text(common::UNSUPPORTED_IMAGE.to_owned()));
                         } else {
                             return reject(format!(
@@ -1168,9 +1168,9 @@ fn convert_items(
                             image_token,
                         )))
                     }
-                    Role::Developer if version == ModelVersion::DeepseekV4Pro => messages.push(
-                        Message::User(UserMessage::from_text(text, image_sources, image_token)),
-                    ),
+                    Role::Developer if developer_as_user(version) => messages.push(Message::User(
+                        UserMessage::from_text(text, image_sources, image_token),
+                    )),
                     Role::System | Role::Developer => messages.push(Message::System(
                         SystemMessage::from_text(text, image_sources, image_token),
                     )),

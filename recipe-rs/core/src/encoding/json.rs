@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 /// How a non-integer number is spelled.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub enum FloatStyle {
     /// Python `repr`: `1e-05`, `1e+16`, `1000000000000000.0`.
     Python,

@@ -3,7 +3,9 @@
 //! control token. Token IDs are produced from the spans, never from the joined string.
 //!
 //! Two templates exist: [`EncodingVersion::V4`] (DeepSeek V4 Pro) and [`EncodingVersion::V41`]
-//! (DeepSeek V4.1 Flash). [`Encoding`] holds the version and the special-token spellings.
+//! (DeepSeek V4.1 Flash). [`Encoding`] holds the version and the special-token spellings; what
+//! the two templates write differently is the version's profile ([`crate::profile`]), which the
+//! one renderer (`render/`) reads.
 //!
 //! Token encoding ([`Encoding::encode`]): the text between two template-inserted tokens is
 //! encoded in one piece with [`Tokenizer::encode_ordinary`] (no added vocabulary), each
@@ -21,7 +23,7 @@
 //! results ahead of the next messages. Consecutive user messages count as one unit; for each
 //! assistant with `n` calls (at its unit index before any reordering) the next `n` units are
 //! stably sorted, results without an ID first, then by call ID, then the rest (see
-//! `render::v4_order_after_calls`). Probing the official package with a few thousand random
+//! `render::v4::order_after_calls`). Probing the official package with a few thousand random
 //! message orders finds no difference. V4.1 orders results within a merged user turn instead.
 
 pub mod json;

@@ -26,6 +26,7 @@ use std::ops::Range;
 
 use super::{encode_spans, EncodeError, Encoding, Span};
 use crate::conversation::{Conversation, Message};
+use crate::profile::SystemHandling;
 
 /// Default bound on the prompt length a session keeps: 2^20 tokens (about 8 MiB).
 pub const DEFAULT_MAX_CACHED_TOKENS: usize = 1 << 20;
@@ -595,12 +596,16 @@ fn explain(
     let added_system = appended
         .iter()
         .position(|m| matches!(m, Message::System(_)));
-    if version == super::EncodingVersion::V4 {
+    let profile = version.profile();
+    if profile.system_handling == SystemHandling::JoinedIntoHeader {
         if let Some(i) = added_system {
             return (
                 SystemHoisted,
                 Some(a.len() + i),
-                "V4 moves a later system message into the header".into(),
+                format!(
+                    "{} moves a later system message into the header",
+                    profile.name
+                ),
             );
         }
     }
@@ -614,7 +619,7 @@ fn explain(
     }
     let merges = |d: &MessageDigest, m: &Message| match (d.role, m) {
         ("tool" | "user", Message::Tool(_)) => {
-            version == super::EncodingVersion::V41 || d.role == "tool"
+            !profile.turns.tool_result_after_user_opens_turn || d.role == "tool"
         }
         ("tool" | "user", Message::User(_)) => true,
         _ => false,
