@@ -1,8 +1,6 @@
 //! Behaviour beyond the reference: the documented deviations (docs/stream-deviations.md),
 //! robustness (no panics, linear cost) and the parser's invariants.
 
-use std::time::Instant;
-
 use proptest::prelude::*;
 use recipe_core::{ParsingOptions, SpecialToken, ThinkingInitialStage, Tokenizer};
 use recipe_stream::*;
@@ -274,40 +272,35 @@ fn empty_thinking_end_spelling_does_not_panic() {
     assert_eq!(msg["reasoning_content"], "é日本</think>x🦀");
 }
 
+/// One big chunk in one push (its push time per size is in benchmarks/stream_push_scaling.py).
 #[test]
-fn one_big_chunk_is_linear() {
+fn one_big_chunk_in_one_push() {
     let o = ParsingOptions {
         thinking_initial_stage: Some(ThinkingInitialStage::ReasoningStart),
         ..Default::default()
     };
     let big = "a</think>".repeat(32 * 1024); // 288 KiB
-    let start = Instant::now();
     let mut sp = StreamProcessor::new(chat(true), &o, None);
     let items = sp.push(text(&big)).unwrap();
-    let took = start.elapsed();
     assert!(items.len() > 30_000);
-    assert!(took.as_secs_f64() < 3.0, "288 KiB chunk took {took:?}");
 }
 
 #[test]
-fn thousands_of_invokes_are_linear() {
+fn thousands_of_invokes_in_one_push() {
     let o = ParsingOptions::default();
     let mut t = format!("<{D} calls>\n");
     for i in 0..5000 {
         t += &format!("<{D} invoke name=\"f{i}\">\n<{D} parameter name=\"x\" string=\"true\">v{i}</{D} parameter>\n</{D} invoke>\n");
     }
     t += &format!("</{D} calls>");
-    let start = Instant::now();
     let mut sp = StreamProcessor::new(chat(false), &o, None);
     let mut items = sp.push(text(&t)).unwrap();
     items.extend(sp.push(stop()).unwrap());
-    let took = start.elapsed();
     let starts = items
         .iter()
         .filter(|i| matches!(i, StreamItem::Chat(c) if matches!(c.delta, generator::ChatDelta::ToolStart { .. })))
         .count();
     assert_eq!(starts, 5000);
-    assert!(took.as_secs_f64() < 3.0, "5000 invokes took {took:?}");
 }
 
 proptest! {
