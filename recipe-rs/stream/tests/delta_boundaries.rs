@@ -152,7 +152,7 @@ fn empty_chunks_at_the_start_wait_for_the_first_text() {
 fn an_empty_first_token_chunk_does_not_open_the_stream() {
     let opts = ParsingOptions::default();
     let tok = recipe_core::Tokenizer::from_file(
-        &std::env::var("DEEPSEEK_TOKENIZER_JSON").expect("DEEPSEEK_TOKENIZER_JSON"),
+        std::env::var("DEEPSEEK_TOKENIZER_JSON").expect("DEEPSEEK_TOKENIZER_JSON"),
     )
     .expect("tokenizer");
     let mut sp = StreamProcessor::new(chat(false), &opts, Some(tok));
