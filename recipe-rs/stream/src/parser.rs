@@ -100,6 +100,13 @@ enum Mode {
 pub struct Parser {
     mode: Mode,
     strip_leading_newlines: bool,
+    /// Empty text chunks seen while leading newlines are being dropped: they become empty
+    /// deltas in front of the first text, unless a newline was dropped before it or the
+    /// newlines follow the end of reasoning (as in the reference).
+    empty_pending: usize,
+    strip_keeps_empty: bool,
+    /// Whether any text was released yet.
+    emitted_any: bool,
     held: Vec<Unit>,
     held_textual: bool,
     think_end: String,
@@ -115,6 +122,9 @@ pub struct Parser {
     /// Whether the text released last ended with an unfinished `<｜DSML｜` (the first newline
     /// after it stays text when a tool-call block follows, as in the reference).
     last_lt: bool,
+    /// Whether the text released last ended with an unfinished `</think>` spelling (the newline
+    /// after it is reasoning text, not one of the newlines that end reasoning).
+    last_think_partial: bool,
 }
 
 /// Marker kinds the text scanner looks for.
@@ -131,6 +141,9 @@ impl Parser {
         let mut p = Parser {
             mode: Mode::Text(TextMode::Content),
             strip_leading_newlines: true,
+            empty_pending: 0,
+            strip_keeps_empty: true,
+            emitted_any: false,
             held: Vec::new(),
             held_textual: true,
             think_end: options
@@ -151,6 +164,7 @@ impl Parser {
             stopped_by: None,
             eos_seen: false,
             last_lt: false,
+            last_think_partial: false,
         };
         if options.starts_in_tool_calls {
             p.mode = Mode::Dsml(Box::new(Dsml::new(
@@ -220,10 +234,17 @@ impl Parser {
     ) {
         match &mut self.mode {
             Mode::Text(mode) => {
+                let mode = *mode;
                 if text.is_empty() && logprobs.is_empty() {
+                    // An empty chunk is a unit of its own: an empty delta now, or in its place
+                    // among the held units when they are released.
+                    if self.held.is_empty() {
+                        self.emit_text(mode, text, logprobs, out);
+                    } else {
+                        self.held.push(Unit { text, logprobs });
+                    }
                     return;
                 }
-                let mode = *mode;
                 if self.held.is_empty() && !self.may_touch_marker(mode, textual, &text) {
                     // Common case: nothing held and nothing in this unit that could begin a
                     // marker, so it is released as is.
@@ -304,6 +325,7 @@ impl Parser {
                         out.push(ParseEvent::ReasoningEnd);
                         self.mode = Mode::Text(TextMode::Content);
                         self.strip_leading_newlines = true;
+                        self.strip_keeps_empty = false;
                     }
                     // In content the token is dropped, as the reference does.
                     return;
@@ -444,9 +466,13 @@ impl Parser {
                     Marker::Dsml => &self.dsml_open,
                     Marker::Stop(i) => &self.stops[i],
                 };
-                // Newlines that open the content are dropped before anything else sees them,
-                // so a stop sequence cannot match inside them.
-                let from = if matches!(marker, Marker::Stop(_)) && self.strip_leading_newlines {
+                // Newlines that open the content are dropped before a longer stop sequence
+                // can match inside them; a stop sequence that is one newline still matches the
+                // first of them (as in the reference).
+                let from = if matches!(marker, Marker::Stop(_))
+                    && self.strip_leading_newlines
+                    && pat != "\n"
+                {
                     pos + (text.len() - pos - text[pos..].trim_start_matches('\n').len())
                 } else {
                     pos
@@ -470,7 +496,8 @@ impl Parser {
                     Marker::ThinkEnd => {
                         // The newlines that end reasoning are not part of it.
                         let cut = if mode == TextMode::Reasoning {
-                            pos + trim_newlines_end(&text[pos..start]).0
+                            let (at, n) = trim_newlines_end(&text[pos..start]);
+                            pos + at + self.literal_newline(textual, &text[..pos + at], n)
                         } else {
                             start
                         };
@@ -479,6 +506,7 @@ impl Parser {
                             out.push(ParseEvent::ReasoningEnd);
                             self.mode = Mode::Text(TextMode::Content);
                             self.strip_leading_newlines = true;
+                            self.strip_keeps_empty = false;
                         }
                         pos = end;
                     }
@@ -594,18 +622,56 @@ impl Parser {
                 None
             };
             let end = dsml_partial.unwrap_or(tail.len());
-            let (nl_start, n) = trim_newlines_end(&tail[..end]);
+            let (mut nl_start, mut n) = trim_newlines_end(&tail[..end]);
+            if n > 0 && self.ends_with_dsml_partial(textual, &text[..pos + nl_start]) {
+                // The newline that ends an unfinished `<｜DSML｜` is plain text, not a lead-in.
+                nl_start += 1;
+                n -= 1;
+            }
             if dsml_partial.is_some() || n > 0 {
                 consider(pos + nl_start);
             }
         }
         if mode == TextMode::Reasoning {
-            let (nl_start, n) = trim_newlines_end(tail);
-            if n > 0 {
-                consider(pos + nl_start);
+            // Newlines that may end the reasoning: at the end, or before a partial `</think>`.
+            let think_partial = if textual {
+                partial_suffix_start(tail, &self.think_end)
+            } else {
+                None
+            };
+            let end = think_partial.unwrap_or(tail.len());
+            let (nl_start, n) = trim_newlines_end(&tail[..end]);
+            let nl_start =
+                pos + nl_start + self.literal_newline(textual, &text[..pos + nl_start], n);
+            if nl_start < pos + end {
+                consider(nl_start);
             }
         }
         best
+    }
+
+    /// Whether `before` ends with an unfinished `<｜DSML｜` (with token IDs: with `<`).
+    fn ends_with_dsml_partial(&self, textual: bool, before: &str) -> bool {
+        if before.is_empty() {
+            return self.last_lt;
+        }
+        if textual {
+            partial_suffix_start(before, &self.dsml_open).is_some()
+        } else {
+            before.ends_with('<')
+        }
+    }
+
+    /// 1 when the first of `n` newlines that follow `before` ends an unfinished `</think>`
+    /// spelling: that newline is reasoning text, not one of the newlines that end reasoning.
+    fn literal_newline(&self, textual: bool, before: &str, n: usize) -> usize {
+        let partial = textual
+            && if before.is_empty() {
+                self.last_think_partial
+            } else {
+                partial_suffix_start(before, &self.think_end).is_some()
+            };
+        usize::from(n > 0 && partial)
     }
 
     /// Emit `joined.text[from..to]` in `mode`, one delta per unit portion.
@@ -624,7 +690,13 @@ impl Parser {
         for (i, end) in joined.ends.iter().enumerate() {
             let unit_start = start;
             start = *end;
-            if *end <= from || unit_start >= to {
+            let skip = if unit_start == *end {
+                // An empty unit goes out where it stands, or last when everything goes.
+                unit_start < from || (unit_start >= to && to < joined.text.len())
+            } else {
+                *end <= from || unit_start >= to
+            };
+            if skip {
                 continue;
             }
             let a = unit_start.max(from);
@@ -645,20 +717,49 @@ impl Parser {
         logprobs: Vec<TokenLogprob>,
         out: &mut Vec<ParseEvent>,
     ) {
-        if self.strip_leading_newlines {
-            let n = text.len() - text.trim_start_matches('\n').len();
-            if n > 0 {
-                text.drain(..n);
-            }
-            if text.is_empty() {
-                return;
-            }
-            self.strip_leading_newlines = false;
-        }
-        if text.is_empty() {
+        if text.is_empty() && !logprobs.is_empty() {
             return;
         }
-        self.last_lt = partial_suffix_start(&text, &self.dsml_open).is_some();
+        if text.is_empty() {
+            // Before the first text an empty chunk waits for it (dropped if a newline was
+            // dropped first, or after the end of reasoning).
+            if self.strip_leading_newlines || !self.emitted_any {
+                if self.strip_keeps_empty {
+                    self.empty_pending += 1;
+                }
+                return;
+            }
+        } else {
+            if self.strip_leading_newlines {
+                let n = text.len() - text.trim_start_matches('\n').len();
+                if n > 0 {
+                    text.drain(..n);
+                    self.strip_keeps_empty = false;
+                    self.empty_pending = 0;
+                }
+                if text.is_empty() {
+                    return;
+                }
+                self.strip_leading_newlines = false;
+            }
+            self.emitted_any = true;
+            for _ in 0..std::mem::take(&mut self.empty_pending) {
+                out.push(match mode {
+                    TextMode::Reasoning => ParseEvent::Reasoning {
+                        text: String::new(),
+                        logprobs: Vec::new(),
+                    },
+                    TextMode::Content => ParseEvent::Content {
+                        text: String::new(),
+                        logprobs: Vec::new(),
+                    },
+                });
+            }
+        }
+        if !text.is_empty() {
+            self.last_lt = partial_suffix_start(&text, &self.dsml_open).is_some();
+            self.last_think_partial = partial_suffix_start(&text, &self.think_end).is_some();
+        }
         out.push(match mode {
             TextMode::Reasoning => ParseEvent::Reasoning { text, logprobs },
             TextMode::Content => ParseEvent::Content { text, logprobs },
@@ -729,7 +830,7 @@ impl Joined {
         for (i, (end, lps)) in self.ends.iter().zip(self.logprobs).enumerate() {
             let unit_start = start;
             start = *end;
-            if *end <= cut {
+            if *end < cut || (*end == cut && unit_start < cut) {
                 continue;
             }
             let a = unit_start.max(cut);

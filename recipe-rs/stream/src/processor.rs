@@ -230,7 +230,10 @@ impl StreamProcessor {
                 return Err(e);
             }
         };
-        self.generator.start(&mut out);
+        if !token_ids.is_empty() {
+            // An empty token chunk does not open the stream (as in the reference).
+            self.generator.start(&mut out);
+        }
         // Tokens are counted piece by piece as they are parsed: a stop sequence leaves the
         // pieces after it uncounted, as the reference does.
         let mut counted = 0u64;

@@ -1,0 +1,226 @@
+//! Delta boundaries found by the random differential against the reference package
+//! (tests/conformance/diff_stream_random.py): which pushed text units are released at once and
+//! which are held until later input decides. Each expectation was observed on the reference.
+
+use recipe_core::{ParsingOptions, ThinkingInitialStage};
+use recipe_stream::*;
+use serde_json::Value;
+
+fn chat(thinking: bool) -> Generator {
+    Generator::Chat(ChatGenerator::new(
+        "id",
+        "m",
+        GeneratorConfig {
+            thinking_mode: thinking,
+            starts_in_reasoning: thinking,
+        },
+    ))
+}
+
+/// The text deltas of every push (`r:` marks reasoning), after a `ready` chunk.
+fn deltas(stage: Option<ThinkingInitialStage>, pieces: &[&str]) -> Vec<Vec<String>> {
+    let opts = ParsingOptions {
+        thinking_initial_stage: stage,
+        ..ParsingOptions::default()
+    };
+    let mut sp = StreamProcessor::new(chat(stage.is_some()), &opts, None);
+    sp.push(InferenceChunk::Ready {
+        prompt_usage: None,
+        system_fingerprint: None,
+    })
+    .unwrap();
+    let text_of = |items: Vec<StreamItem>| -> Vec<String> {
+        items
+            .iter()
+            .filter_map(|i| {
+                let v = i.to_value();
+                let choice = &v["choices"][0];
+                let d = &choice["delta"];
+                if d.get("role").is_some() || !choice["finish_reason"].is_null() {
+                    return None;
+                }
+                if let Some(Value::String(r)) = d.get("reasoning_content") {
+                    return Some(format!("r:{r}"));
+                }
+                d["content"].as_str().map(str::to_owned)
+            })
+            .collect()
+    };
+    let mut all: Vec<Vec<String>> = pieces
+        .iter()
+        .map(|p| {
+            text_of(
+                sp.push(InferenceChunk::Text {
+                    content: (*p).to_owned(),
+                    token_count: 1,
+                })
+                .unwrap(),
+            )
+        })
+        .collect();
+    all.push(text_of(sp.finish().unwrap()));
+    all
+}
+
+fn v(items: &[&[&str]]) -> Vec<Vec<String>> {
+    items
+        .iter()
+        .map(|p| p.iter().map(|s| (*s).to_owned()).collect())
+        .collect()
+}
+
+#[test]
+fn newline_that_ends_an_unfinished_dsml_marker_is_released_with_it() {
+    let got = deltas(None, &["a", "<", "<", "\n", "\n", "\n", "L"]);
+    let want: &[&[&str]] = &[
+        &["a"],
+        &[],
+        &["<"],
+        &["<", "\n"],
+        &[],
+        &[],
+        &["\n", "\n", "L"],
+        &[],
+    ];
+    assert_eq!(got, v(want));
+    // Only the first newline is plain text; a second one may lead into a block again.
+    let got = deltas(None, &["a", "<", "\n\n", "\n", "L"]);
+    let want: &[&[&str]] = &[&["a"], &[], &["<"], &[], &["\n\n", "\n", "L"], &[]];
+    assert_eq!(got, v(want));
+}
+
+#[test]
+fn newlines_before_an_unfinished_think_end_are_held_in_reasoning() {
+    let got = deltas(
+        Some(ThinkingInitialStage::ReasoningContinuation),
+        &["\n", "\n", "<", "/", "<", "/", "t"],
+    );
+    let want: &[&[&str]] = &[
+        &[],
+        &[],
+        &[],
+        &[],
+        &["r:\n", "r:\n", "r:<", "r:/"],
+        &[],
+        &[],
+        &["r:<", "r:/", "r:t"],
+    ];
+    assert_eq!(got, v(want));
+}
+
+#[test]
+fn newline_that_ends_an_unfinished_think_end_is_reasoning_text() {
+    let start = Some(ThinkingInitialStage::ReasoningStart);
+    let got = deltas(start, &["a</", "\n", "\n", "</think>", "L"]);
+    let want: &[&[&str]] = &[&[], &["r:a</"], &[], &["r:\n"], &["L"], &[]];
+    assert_eq!(got, v(want));
+    let got = deltas(start, &["a</\n", "</think>", "L"]);
+    let want: &[&[&str]] = &[&[], &["r:a</\n"], &["L"], &[]];
+    assert_eq!(got, v(want));
+    let got = deltas(start, &["a<", "\n", "\n", "</think>", "L"]);
+    let want: &[&[&str]] = &[&[], &["r:a<", "r:\n"], &[], &[], &["L"], &[]];
+    assert_eq!(got, v(want));
+}
+
+#[test]
+fn an_empty_text_chunk_is_an_empty_delta_in_its_place() {
+    let got = deltas(None, &["a", "", "b"]);
+    assert_eq!(got, v(&[&["a"], &[""], &["b"], &[]]));
+    let got = deltas(None, &["a", "\n", "", "b"]);
+    assert_eq!(got, v(&[&["a"], &[], &[], &["\n", "", "b"], &[]]));
+    let got = deltas(None, &["a", "<", "", "b"]);
+    assert_eq!(got, v(&[&["a"], &[], &[], &["<", "", "b"], &[]]));
+}
+
+#[test]
+fn empty_chunks_at_the_start_wait_for_the_first_text() {
+    assert_eq!(
+        deltas(None, &["", "", "b"]),
+        v(&[&[], &[], &["", "", "b"], &[]])
+    );
+    // Once a leading newline was dropped, the empty chunks around it are dropped too.
+    assert_eq!(deltas(None, &["", "\n", "b"]), v(&[&[], &[], &["b"], &[]]));
+    assert_eq!(deltas(None, &["\n", "", "b"]), v(&[&[], &[], &["b"], &[]]));
+    let start = Some(ThinkingInitialStage::ReasoningStart);
+    assert_eq!(deltas(start, &["", "a"]), v(&[&[], &["r:", "r:a"], &[]]));
+    // After the end of reasoning they are dropped.
+    let got = deltas(start, &["a", "", "</think>", "", "b"]);
+    assert_eq!(got, v(&[&["r:a"], &["r:"], &[], &[], &["b"], &[]]));
+}
+
+#[test]
+fn an_empty_first_token_chunk_does_not_open_the_stream() {
+    let opts = ParsingOptions::default();
+    let tok = recipe_core::Tokenizer::from_file(
+        std::env::var("DEEPSEEK_TOKENIZER_JSON").expect("DEEPSEEK_TOKENIZER_JSON"),
+    )
+    .expect("tokenizer");
+    let mut sp = StreamProcessor::new(chat(false), &opts, Some(tok));
+    assert!(sp
+        .push(InferenceChunk::Tokens {
+            token_ids: vec![],
+            logprobs: None
+        })
+        .unwrap()
+        .is_empty());
+    assert!(!sp
+        .push(InferenceChunk::Tokens {
+            token_ids: vec![64],
+            logprobs: None
+        })
+        .unwrap()
+        .is_empty());
+}
+
+fn deltas_with_stops(
+    stage: Option<ThinkingInitialStage>,
+    stops: &[&str],
+    pieces: &[&str],
+) -> (Vec<Vec<String>>, Option<String>) {
+    let opts = ParsingOptions {
+        thinking_initial_stage: stage,
+        stop_sequences: stops.iter().map(|s| (*s).to_owned()).collect(),
+        ..ParsingOptions::default()
+    };
+    let mut sp = StreamProcessor::new(chat(stage.is_some()), &opts, None);
+    let mut all = Vec::new();
+    for p in pieces {
+        match sp.push(InferenceChunk::Text {
+            content: (*p).to_owned(),
+            token_count: 1,
+        }) {
+            Ok(items) => all.push(
+                items
+                    .iter()
+                    .map(|i| i.to_value()["choices"][0]["finish_reason"].clone())
+                    .filter_map(|f| f.as_str().map(str::to_owned))
+                    .collect(),
+            ),
+            Err(e) => return (all, Some(e.to_string())),
+        }
+    }
+    (all, None)
+}
+
+#[test]
+fn a_newline_stop_sequence_matches_a_leading_newline() {
+    let (got, err) = deltas_with_stops(None, &["\n"], &["\n", "b"]);
+    assert_eq!(got, v(&[&["stop"]]));
+    assert_eq!(err.as_deref(), Some("stream processor has finished"));
+    let start = Some(ThinkingInitialStage::ReasoningStart);
+    let (got, err) = deltas_with_stops(start, &["\n"], &["a</think>", "\n", "b"]);
+    assert_eq!(got, v(&[&[], &["stop"]]));
+    assert!(err.is_some());
+    // Longer stop sequences do not match inside the dropped newlines.
+    let (got, err) = deltas_with_stops(start, &["\n\n", "\nb"], &["a</think>", "\n\n", "b"]);
+    assert_eq!(got, v(&[&[], &[], &[]]));
+    assert!(err.is_none());
+}
+
+#[test]
+fn an_empty_first_chunk_waits_for_text_without_newline_stripping() {
+    let stage = Some(ThinkingInitialStage::ContentContinuation);
+    assert_eq!(deltas(stage, &["", "b"]), v(&[&[], &["", "b"], &[]]));
+    // With no text at all it never shows.
+    assert_eq!(deltas(stage, &[""]), v(&[&[], &[]]));
+}
