@@ -17,11 +17,11 @@ import deepseek_kernels as ops
 import torch
 from torch import nn
 
-from .batched_attention import StepLayout, attention
+from .batched_attention import AttentionPlan, StepLayout, attention
 from .kv_cache import KVCachePool
 from .layers.hyper_connection import hyper_head
 from .model_runner import StepContext
-from .models.deepseek_v4 import run_layers
+from .models.deepseek_v4 import hc_sites, run_layers
 
 #: Context length used when the caller gives none (the checkpoint's may be 1M tokens).
 DEFAULT_MAX_MODEL_LEN = 8192
@@ -33,6 +33,15 @@ class BatchedDeepseekV4(nn.Module):
         self.model = model
         self.config = model.config
         self.greedy_head = ops.GreedyHead(model.head.weight)
+        self._plans: tuple | None = None
+
+    def plans(self) -> tuple[list, list]:
+        """Each layer's hyper-connection sites (``hc_sites``) and :class:`AttentionPlan`, looked up on the first
+        step and kept: a decode step then reads no module attributes per layer."""
+        if self._plans is None:
+            layers = list(self.model.layers)
+            self._plans = ([hc_sites(layer) for layer in layers], [AttentionPlan.of(layer.attn) for layer in layers])
+        return self._plans
 
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx: StepContext) -> torch.Tensor:
         h = self._hidden(input_ids, positions, ctx)
@@ -54,8 +63,10 @@ class BatchedDeepseekV4(nn.Module):
                             c.sliding_window, getattr(ctx, "prompt_lens", None))
         streams = m.embed(input_ids).unsqueeze(1).expand(-1, c.hc_mult, -1).contiguous()
         kv = ctx.kv
-        streams = run_layers(m.layers, streams, c, lambda layer, x: attention(layer.attn, x, layout, kv),
-                             lambda layer, x: layer.ffn(x, input_ids))
+        sites, attention_plans = self.plans()
+        plan = iter(attention_plans)
+        streams = run_layers(m.layers, streams, c, lambda layer, x: attention(layer.attn, x, layout, kv, next(plan)),
+                             lambda layer, x: layer.ffn(x, input_ids), sites)
         if ctx.logits_indices is not None:
             if ctx.logits_indices.numel() == 0:
                 return None

@@ -71,11 +71,14 @@ class StepLayout:
         width = max(len(t) for t in block_tables)
         self.tables = torch.tensor([t + [0] * (width - len(t)) for t in block_tables], dtype=torch.long, device=dev)
         t = torch.arange(self.t_max, device=dev)[None, :]
-        self.q_valid = t < self.counts[:, None]  # [B, Tq]
-        self.q_index = (loc[:, None] + t).clamp_max(positions.numel() - 1)  # flat index of (b, t)
-        # Every sequence adds the same number of tokens (decode steps): padding is a plain view.
+        # Every sequence adds the same number of tokens (decode steps): padding is a plain view, and the
+        # gather indices below are not needed.
         self.uniform = all(n == self.t_max for n in counts)
-        self.q_rows = None if self.uniform else torch.nonzero(self.q_valid.flatten()).squeeze(1)
+        self.q_index = self.q_rows = None
+        if not self.uniform:
+            q_valid = t < self.counts[:, None]  # [B, Tq]
+            self.q_index = (loc[:, None] + t).clamp_max(positions.numel() - 1)  # flat index of (b, t)
+            self.q_rows = torch.nonzero(q_valid.flatten()).squeeze(1)
         self.q_pos = self.starts[:, None] + t
         # Sliding-window keys: positions from max(0, start - window + 1) up to the last new token.
         k_first = (self.starts - window + 1).clamp_min(0)
@@ -289,45 +292,76 @@ def _index(indexer, projections: tuple, q_latent: torch.Tensor, layout: StepLayo
 _top_entries = ops.top_entries
 
 
-def attention(attn, x: torch.Tensor, layout: StepLayout, pool) -> torch.Tensor:
+class AttentionPlan:
+    """What ``attention`` reads from one ``DeepseekV4Attention`` module, looked up once.
+
+    A decode step calls ``attention`` once per layer; resolving some thirty module attributes
+    (``nn.Module.__getattr__``) and the argument lists of ``ops.attn_front`` / ``ops.attn_back`` on every call
+    cost as much as the attention kernel on small models. The plan holds the module's parameter objects, so
+    in-place weight updates (``copy_``, ``load_state_dict``) are seen; a parameter replaced by a new object
+    after the first step is not (build the engine after loading the weights).
+    """
+
+    def __init__(self, attn) -> None:
+        self.layer_idx = attn.layer_idx
+        self.rope = attn.rope
+        self.fused = _input_projections(attn)
+        offs = self.fused.offsets
+        comp, indexer = attn.compressor, attn.indexer
+        self.comp, self.indexer = comp, indexer
+        self.comp_rate = comp.rate if comp is not None else 0
+        self.shared_rope = indexer is not None and indexer.rope is attn.rope
+        #: Column ranges of the fused product copied into the compressor / indexer pools by ``attn_front``.
+        self.copy_offsets = (offs[2:4] if comp is not None else []) + (offs[4:6] if indexer is not None else [])
+        self.head_weights = (offs[6], offs[7]) if indexer is not None else None
+        self.front = (attn.q_norm.weight, attn.q_norm.eps, attn.wq_b.weight, attn.n_heads, attn.head_dim, attn.eps,
+                      attn.norm.weight, attn.norm.eps)
+        self.front_indexer = (indexer.wq_b.weight, indexer.n_heads, indexer.head_dim) if self.shared_rope \
+            else (None, 0, 0)
+        self.sink, self.scale = attn.attn_sink, attn.scale
+        self.back = (attn.wo_a.weight, attn.o_groups, attn.wo_b.weight)
+
+    @staticmethod
+    def of(attn) -> AttentionPlan:
+        """The plan of ``attn``, built on first use and kept as a plain attribute (no module: never saved)."""
+        plan = getattr(attn, "attention_plan", None)
+        if plan is None:
+            plan = attn.attention_plan = AttentionPlan(attn)
+        return plan
+
+
+def attention(attn, x: torch.Tensor, layout: StepLayout, pool, plan: AttentionPlan | None = None) -> torch.Tensor:
     """``DeepseekV4Attention`` for all new tokens of a step: ``x`` ``[T, hidden]`` -> ``[T, hidden]``.
 
     One fused product for every input projection; ``ops.attn_front`` (norms, query projection, RoPE, the
     stores into the paged pools); the compressors and the indexer; ``ops.sink_attention_paged`` reading
-    the keys in place; ``ops.attn_back`` (inverse RoPE, grouped output projection).
+    the keys in place; ``ops.attn_back`` (inverse RoPE, grouped output projection). ``plan``: the module's
+    :class:`AttentionPlan` (looked up when not given).
     """
-    lp = pool.layers[attn.layer_idx]
-    rope = attn.rope
-    c, s = layout.rope_tables(rope, x.dtype)
-    fused = _input_projections(attn)
-    y = fused.full(x)
-    offs = fused.offsets
-    comp, indexer = attn.compressor, attn.indexer
-    copy_offsets, copy_pools = [], []
+    p = plan if plan is not None else AttentionPlan.of(attn)
+    lp = pool.layers[p.layer_idx]
+    c, s = layout.rope_tables(p.rope, x.dtype)
+    y = p.fused.full(x)
+    comp, indexer = p.comp, p.indexer
+    copy_pools = []
     if comp is not None:
-        copy_offsets += offs[2:4]
         copy_pools += [lp.comp_kv, lp.comp_gate]
-    shared_rope = indexer is not None and indexer.rope is rope
     if indexer is not None:
-        copy_offsets += offs[4:6]
         copy_pools += [lp.idx_kv, lp.idx_gate]
-    q_latent, q, qi = ops.attn_front(
-        y, attn.q_norm.weight, attn.q_norm.eps, attn.wq_b.weight, attn.n_heads, attn.head_dim, attn.eps,
-        attn.norm.weight, attn.norm.eps, c, s, layout.slots, lp.kv, copy_offsets, copy_pools,
-        indexer.wq_b.weight if shared_rope else None, indexer.n_heads if shared_rope else 0,
-        indexer.head_dim if shared_rope else 0)
+    q_latent, q, qi = ops.attn_front(y, *p.front, c, s, layout.slots, lp.kv, p.copy_offsets, copy_pools,
+                                     *p.front_indexer)
     entry_pool = entry_slots = entry_visible = threshold = None
     if comp is not None:
         _compress(comp, None, None, layout, (lp.comp_kv, lp.comp_gate, lp.entries), read=False)
-        info = layout.rate_info(comp.rate)
+        info = layout.rate_info(p.comp_rate)
         entry_pool, entry_slots = lp.entries, info["entry_slots"]
         if indexer is not None:
-            head_weights = y[:, offs[6]:offs[7]]
-            entry_visible = _index(indexer, (None, None, head_weights), q_latent, layout,
-                                   (lp.idx_kv, lp.idx_gate, lp.idx_entries), q_rotated=qi if shared_rope else None)
+            a, b = p.head_weights
+            entry_visible = _index(indexer, (None, None, y[:, a:b]), q_latent, layout,
+                                   (lp.idx_kv, lp.idx_gate, lp.idx_entries), q_rotated=qi if p.shared_rope else None)
         else:
             threshold = info["threshold"]
-    core = ops.sink_attention_paged(layout.pad(q), lp.kv, layout.key_slots, layout.window_visible, attn.attn_sink,
-                                    attn.scale, entry_pool, entry_slots, entry_visible, threshold)
-    ci, si = layout.rope_tables(rope, x.dtype, inverse=True)
-    return ops.attn_back(layout.unpad(core).contiguous(), ci, si, attn.wo_a.weight, attn.o_groups, attn.wo_b.weight)
+    core = ops.sink_attention_paged(layout.pad(q), lp.kv, layout.key_slots, layout.window_visible, p.sink,
+                                    p.scale, entry_pool, entry_slots, entry_visible, threshold)
+    ci, si = layout.rope_tables(p.rope, x.dtype, inverse=True)
+    return ops.attn_back(layout.unpad(core).contiguous(), ci, si, *p.back)

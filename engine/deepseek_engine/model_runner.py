@@ -62,10 +62,15 @@ class ModelRunner:
         bs = self.block_size
         for seq, n in zip(seqs, counts):
             begin = seq.num_computed_tokens
-            ids.extend(seq.token_ids[begin : begin + n])
-            positions.extend(range(begin, begin + n))
             table = seq.block_table
-            slots.extend(table[p // bs] * bs + p % bs for p in range(begin, begin + n))
+            if n == 1:  # a decode step: no slices or generators
+                ids.append(seq.token_ids[begin])
+                positions.append(begin)
+                slots.append(table[begin // bs] * bs + begin % bs)
+            else:
+                ids.extend(seq.token_ids[begin : begin + n])
+                positions.extend(range(begin, begin + n))
+                slots.extend(table[p // bs] * bs + p % bs for p in range(begin, begin + n))
             starts.append(starts[-1] + n)
             ctx_lens.append(begin + n)
         dev = self.device

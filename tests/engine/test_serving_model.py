@@ -9,7 +9,8 @@ import random
 import pytest
 import torch
 from deepseek_engine import LLM, SamplingParams
-from model_fixtures import PLAIN, model, reference
+from deepseek_engine.loader import load_model
+from model_fixtures import PLAIN, greedy, model, reference
 
 REF = reference("tiny_v4")
 GREEDY = SamplingParams(temperature=0, max_tokens=40, ignore_eos=True)
@@ -110,3 +111,23 @@ def test_batched_decode_logprobs_match_full_forward():
         full = torch.log_softmax(m.forward_full(torch.tensor(prompt + out.token_ids)), dim=-1)
         for k, (token, lp) in enumerate(zip(out.token_ids, out.logprobs)):
             assert lp.logprob == pytest.approx(float(full[len(prompt) - 1 + k, token]), abs=1e-4), (len(prompt), k)
+
+
+def test_weights_changed_in_place_between_steps_are_used():
+    # The batched model looks each layer's parameters up once and keeps stacked copies of them; a weight
+    # changed in place afterwards must still be what later steps compute with (the per-sequence path
+    # reads the modules directly).
+    m = load_model(PLAIN)
+    llm = LLM.from_model(m, max_model_len=512, enable_prefix_caching=False)
+    prompt = ref_prompt(0)
+    params = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
+    before = llm.generate([prompt], params)[0].token_ids
+    assert before == ref_output(0)[:12]
+    with torch.no_grad():
+        for layer in m.layers:
+            layer.attn.wo_b.weight.mul_(-1.5)
+            layer.ffn.experts.w2.mul_(2.0)
+            layer.hc_ffn_base.add_(0.3)
+    after = llm.generate([prompt], params)[0].token_ids
+    assert after == greedy(m, torch.tensor(prompt), 12)
+    assert after != before

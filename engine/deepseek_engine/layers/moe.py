@@ -95,16 +95,22 @@ class DeepseekV4MoE(nn.Module):
         self.shared_experts = SharedExpert(c.hidden_size, c.moe_intermediate_size, c.swiglu_limit)
 
     def forward(self, x: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
-        if self.experts.w1.shape[0] <= 2 * self.gate.top_k and x.shape[0]:
-            return self._all_experts(x, input_ids)
+        plan = self._plan()
+        if plan.dense and x.shape[0]:
+            return self._all_experts(x, input_ids, plan)
         experts, weights = self.gate(x, input_ids)
         return self.experts(x, experts, weights) + self.shared_experts(x)
 
-    def _stacked(self) -> tuple[torch.Tensor, torch.Tensor]:
+    def _plan(self) -> _DensePlan:
+        """The parameters and settings ``forward`` reads, looked up once (a plain attribute: never saved)."""
+        plan = getattr(self, "dense_plan", None)
+        if plan is None:
+            plan = self.dense_plan = _DensePlan(self)
+        return plan
+
+    def _stacked(self, plan: _DensePlan | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Router, gate and up weights of all experts (routed, then shared) as one matrix; down weights stacked."""
-        shared = self.shared_experts
-        params = (self.gate.weight, self.experts.w1, self.experts.w3, self.experts.w2, shared.w1.weight,
-                  shared.w3.weight, shared.w2.weight)
+        params = (plan or self._plan()).params
         key = tuple((p.data_ptr(), p._version) for p in params)
         cached = getattr(self, "stacked_weights", None)
         if cached is None or cached[0] != key:
@@ -116,17 +122,31 @@ class DeepseekV4MoE(nn.Module):
             self.stacked_weights = cached  # a plain attribute: derived, never saved
         return cached[1], cached[2]
 
-    def _all_experts(self, x: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
+    def _all_experts(self, x: torch.Tensor, input_ids: torch.Tensor, plan: _DensePlan | None = None) -> torch.Tensor:
         """Few experts: every expert (and the shared one) on every token, in three products.
 
         Same result as routing (each token sums its chosen experts in increasing
         expert order, then adds the shared expert) for at most twice the expert work.
         """
-        up_w, down_w = self._stacked()
-        n, inter = self.experts.w1.shape[:2]
+        p = plan or self._plan()
+        up_w, down_w = self._stacked(p)
         y = F.linear(x, up_w)
-        gate = self.gate
-        hashed = gate.hash_routed
-        return ops.moe_dense_experts(y, n, inter, gate.top_k, gate.score_func, gate.tid2eid if hashed else None,
-                                     input_ids if hashed else None, None if hashed else gate.bias, gate.scale,
-                                     self.experts.limit, down_w).to(x.dtype)
+        tid2eid = p.gate.tid2eid if p.hashed else None  # a buffer: read per call (``to()`` replaces buffers)
+        return ops.moe_dense_experts(y, p.n, p.inter, p.top_k, p.score_func, tid2eid,
+                                     input_ids if p.hashed else None, p.bias, p.scale, p.limit, down_w).to(x.dtype)
+
+
+class _DensePlan:
+    """What ``DeepseekV4MoE`` reads per call: its parameter objects (in-place updates are seen through their
+    versions; a parameter replaced by a new object after the first call is not), its router module and its
+    routing settings."""
+
+    def __init__(self, moe: DeepseekV4MoE) -> None:
+        gate, experts, shared = moe.gate, moe.experts, moe.shared_experts
+        self.params = (gate.weight, experts.w1, experts.w3, experts.w2, shared.w1.weight, shared.w3.weight,
+                       shared.w2.weight)
+        self.n, self.inter = experts.w1.shape[:2]
+        self.dense = self.n <= 2 * gate.top_k
+        self.top_k, self.score_func, self.scale, self.limit = gate.top_k, gate.score_func, gate.scale, experts.limit
+        self.gate, self.hashed = gate, gate.hash_routed
+        self.bias = None if gate.hash_routed else gate.bias

@@ -11,7 +11,7 @@ The cache contract is documented in :mod:`deepseek_engine.kv_cache`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 import deepseek_kernels as ops
 import torch
@@ -29,25 +29,37 @@ from deepseek_engine.layers.rotary_embedding import RotaryEmbedding
 SUB_BLOCKS = (("attn", "attn_norm", "attn"), ("ffn", "ffn_norm", "ffn"))
 
 
+def hc_sites(layer: nn.Module) -> tuple[tuple, tuple]:
+    """Per sub-block of ``layer`` (``SUB_BLOCKS`` order): its hyper-connection ``(fn, base, scale)`` and input
+    norm ``(weight, eps)`` as one tuple, the arguments ``ops.hc_step`` takes for that site."""
+    sites = []
+    for site, norm_name, _ in SUB_BLOCKS:
+        norm = getattr(layer, norm_name)
+        sites.append((*layer.hc_params(site), norm.weight, norm.eps))
+    return tuple(sites)
+
+
 def run_layers(layers: Iterable[nn.Module], streams: torch.Tensor, config: DeepseekV4ModelConfig,
                attend: Callable[[nn.Module, torch.Tensor], torch.Tensor],
-               feed: Callable[[nn.Module, torch.Tensor], torch.Tensor]) -> torch.Tensor:
+               feed: Callable[[nn.Module, torch.Tensor], torch.Tensor],
+               sites: Sequence[tuple[tuple, tuple]] | None = None) -> torch.Tensor:
     """The decoder stack, the one place its order is written.
 
     Per layer, attention then the MoE, each wrapped in a hyper-connection. Every boundary between sub-blocks
     is one ``hc_step``: merge the finished block's output into the streams (with the previous site's
     ``post`` / ``comb``), compute the next site's weights and the next block's normed input. ``attend(layer,
     x)`` and ``feed(layer, x)`` run a layer's attention and MoE on their input ``x`` ``[T, hidden]``.
+    ``sites``: each layer's :func:`hc_sites`, when the caller keeps them (looked up otherwise).
     """
     c = config
+    hc, iters, hc_eps, eps = c.hc_mult, c.hc_sinkhorn_iters, c.hc_eps, c.rms_norm_eps
     block = post = comb = None
-    for layer in layers:
-        for site, norm_name, _ in SUB_BLOCKS:
-            norm = getattr(layer, norm_name)
-            fn, base, scale = layer.hc_params(site)
-            streams, post, comb, x = ops.hc_step(streams, block, post, comb, fn, base, scale, c.hc_mult,
-                                                 c.hc_sinkhorn_iters, c.hc_eps, c.rms_norm_eps, norm.weight, norm.eps)
-            block = attend(layer, x) if site == "attn" else feed(layer, x)
+    for i, layer in enumerate(layers):
+        layer_sites = sites[i] if sites is not None else hc_sites(layer)
+        for (fn, base, scale, norm_weight, norm_eps), run in zip(layer_sites, (attend, feed)):
+            streams, post, comb, x = ops.hc_step(streams, block, post, comb, fn, base, scale, hc, iters, hc_eps, eps,
+                                                 norm_weight, norm_eps)
+            block = run(layer, x)
     return streams if block is None else ops.hc_merge(streams, block, post, comb)
 
 

@@ -107,8 +107,9 @@ class GreedyHead:
         if self.quantized and self._q8 is not None:
             blocks, rowsum, s_w, ew, aw, wmax, plain = self._q8
             out, _ = _q8(x, blocks, rowsum, s_w, ew, aw, wmax, plain, self.CANDIDATES)
-            undecided = torch.nonzero(out < 0).flatten()
-            if undecided.numel():
+            missing = out < 0
+            if bool(missing.any()):  # rare: skip the index search on the usual step
+                undecided = torch.nonzero(missing).flatten()
                 out[undecided] = self._plain(x[undecided], blocked, tail)
             return out
         return self._plain(x, blocked, tail)
