@@ -13,6 +13,9 @@ use recipe_stream::{
 
 use crate::vocabulary::{PyParsingOptions, PyThinkingInitialStage, PyTokenizer};
 
+/// One generated token's log probability and its top alternatives `(token_id, logprob)`.
+type TokenLogprob = (f32, Vec<(u32, f32)>);
+
 fn runtime(e: impl std::fmt::Display) -> PyErr {
     PyRuntimeError::new_err(e.to_string())
 }
@@ -133,7 +136,7 @@ impl PyInferenceChunk {
     /// Generated token IDs; `logprobs` holds one `(logprob, [(token_id, logprob), ...])` per ID.
     #[staticmethod]
     #[pyo3(signature = (token_ids, logprobs=None))]
-    fn tokens(token_ids: Vec<u32>, logprobs: Option<Vec<(f32, Vec<(u32, f32)>)>>) -> Self {
+    fn tokens(token_ids: Vec<u32>, logprobs: Option<Vec<TokenLogprob>>) -> Self {
         PyInferenceChunk {
             inner: InferenceChunk::Tokens {
                 token_ids,

@@ -350,7 +350,7 @@ impl<'a> Checker<'a> {
         let key = |s: &str| s.trim_matches(|c: char| c.is_whitespace()).to_owned();
         let main = |divs: &[Vec<Divergence>], i: usize| divs[i].len() - 1;
         for i in 0..hunks.len() {
-            if !(hunks[i].b.is_empty() && !hunks[i].a.is_empty()) {
+            if !hunks[i].b.is_empty() || hunks[i].a.is_empty() {
                 continue;
             }
             let mi = main(divs, i);
