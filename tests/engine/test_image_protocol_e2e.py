@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import json
-import sys
 from pathlib import Path
 
 import deepseek_recipe as dr
@@ -25,12 +24,11 @@ import pytest
 from deepseek_engine import LLM, SamplingParams
 from deepseek_engine.protocol_api import ProtocolEngine, ProtocolError
 from deepseek_engine.tiny_checkpoint_v41 import write_tiny_v41
+from encoding_spec import tokenizer_path
+from image_http_server import serve
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGES = ROOT / "tests" / "conformance" / "images"
-sys.path.insert(0, str(ROOT / "tests" / "conformance"))
-from encoding_spec import tokenizer_path  # noqa: E402
-from image_http_server import serve  # noqa: E402
 
 IMAGE_PLACEHOLDER_ID = 129279  # `<｜image｜>` in the real vocabulary
 MODEL = "DeepSeek-V4.1-Flash"

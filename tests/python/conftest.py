@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "conformance"))
-
-from encoding_spec import system_tokenizer_json, tokenizer_path  # noqa: E402
+from encoding_spec import system_tokenizer_json, tokenizer_path
 
 
 @pytest.fixture(scope="session")

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import deepseek_recipe as dr
+from stream_replay import replay
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "conformance" / "stream"
-sys.path.insert(0, str(REPO / "tests" / "conformance"))
-
-from stream_replay import replay  # noqa: E402
 
 
 def tokenizer_path() -> str:

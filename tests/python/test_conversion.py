@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import deepseek_recipe as d
 import pytest
+from conversion_case_runner import run_case
 
 CONFORMANCE = Path(__file__).resolve().parents[1] / "conformance"
-sys.path.insert(0, str(CONFORMANCE))
-from conversion_case_runner import run_case  # noqa: E402
 
 CASES = json.loads((CONFORMANCE / "conversion" / "cases.json").read_text())
 

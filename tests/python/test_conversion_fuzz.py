@@ -10,15 +10,11 @@ from __future__ import annotations
 import json
 import random
 import resource
-import sys
-from pathlib import Path
 
 import deepseek_recipe as d
+from conversion_random import mutate, random_cases
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance"))
-from conversion_random import mutate, random_cases  # noqa: E402
 
 CLASSES = [d.ChatCompletionRequest, d.ResponsesRequest, d.MessagesRequest]
 OPTIONS = d.ConversionOptions()
