@@ -555,10 +555,12 @@ fn convert(
     let any_declared = !declared.is_empty();
     common::drop_tools_for_none(&mut declared, &choice)?;
     common::check_tools(&mut declared)?;
+    // The official order: tool-choice errors first, then json_object with prefix, then calls
+    // with prefix.
+    let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;
     if is_prefix && is_json_object {
         return reject("response_format json_object should not be used with prefix");
     }
-    let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;
     if is_prefix {
         let any_calls = messages
             .iter()

@@ -5,7 +5,8 @@ use serde_json::Value;
 
 use recipe_core::{
     AssistantMessage, ImageData, ImageDetail, ImageSource, ImageText, Message, ModelVersion,
-    ResponseFormat, SpecialToken, SystemMessage, ToolCall, ToolMessage, UserMessage,
+    ResponseFormat, SpecialToken, SystemMessage, ToolCall, ToolDefinition, ToolMessage,
+    UserMessage,
 };
 
 use crate::common::{
@@ -158,7 +159,15 @@ pub enum MessagesContentBlock {
         #[serde(default)]
         signature: Option<String>,
     },
-    ServerToolUse {},
+    /// A server tool's call (`web_search`): kept out of the conversation, or rejected.
+    ServerToolUse {
+        #[allow(dead_code)]
+        id: String,
+        #[allow(dead_code)]
+        name: String,
+        #[allow(dead_code)]
+        input: Value,
+    },
     ToolUse {
         id: String,
         name: String,
@@ -169,9 +178,59 @@ pub enum MessagesContentBlock {
         #[serde(default, deserialize_with = "de_tool_result_content")]
         content: Option<Vec<MessagesToolResultBlock>>,
     },
-    WebSearchToolResult {},
-    ToolAddition {},
+    /// A server tool's result: kept out of the conversation, or rejected.
+    WebSearchToolResult {
+        #[allow(dead_code)]
+        tool_use_id: String,
+        #[allow(dead_code)]
+        content: Value,
+    },
+    /// In a mid-conversation system message: announce a declared tool there (V4.1's "Updated
+    /// Tool Schemas").
+    ToolAddition {
+        tool: MessagesToolReference,
+    },
 }
+
+/// The tool a `tool_addition` block announces, by the name it was declared with.
+#[derive(Debug, Deserialize)]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename = "MessagesToolReference"
+)]
+pub enum MessagesToolReference {
+    ToolReference { name: String },
+}
+
+impl MessagesContentBlock {
+    /// The error for a block that a `user` or `system` message may not hold, if this is one.
+    fn misplaced_outside_assistant(&self, i: usize, role: Role) -> Option<String> {
+        match self {
+            MessagesContentBlock::Thinking { .. } => Some(format!(
+                "messages.{i}.content: thinking blocks may only be in `assistant` messages"
+            )),
+            MessagesContentBlock::ToolUse { .. } | MessagesContentBlock::ServerToolUse { .. } => {
+                Some(format!(
+                    "messages.{i}: `tool_use` blocks can only be in `assistant` messages"
+                ))
+            }
+            MessagesContentBlock::WebSearchToolResult { .. } => Some(format!(
+                "messages.{i}: `web_search_tool_result` blocks can only be in `assistant` messages"
+            )),
+            MessagesContentBlock::ToolAddition { .. } if !matches!(role, Role::System) => {
+                Some(tool_addition_misplaced(i))
+            }
+            _ => None,
+        }
+    }
+}
+
+fn tool_addition_misplaced(i: usize) -> String {
+    format!("messages.{i}: `tool_addition` blocks can only be in `system` messages")
+}
+
+const SERVER_BLOCK_REJECTED: &str = "Unsupported content block: server tools are not supported";
 
 impl MessagesRequest {
     pub fn from_value(v: Value) -> Result<Self, RequestError> {
@@ -234,6 +293,15 @@ fn check_tool_shape(tool: &Value) -> Result<(), String> {
         Some(v) => {
             return Err(format!(
                 "field `description`: invalid type: {}, expected a string",
+                crate::strict::unexpected(v)
+            ))
+        }
+    }
+    match obj.get("defer_loading") {
+        None | Some(Value::Null) | Some(Value::Bool(_)) => {}
+        Some(v) => {
+            return Err(format!(
+                "field `defer_loading`: invalid type: {}, expected a boolean",
                 crate::strict::unexpected(v)
             ))
         }
@@ -482,14 +550,28 @@ fn tool_result_parts(
 }
 
 /// Text, image and document blocks of a mid-conversation system turn (message `i`), in order.
+/// The parts of a mid-conversation system message, and the names of the declared tools its
+/// `tool_addition` blocks announce (each must name a declared tool).
 fn system_parts(
     content: Vec<MessagesContentBlock>,
     i: usize,
     version: ModelVersion,
-) -> Result<Vec<Part>, String> {
+    declared: &[DeclaredTool],
+) -> Result<(Vec<Part>, Vec<String>), String> {
     let mut parts = Vec::new();
+    let mut added = Vec::new();
     for (j, block) in content.into_iter().enumerate() {
         match block {
+            MessagesContentBlock::ToolAddition {
+                tool: MessagesToolReference::ToolReference { name },
+            } => {
+                if !declared.iter().any(|t| t.name == name) {
+                    return Err(format!(
+                        "messages.{i}.content.{j}: `tool_addition` references unknown tool '{name}'"
+                    ));
+                }
+                added.push(name);
+            }
             MessagesContentBlock::Text { text } => parts.push(Part::Text(text)),
             MessagesContentBlock::Image { source } => {
                 parts.extend(image_part(
@@ -504,7 +586,7 @@ fn system_parts(
             _ => {}
         }
     }
-    Ok(parts)
+    Ok((parts, added))
 }
 
 fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<ConversationRequest> {
@@ -549,9 +631,16 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
             // A missing schema is validated as `null` (and fails); `strict` is not read.
             parameters: Some(obj.get("input_schema").cloned().unwrap_or(Value::Null)),
             strict: None,
-            defer_loading: false,
+            // V4 has no deferred tools: every declared tool is listed.
+            defer_loading: version == ModelVersion::DeepseekV41Flash
+                && obj.get("defer_loading").and_then(Value::as_bool) == Some(true),
         };
         declared.push(tool);
+    }
+    if !declared.is_empty() && declared.iter().all(|t| t.defer_loading) {
+        return reject(
+            "tools: at least one tool must have defer_loading=false. All tools cannot be deferred.",
+        );
     }
     if req.messages.is_empty() {
         return reject("messages: at least one message is required");
@@ -568,6 +657,8 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
         )));
     }
     let mut previous_calls: Vec<String> = Vec::new();
+    // Mid-conversation system messages (by index) and the tools they announce.
+    let mut announced: Vec<(usize, Vec<String>)> = Vec::new();
     for (i, m) in req.messages.into_iter().enumerate() {
         let (role, content) = m.split();
         let m = Msg { role, content };
@@ -578,21 +669,13 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
             ));
         }
         if !matches!(m.role, Role::Assistant) {
-            if m.content
+            // The first misplaced block, in order, names the error.
+            if let Some(e) = m
+                .content
                 .iter()
-                .any(|b| matches!(b, MessagesContentBlock::Thinking { .. }))
+                .find_map(|b| b.misplaced_outside_assistant(i, m.role))
             {
-                return reject(format!(
-                    "messages.{i}.content: thinking blocks may only be in `assistant` messages"
-                ));
-            }
-            if m.content
-                .iter()
-                .any(|b| matches!(b, MessagesContentBlock::ToolUse { .. }))
-            {
-                return reject(format!(
-                    "messages.{i}: `tool_use` blocks can only be in `assistant` messages"
-                ));
+                return reject(e);
             }
         }
         let answered_here: Vec<String> = m
@@ -609,13 +692,16 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
             // A mid-conversation system turn is one message: its text, image and document blocks
             // joined. V4 has no such turn: the text becomes a user reminder (images as the
             // unsupported-image text); an empty one leaves nothing to remind of.
-            let parts = match system_parts(m.content, i, version) {
+            let (parts, added) = match system_parts(m.content, i, version, &declared) {
                 Ok(p) => p,
                 Err(e) => return reject(e),
             };
             let (text, image_sources) =
                 common::join_parts(parts, version, &image_token, &format!("messages.{i}"));
             if version == ModelVersion::DeepseekV41Flash {
+                if !added.is_empty() {
+                    announced.push((messages.len(), added));
+                }
                 messages.push(Message::System(SystemMessage::from_text(
                     text,
                     image_sources,
@@ -706,15 +792,12 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
                                 image_token.as_str(),
                             )));
                         }
-                        MessagesContentBlock::ServerToolUse {}
-                        | MessagesContentBlock::WebSearchToolResult {} => {
-                            if options.messages_web_search == WebSearchBehavior::Reject {
-                                return reject(format!("{path}: server tools are not supported"));
-                            }
-                        }
-                        MessagesContentBlock::Thinking { .. }
+                        // Rejected before this loop (see `misplaced_outside_assistant`).
+                        MessagesContentBlock::ServerToolUse { .. }
+                        | MessagesContentBlock::WebSearchToolResult { .. }
+                        | MessagesContentBlock::Thinking { .. }
                         | MessagesContentBlock::ToolUse { .. }
-                        | MessagesContentBlock::ToolAddition {} => {}
+                        | MessagesContentBlock::ToolAddition { .. } => {}
                     }
                     if !texts.is_empty() {
                         flush_user(&mut texts, &mut messages, &image_token, m.role);
@@ -726,7 +809,7 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
                 let mut texts = Vec::new();
                 let mut reasoning: Option<String> = None;
                 let mut calls = Vec::new();
-                for (j, block) in m.content.into_iter().enumerate() {
+                for block in m.content {
                     match block {
                         MessagesContentBlock::Text { text } => texts.push(text),
                         MessagesContentBlock::Thinking { thinking, .. } => {
@@ -740,13 +823,14 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
                                 arguments: spaced_json(&input),
                             });
                         }
-                        MessagesContentBlock::ServerToolUse {}
-                        | MessagesContentBlock::WebSearchToolResult {} => {
+                        MessagesContentBlock::ServerToolUse { .. }
+                        | MessagesContentBlock::WebSearchToolResult { .. } => {
                             if options.messages_web_search == WebSearchBehavior::Reject {
-                                return reject(format!(
-                                    "messages.{i}.content[{j}]: server tools are not supported"
-                                ));
+                                return reject(SERVER_BLOCK_REJECTED);
                             }
+                        }
+                        MessagesContentBlock::ToolAddition { .. } => {
+                            return reject(tool_addition_misplaced(i));
                         }
                         _ => {}
                     }
@@ -785,6 +869,7 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
     common::check_tools(&mut declared)?;
     let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;
     let tools = common::finish_tools(declared)?;
+    announce_tools(&mut messages, announced, &tools.tools);
     let stop = req.stop_sequences.unwrap_or_default();
     common::check_stop_list(&stop)?;
 
@@ -819,6 +904,33 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
         },
         options,
     ))
+}
+
+/// Give each system message that holds `tool_addition` blocks the definitions of the tools it
+/// names, among those the request keeps (`tool_choice` may have removed some). A system message
+/// left with no text, image or tool is dropped.
+fn announce_tools(
+    messages: &mut Vec<Message>,
+    announced: Vec<(usize, Vec<String>)>,
+    tools: &[ToolDefinition],
+) {
+    let mut emptied = Vec::new();
+    for (index, names) in announced {
+        let Some(Message::System(system)) = messages.get_mut(index) else {
+            continue;
+        };
+        let defs: Vec<ToolDefinition> = names
+            .iter()
+            .filter_map(|n| tools.iter().find(|t| &t.name == n).cloned())
+            .collect();
+        if defs.is_empty() && system.content.is_empty() && system.image_sources.is_empty() {
+            emptied.push(index);
+        }
+        system.tools = Some(defs);
+    }
+    for index in emptied.into_iter().rev() {
+        messages.remove(index);
+    }
 }
 
 struct Msg {

@@ -260,6 +260,31 @@ struct FunctionCallOutputItem {
     output: Value,
 }
 
+/// A call of a custom (free-text) tool such as `apply_patch`: its text becomes the arguments
+/// `{"input": …}` of an ordinary tool call.
+#[derive(Debug, Deserialize)]
+struct CustomToolCallItem {
+    call_id: String,
+    name: String,
+    input: String,
+}
+
+/// The output of a custom tool call. Unlike a function call output it must name its call, and
+/// its `output` may be left out or null (no text).
+#[derive(Debug, Deserialize)]
+struct CustomToolCallOutputItem {
+    call_id: String,
+    #[serde(default, deserialize_with = "de_optional_output")]
+    output: Option<Content>,
+}
+
+fn de_optional_output<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Content>, D::Error> {
+    match Value::deserialize(d)? {
+        Value::Null => Ok(None),
+        v => output_of(v).map(Some).map_err(serde::de::Error::custom),
+    }
+}
+
 #[derive(Debug, Deserialize)]
 struct ResponsesReasoningContent {
     text: String,
@@ -311,6 +336,21 @@ fn parse_item(item: Value) -> Result<Item, String> {
                 serde_json::from_value(item).map_err(|e| e.to_string())?;
             let output = output_of(f.output)?;
             Ok(Item::FunctionCallOutput(f.call_id, output))
+        }
+        Some("custom_tool_call") => {
+            let c: CustomToolCallItem = serde_json::from_value(item).map_err(|e| e.to_string())?;
+            let arguments = serde_json::json!({ "input": c.input }).to_string();
+            Ok(Item::FunctionCall(FunctionCallItem {
+                call_id: c.call_id,
+                name: c.name,
+                arguments,
+            }))
+        }
+        Some("custom_tool_call_output") => {
+            let c: CustomToolCallOutputItem =
+                serde_json::from_value(item).map_err(|e| e.to_string())?;
+            let output = c.output.unwrap_or_else(|| Content::Text(String::new()));
+            Ok(Item::FunctionCallOutput(Some(c.call_id), output))
         }
         Some("reasoning") => {
             let r: ReasoningItem = serde_json::from_value(item).map_err(|e| e.to_string())?;
