@@ -37,7 +37,7 @@ pub struct MessagesRequest {
     pub thinking: Option<MessagesThinking>,
     #[serde(default)]
     pub output_config: Option<MessagesOutputConfig>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "de_tools")]
     pub tools: Option<Vec<Value>>,
     #[serde(default)]
     pub tool_choice: Option<MessagesToolChoice>,
@@ -234,11 +234,7 @@ const SERVER_BLOCK_REJECTED: &str = "Unsupported content block: server tools are
 
 impl MessagesRequest {
     pub fn from_value(v: Value) -> Result<Self, RequestError> {
-        let req: MessagesRequest = crate::body::from_value(v)?;
-        for tool in req.tools.iter().flatten() {
-            check_tool_shape(tool).map_err(RequestError::Body)?;
-        }
-        Ok(req)
+        crate::body::from_value(v)
     }
 
     pub fn from_slice(bytes: &[u8]) -> Result<Self, RequestError> {
@@ -253,6 +249,16 @@ impl MessagesRequest {
     pub fn convert(self, options: &ConversionOptions) -> ConvResult<ConversationRequest> {
         convert(self, options)
     }
+}
+
+/// Tools are kept as values, but their shape is checked where the field is read, so a broken
+/// tool is reported in the body's member order (as a typed field would be).
+fn de_tools<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Value>>, D::Error> {
+    let tools = Option::<Vec<Value>>::deserialize(d)?;
+    for tool in tools.iter().flatten() {
+        check_tool_shape(tool).map_err(serde::de::Error::custom)?;
+    }
+    Ok(tools)
 }
 
 /// Field types of a declared tool, as the typed request would reject them. A tool with a
@@ -561,6 +567,10 @@ fn system_parts(
     let mut parts = Vec::new();
     let mut added = Vec::new();
     for (j, block) in content.into_iter().enumerate() {
+        // Blocks are read in order: a misplaced one fails where it stands.
+        if let Some(e) = block.misplaced_outside_assistant(i, Role::System) {
+            return Err(e);
+        }
         match block {
             MessagesContentBlock::ToolAddition {
                 tool: MessagesToolReference::ToolReference { name },
@@ -603,18 +613,14 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
         let Some(obj) = tool.as_object() else {
             continue;
         };
-        // A `type` makes a server tool, unless it is a `custom` tool with a name.
-        let ty = obj.get("type").and_then(Value::as_str);
-        if let Some(t) = ty {
-            // A `custom` tool needs a name; without one it counts as a server tool.
-            if t != "custom" || !obj.get("name").is_some_and(Value::is_string) {
-                if options.messages_web_search == WebSearchBehavior::Reject
-                    || !t.starts_with("web_search")
-                {
-                    return reject(format!("tools[{i}]: server tools are not supported"));
-                }
-                continue;
+        // A `type` (even `custom`) makes a server tool.
+        if let Some(t) = obj.get("type").and_then(Value::as_str) {
+            if options.messages_web_search == WebSearchBehavior::Reject
+                || !t.starts_with("web_search")
+            {
+                return reject(format!("tools[{i}]: server tools are not supported"));
             }
+            continue;
         }
         let name = obj
             .get("name")
@@ -657,6 +663,7 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
         )));
     }
     let mut previous_calls: Vec<String> = Vec::new();
+    let n_messages = req.messages.len();
     // Mid-conversation system messages (by index) and the tools they announce.
     let mut announced: Vec<(usize, Vec<String>)> = Vec::new();
     for (i, m) in req.messages.into_iter().enumerate() {
@@ -667,16 +674,6 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
             return reject(format!(
                 "messages.{i}: all messages must have non-empty content"
             ));
-        }
-        if !matches!(m.role, Role::Assistant) {
-            // The first misplaced block, in order, names the error.
-            if let Some(e) = m
-                .content
-                .iter()
-                .find_map(|b| b.misplaced_outside_assistant(i, m.role))
-            {
-                return reject(e);
-            }
         }
         let answered_here: Vec<String> = m
             .content
@@ -732,6 +729,10 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
                 let mut texts: Vec<String> = Vec::new();
                 for (j, block) in m.content.into_iter().enumerate() {
                     let path = format!("messages.{i}.content[{j}]");
+                    // Blocks are read in order: a misplaced one fails where it stands.
+                    if let Some(e) = block.misplaced_outside_assistant(i, m.role) {
+                        return reject(e);
+                    }
                     match block {
                         MessagesContentBlock::Text { text } => texts.push(text),
                         MessagesContentBlock::Image { source } => {
@@ -792,7 +793,7 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
                                 image_token.as_str(),
                             )));
                         }
-                        // Rejected before this loop (see `misplaced_outside_assistant`).
+                        // Rejected above (see `misplaced_outside_assistant`).
                         MessagesContentBlock::ServerToolUse { .. }
                         | MessagesContentBlock::WebSearchToolResult { .. }
                         | MessagesContentBlock::Thinking { .. }
@@ -856,6 +857,23 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
         }
         previous_calls = calls_here;
     }
+    // Calls of a final assistant turn are never answered.
+    if !previous_calls.is_empty() {
+        return reject(format!(
+            "messages.{}:`tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
+            n_messages - 1,
+            previous_calls.join(", ")
+        ));
+    }
+    common::apply_reasoning_policy(
+        &mut messages,
+        thinking,
+        options.reasoning_content_behavior,
+        common::ReasoningField {
+            name: "content[].thinking",
+            tools_declared: !declared.is_empty(),
+        },
+    )?;
 
     let mut declared = declared;
     let choice = req.tool_choice.map(|c| match c {
@@ -880,8 +898,6 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
         common::check_max_tokens(Some(0), bound)?;
     }
     let max_tokens = req.max_tokens.map(|m| m.min(bound));
-
-    common::apply_reasoning_policy(&mut messages, thinking, options.reasoning_content_behavior)?;
 
     Ok(common::assemble(
         Assembly {

@@ -38,9 +38,9 @@ pub struct ResponsesRequest {
     pub top_logprobs: Option<u8>,
     #[serde(default)]
     pub reasoning: Option<ResponsesReasoningConfig>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "de_tools")]
     pub tools: Option<Vec<Value>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "de_tool_choice")]
     pub tool_choice: Option<Value>,
     #[serde(default)]
     pub text: Option<ResponsesTextConfig>,
@@ -122,6 +122,25 @@ pub enum ResponsesTextFormat {
 pub enum ResponsesInput {
     Text(String),
     Items(Vec<Value>),
+}
+
+/// Tools are kept as values, but their shape is checked where the field is read, so a broken
+/// tool is reported in the body's member order (as a typed field would be).
+fn de_tools<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Value>>, D::Error> {
+    let tools = Option::<Vec<Value>>::deserialize(d)?;
+    for tool in tools.iter().flatten() {
+        check_tool_shape(tool).map_err(serde::de::Error::custom)?;
+    }
+    Ok(tools)
+}
+
+/// The tool choice, checked where it is read (see `de_tools`).
+fn de_tool_choice<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    let choice = Option::<Value>::deserialize(d)?;
+    if let Some(c) = &choice {
+        check_tool_choice_shape(c).map_err(serde::de::Error::custom)?;
+    }
+    Ok(choice)
 }
 
 fn de_input<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ResponsesInput>, D::Error> {
@@ -381,12 +400,6 @@ impl ResponsesRequest {
         let raw_reasoning = v.get("reasoning").filter(|r| !r.is_null()).cloned();
         let raw_text = v.get("text").filter(|r| !r.is_null()).cloned();
         let mut req: ResponsesRequest = crate::body::from_value(v)?;
-        for tool in req.tools.iter().flatten() {
-            check_tool_shape(tool).map_err(RequestError::Body)?;
-        }
-        if let Some(choice) = &req.tool_choice {
-            check_tool_choice_shape(choice).map_err(RequestError::Body)?;
-        }
         req.raw_reasoning = raw_reasoning;
         req.raw_text = raw_text;
         Ok(req)
@@ -739,6 +752,7 @@ fn declared_tools(
                     .and_then(Value::as_array)
                     .cloned()
                     .unwrap_or_default();
+                let mut locals = std::collections::HashSet::new();
                 for (j, t) in inner.iter().enumerate() {
                     let Some(t) = t.as_object() else { continue };
                     let kind = match t.get("type") {
@@ -758,6 +772,9 @@ fn declared_tools(
                     }
                     let local = str_field(t, "name").unwrap_or_default();
                     common::check_tool_name(&local, &format!("tools[{i}].tools[{j}].name"))?;
+                    if !locals.insert(local.clone()) {
+                        return reject("Tool names within a namespace must be unique.");
+                    }
                     let (full, description) = match version {
                         ModelVersion::DeepseekV41Flash => {
                             let description = match (&ns_desc, str_field(t, "description")) {
@@ -806,6 +823,7 @@ fn content_parts(
     path: &str,
     version: ModelVersion,
     assistant: bool,
+    field: &str,
 ) -> ConvResult<Vec<Part>> {
     let blocks = match content {
         Content::Text(s) => return Ok(vec![Part::Text(s)]),
@@ -823,7 +841,7 @@ fn content_parts(
                     continue;
                 }
                 return reject(format!(
-                    "{path}.content[{j}]: file_id is not supported. Pass the image as a base64 data url instead."
+                    "{path}.{field}[{j}]: file_id is not supported. Pass the image as a base64 data url instead."
                 ));
             }
         }
@@ -864,7 +882,7 @@ fn content_parts(
                             parts.push(Part::Text(common::UNSUPPORTED_IMAGE.to_owned()));
                         } else {
                             return reject(format!(
-                                "{path}.content[{j}]: file_id is not supported. Pass the image as a base64 data url instead."
+                                "{path}.{field}[{j}]: file_id is not supported. Pass the image as a base64 data url instead."
                             ));
                         }
                     }
@@ -922,6 +940,15 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
             convert_items(items, version, &image_token, &mut messages)?;
         }
     }
+    common::apply_reasoning_policy(
+        &mut messages,
+        thinking,
+        options.reasoning_content_behavior,
+        common::ReasoningField {
+            name: "reasoning_text",
+            tools_declared: !declared.is_empty(),
+        },
+    )?;
 
     let mut declared = declared;
     let choice = match req.tool_choice {
@@ -932,7 +959,8 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
             _ => Some(RequestToolChoice::Auto),
         },
         Some(Value::Object(o)) => match o.get("type").and_then(Value::as_str) {
-            Some("function") => Some(RequestToolChoice::Named(
+            // A custom tool is named the same way as a function tool.
+            Some("function") | Some("custom") => Some(RequestToolChoice::Named(
                 str_field(&o, "name").unwrap_or_default(),
             )),
             Some("web_search") | Some("web_search_preview") => {
@@ -994,7 +1022,6 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
         req.max_output_tokens,
         options.max_tokens_upper_bound(thinking),
     )?;
-    common::apply_reasoning_policy(&mut messages, thinking, options.reasoning_content_behavior)?;
 
     Ok(common::assemble(
         Assembly {
@@ -1157,7 +1184,7 @@ fn convert_items(
                 // It ends the run of calls before it (which must be answered by then) and
                 // stands alone as a tool message.
                 group.close(messages)?;
-                let parts = content_parts(content, &path, version, false)?;
+                let parts = content_parts(content, &path, version, false, "output")?;
                 let (text, image_sources) = common::join_parts(parts, version, image_token, &path);
                 messages.push(Message::Tool(ToolMessage::from_text(
                     text,
@@ -1167,8 +1194,9 @@ fn convert_items(
                 )));
             }
             Item::FunctionCallOutput(Some(call_id), content) => {
+                // The output's parts are read before its call is looked up.
+                let parts = content_parts(content, &path, version, false, "output")?;
                 group.check_output(&call_id)?;
-                let parts = content_parts(content, &path, version, false)?;
                 let (text, image_sources) = common::join_parts(parts, version, image_token, &path);
                 group.add_output(ToolMessage::from_text(
                     text,
@@ -1179,8 +1207,13 @@ fn convert_items(
             }
             Item::Message(role, content) => {
                 group.close(messages)?;
-                let parts =
-                    content_parts(content, &path, version, matches!(role, Role::Assistant))?;
+                let parts = content_parts(
+                    content,
+                    &path,
+                    version,
+                    matches!(role, Role::Assistant),
+                    "content",
+                )?;
                 if !matches!(role, Role::Assistant) {
                     if let Some(r) = pending_reasoning.take() {
                         messages.push(Message::Assistant(AssistantMessage {

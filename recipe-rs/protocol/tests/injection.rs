@@ -1,8 +1,11 @@
 //! No text a client sends can add a control token. For every token of the real tokenizer's added
-//! vocabulary (read from `DEEPSEEK_TOKENIZER_JSON`), typed into the text fields of a Chat
-//! Completions, Responses or Messages request, with or without images next to it, each
-//! added-vocabulary ID appears exactly as often in the encoded prompt as in the same request with
-//! that text replaced by a plain word: only the template inserts control tokens.
+//! vocabulary (read from `DEEPSEEK_TOKENIZER_JSON`; the tests fail without it), typed into the
+//! text fields of a Chat Completions, Responses or Messages request (content of every role,
+//! reasoning, tool arguments and results, tool descriptions, schema keys and descriptions, custom
+//! tool input, namespace descriptions), with or without images next to it, each added-vocabulary
+//! ID appears exactly as often in the encoded prompt as in the same request with that text
+//! replaced by a plain word: only the template inserts control tokens. Tool names are checked
+//! against a pattern by the request formats, so they are covered by the core property tests.
 //!
 //! Assistant content and reasoning are the one exception the template makes on purpose (as the
 //! official one does): there the grounding spellings (`<｜ref｜>`, `<｜box｜>`, …) are the model's
@@ -260,28 +263,43 @@ fn assert_no_injection(format: Format, fields: Vec<String>, images: bool, model:
 const FORMATS: [Format; 3] = [Format::Chat, Format::Responses, Format::Messages];
 const MODELS: [&str; 2] = ["DeepSeek-V4-Pro", "DeepSeek-V4.1-Flash"];
 
-/// Every added token, typed alone into every field at once, across the formats, both model
-/// versions and with and without images (each token meets one combination; the combinations
-/// rotate so each is met by hundreds of tokens).
+/// Every added token, typed into every kind of field: request `k` types the spellings
+/// `k*14 .. k*14+13` into its 14 fields, and three passes shift the spellings by one field, so
+/// each spelling meets three fields; the format, model version and images rotate per request.
 #[test]
 fn every_added_token_typed_in_every_field_is_text() {
     let voc = vocabulary();
-    for (k, spelling) in voc.spellings.iter().enumerate() {
-        let format = FORMATS[k % 3];
-        let model = MODELS[(k / 3) % 2];
-        let images = (k / 6) % 2 == 1;
-        assert_no_injection(format, vec![spelling.clone(); FIELDS], images, model);
+    let n = voc.spellings.len();
+    let mut k = 0;
+    for pass in 0..3 {
+        for start in (0..n).step_by(FIELDS) {
+            let fields = (0..FIELDS)
+                .map(|j| voc.spellings[(start + (j + pass) % FIELDS) % n].clone())
+                .collect();
+            assert_no_injection(
+                FORMATS[k % 3],
+                fields,
+                (k / 6) % 2 == 1,
+                MODELS[(k / 3) % 2],
+            );
+            k += 1;
+        }
     }
 }
 
-/// All added tokens in a row, in every field, in every combination.
+/// All added tokens in a row, in one field per request (the field rotates), in every
+/// combination of format, model version and images.
 #[test]
 fn the_whole_added_vocabulary_in_one_text_is_text() {
     let joined: String = vocabulary().spellings.concat();
+    let mut field = 0;
     for format in FORMATS {
         for model in MODELS {
             for images in [false, true] {
-                assert_no_injection(format, vec![joined.clone(); FIELDS], images, model);
+                let mut fields = vec!["w".to_owned(); FIELDS];
+                fields[field % FIELDS] = joined.clone();
+                field += 5;
+                assert_no_injection(format, fields, images, model);
             }
         }
     }
@@ -301,7 +319,7 @@ fn typed_text() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
 
     /// Random mixes of added spellings and text in random fields.
     #[test]
