@@ -13,6 +13,18 @@ MODELS = ["DeepSeek-V4-Pro", "DeepSeek-V4.1-Flash"]
 TEXTS = ["Hello", "What is 2+2?", "Reply in JSON please", "", "multi\nline", "émoji 🚀", "<｜User｜>", "json",
          "see <｜image｜> here", "<｜image｜>", "</think>｜DSML｜<｜Assistant｜>"]
 EFFORTS = ["none", "minimal", "low", "medium", "high", "xhigh", "ultra", "max"]
+# Values that break an option of any type (the error order between options is compared too).
+BAD = [None, -1, 1.5, "x", "", [], {}, True, 2**40, {"type": "bogus"}]
+
+
+def _maybe_bad(r, make):
+    """`make()` most of the time; now and then an invalid value instead."""
+    return r.choice(BAD) if r.random() < 0.12 else make()
+
+
+def _tool_name(r, base):
+    # Namespaced, dotted and otherwise unusual names next to plain ones.
+    return r.choice([base] * 8 + [f"ns.{base}", f"ns::{base}", f"{base}-x", "bad name", ""])
 
 
 def _num(r, lo, hi):
@@ -77,7 +89,7 @@ def _chat_content(r, allow_images=True):
 
 
 def chat_body(r):
-    tools_names = [f"tool_{i}" for i in range(r.randint(0, 3))]
+    tools_names = [_tool_name(r, f"tool_{i}") for i in range(r.randint(0, 3))]
     strict = r.choice([None, None, True, False])
     body = {"model": r.choice(MODELS + ["gpt-4o"] if r.random() < 0.05 else MODELS)}
     msgs = []
@@ -85,8 +97,10 @@ def chat_body(r):
         msgs.append({"role": "system", "content": _chat_content(r)})
     for turn in range(r.randint(1, 3)):
         msgs.append({"role": "user", "content": _chat_content(r)})
+        if r.random() < 0.1:
+            msgs.append({"role": "system", "content": _chat_content(r)})
         if turn < 2 and r.random() < 0.6:
-            a = {"role": "assistant", "content": r.choice([None, "Sure.", "", "ok"])}
+            a = {"role": "assistant", "content": r.choice([None, "Sure.", "", "ok"] + ([_chat_content(r)] if r.random() < 0.2 else []))}
             if r.random() < 0.5:
                 a["reasoning_content"] = r.choice(["thinking...", ""])
             if tools_names and r.random() < 0.6:
@@ -118,6 +132,10 @@ def chat_body(r):
     opt = {
         "thinking": lambda: {"type": r.choice(["enabled", "disabled", "adaptive"])},
         "reasoning_effort": lambda: r.choice(EFFORTS),
+        "presence_penalty": lambda: r.choice([0, 2.5]),
+        "logit_bias": lambda: {"1": 5},
+        "parallel_tool_calls": lambda: r.choice([True, False]),
+        "modalities": lambda: ["text"],
         "temperature": lambda: _num(r, -0.5, 2.5),
         "top_p": lambda: _num(r, 0, 1.2),
         "max_tokens": lambda: r.choice([1, 100, 4096, 0, 393216, 393217]),
@@ -136,8 +154,26 @@ def chat_body(r):
     }
     for k, f in opt.items():
         if r.random() < 0.2:
-            body[k] = f()
+            body[k] = _maybe_bad(r, f)
+    if tools_names and r.random() < 0.05:
+        body["tool_choice"] = r.choice(BAD + [{"type": "function"}, {"type": "function", "function": {}}])
     return body
+
+
+def _resp_output(r):
+    # Output parts of a tool call (no output_text), images included.
+    if r.random() < 0.5:
+        return r.choice(["done", ""] + TEXTS)
+    parts = []
+    for _ in range(r.randint(0, 3)):
+        c = r.random()
+        if c < 0.6:
+            parts.append({"type": "input_text", "text": r.choice(TEXTS)})
+        elif c < 0.9:
+            parts.append({"type": "input_image", "image_url": _image_url(r)})
+        else:
+            parts.append({"type": "input_file", "file_id": "f"})
+    return parts
 
 
 def _resp_content(r):
@@ -161,7 +197,8 @@ def _resp_content(r):
 
 
 def responses_body(r):
-    names = [f"fn_{i}" for i in range(r.randint(0, 2))]
+    names = [_tool_name(r, f"fn_{i}") for i in range(r.randint(0, 2))]
+    custom = ["apply_patch"] if r.random() < 0.25 else []
     body = {"model": r.choice(MODELS)}
     if r.random() < 0.3:
         body["input"] = r.choice(TEXTS)
@@ -174,14 +211,25 @@ def responses_body(r):
                          {"type": "message", "role": "user", "content": _resp_content(r)})
             if r.random() < 0.3:
                 items.append({"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": "mull"}]})
-            if names and r.random() < 0.5:
+            if (names or custom) and r.random() < 0.5:
                 # IDs in no particular order: the official package orders a turn's calls by ID.
                 ids = [f"{r.choice('zqac')}{turn}{k}" for k in range(r.randint(1, 3))]
+                kinds = {}
                 for cid in ids:
-                    items.append({"type": "function_call", "call_id": cid, "name": r.choice(names), "arguments": '{"q": "x"}'})
+                    if custom and (not names or r.random() < 0.4):
+                        kinds[cid] = "custom_tool_call"
+                        items.append({"type": "custom_tool_call", "call_id": cid, "name": r.choice(custom),
+                                      "input": r.choice(TEXTS + ["*** Begin Patch\n*** End Patch"])})
+                    else:
+                        kinds[cid] = "function_call"
+                        items.append({"type": "function_call", "call_id": cid, "name": r.choice(names), "arguments": '{"q": "x"}'})
                 r.shuffle(ids)
                 for cid in ids[: len(ids) if r.random() < 0.9 else 1]:
-                    items.append({"type": "function_call_output", "call_id": cid, "output": r.choice(["done", [{"type": "input_text", "text": "t"}]])})
+                    kind = kinds[cid] if r.random() < 0.9 else r.choice(["function_call", "custom_tool_call"])
+                    out = {"type": kind + "_output", "call_id": cid, "output": _resp_output(r)}
+                    if kind == "custom_tool_call" and r.random() < 0.15:
+                        del out["output"]
+                    items.append(out)
             elif r.random() < 0.5:
                 items.append({"role": "assistant", "content": _resp_content(r)})
         if r.random() < 0.1:
@@ -197,16 +245,22 @@ def responses_body(r):
             t["strict"] = True
         tools.append(t)
     if r.random() < 0.15:
-        tools.append({"type": "namespace", "name": "ns", "description": r.choice(["nsd", None]) or "",
-                      "tools": [{"type": "function", "name": "inner", "description": "in"}]})
-    if r.random() < 0.1:
-        tools.append({"type": "custom", "name": r.choice(["apply_patch", "other"])})
+        inner = [{"type": "function", "name": r.choice(["inner", "f2", "fn_0"]), "description": r.choice(TEXTS)}
+                 for _ in range(r.randint(1, 2))]
+        for t in inner:
+            if r.random() < 0.5:
+                t["parameters"] = _params(r) or {"type": "object"}
+        tools.append({"type": "namespace", "name": r.choice(["ns", "ns2", "a.b"]), "description": r.choice(["nsd", None]) or "",
+                      "tools": inner})
+    if custom or r.random() < 0.05:
+        tools.append({"type": "custom", "name": r.choice(["apply_patch"] * 4 + ["other"])})
     if r.random() < 0.1:
         tools.append({"type": r.choice(["web_search", "web_search_preview", "file_search"])})
     if tools:
         body["tools"] = tools
         if r.random() < 0.4:
-            body["tool_choice"] = r.choice(["auto", "none", "required"] + ([{"type": "function", "name": names[0]}] if names else []))
+            body["tool_choice"] = r.choice(["auto", "none", "required"] + ([{"type": "function", "name": names[0]}] if names else [])
+                                           + ([{"type": "custom", "name": "apply_patch"}] if custom else []))
     opt = {
         "instructions": lambda: r.choice(TEXTS),
         "reasoning": lambda: {"effort": r.choice(EFFORTS)},
@@ -219,15 +273,19 @@ def responses_body(r):
         "text": lambda: {"format": r.choice([{"type": "text"}, {"type": "json_object"},
                                              {"type": "json_schema", "name": "s", "schema": _params(r) or {}, "strict": r.choice([True, None])}])},
         "store": lambda: False,
+        "parallel_tool_calls": lambda: r.choice([True, False]),
+        "truncation": lambda: "auto",
+        "include": lambda: ["reasoning.encrypted_content"],
+        "metadata": lambda: {"k": "v"},
     }
     for k, f in opt.items():
         if r.random() < 0.2:
-            body[k] = f()
+            body[k] = _maybe_bad(r, f)
     return body
 
 
 def messages_body(r):
-    names = [f"t{i}" for i in range(r.randint(0, 2))]
+    names = [_tool_name(r, f"t{i}") for i in range(r.randint(0, 2))]
     body = {"model": r.choice(MODELS), "max_tokens": r.choice([1024, 1, 500000, 0]) if r.random() < 0.9 else 1024}
     if r.random() < 0.1:
         del body["max_tokens"]
@@ -247,14 +305,21 @@ def messages_body(r):
                     {"type": "base64", "media_type": "image/png", "data": "AAA"}])})
             else:
                 blocks.append({"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBE"}})
+        if r.random() < 0.05:
+            blocks.insert(r.randint(0, len(blocks)), r.choice(_server_blocks() + [{"type": "thinking", "thinking": "t"}]))
         msgs.append({"role": "user", "content": r.choice([blocks, r.choice(TEXTS)])})
-        if r.random() < 0.1:
-            msgs.append({"role": "system", "content": r.choice(["mid system", blocks])})
+        if r.random() < 0.15:
+            sys_blocks = list(blocks)
+            if names and r.random() < 0.5:
+                sys_blocks.insert(r.randint(0, len(sys_blocks)), {"type": "tool_addition", "tool": {"type": "tool_reference", "name": r.choice(names + ["unknown"])}})
+            msgs.append({"role": "system", "content": r.choice(["mid system", sys_blocks])})
         if r.random() < 0.6:
             content = []
             if r.random() < 0.4:
                 content.append({"type": "thinking", "thinking": "hmm", "signature": "sig"})
             content.append({"type": "text", "text": "Sure"})
+            if r.random() < 0.1:
+                content.insert(r.randint(0, len(content)), r.choice(_server_blocks()))
             call_ids = []
             if names and r.random() < 0.6:
                 for k in range(r.randint(1, 2)):
@@ -269,13 +334,17 @@ def messages_body(r):
                                                          for c in call_ids] + [{"type": "text", "text": "next"}]})
     body["messages"] = msgs
     if names:
-        body["tools"] = [{"name": n, "description": "d", "input_schema": _params(r) or {"type": "object"}} for n in names]
+        body["tools"] = [{"name": n, "description": r.choice(["d"] + TEXTS), "input_schema": _params(r) or {"type": "object"}} for n in names]
+        for t in body["tools"]:
+            if r.random() < 0.25:
+                t["defer_loading"] = _maybe_bad(r, lambda: r.choice([True, False]))
         if r.random() < 0.4:
             body["tool_choice"] = r.choice([{"type": "auto"}, {"type": "any"}, {"type": "none"}, {"type": "tool", "name": names[0]}])
     if r.random() < 0.1:
         body.setdefault("tools", []).append({"type": "web_search_20250305", "name": "web_search"})
     opt = {
         "thinking": lambda: r.choice([{"type": "enabled", "budget_tokens": 1024}, {"type": "disabled"}, {"type": "adaptive"}]),
+        "service_tier": lambda: "auto",
         "output_config": lambda: {"effort": r.choice(EFFORTS)},
         "temperature": lambda: _num(r, -0.5, 2.5),
         "top_p": lambda: _num(r, 0, 1.2),
@@ -286,8 +355,31 @@ def messages_body(r):
     }
     for k, f in opt.items():
         if r.random() < 0.2:
-            body[k] = f()
+            body[k] = _maybe_bad(r, f)
     return body
+
+
+def _server_blocks():
+    return [{"type": "server_tool_use", "id": "srv", "name": "web_search", "input": {"query": "q"}},
+            {"type": "web_search_tool_result", "tool_use_id": "srv", "content": []},
+            {"type": "tool_addition", "tool": {"type": "tool_reference", "name": "t0"}}]
+
+
+def _options(r):
+    """Conversion options: mostly the defaults, sometimes another web-search behaviour or
+    thinking default."""
+    if r.random() < 0.7:
+        return None
+    spec = {}
+    if r.random() < 0.5:
+        spec["responses_web_search"] = r.choice(["Drop", "Reject"])
+    if r.random() < 0.5:
+        spec["messages_web_search"] = r.choice(["Drop", "Reject"])
+    if r.random() < 0.3:
+        spec["default_thinking_mode"] = r.choice([True, False])
+    if r.random() < 0.2:
+        spec["reject_missing_reasoning"] = True
+    return spec
 
 
 def random_cases(seed: int, n: int):
@@ -297,7 +389,10 @@ def random_cases(seed: int, n: int):
     for i in range(n):
         fmt = ["chat", "responses", "messages"][i % 3]
         # Rendered and encoded too, so image placeholders and typed spellings are compared.
-        cases.append({"format": fmt, "body": makers[fmt](r), "options": None, "render": True})
+        body = makers[fmt](r)
+        # Some bodies go in as JSON text (read by the request's own text reader).
+        cases.append({"format": fmt, "body": body, "options": _options(r), "render": True,
+                      "as_text": r.random() < 0.3})
     return cases
 
 

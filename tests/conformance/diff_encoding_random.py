@@ -29,6 +29,9 @@ The direct API takes message content as a `str` only and has no forced tool name
 thinking-history options; content parts, named tool choices and reasoning-content handling belong
 to request conversion (see conversion_random.py).
 
+`--fixture N SEED` records the official results of one seeded draw into
+`encoding/random_seeded.json`, which the test suite replays against ours in seconds.
+
 Typical use (the official side is the slow part, about 0.25 s of CPU per case)::
 
     DEEPSEEK_OFFICIAL_VENV=path/to/official-venv python \
@@ -52,7 +55,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from encoding_spec import build_raw, error_record, record_case, record_raw  # noqa: E402
+from encoding_spec import build_raw, error_record, record_case, record_raw, tokenizer_path  # noqa: E402
 
 FIELDS = ["bos", "eos", "thinking_start", "thinking_end", "system", "user", "assistant", "latest_reminder",
           "dsml", "image", "ref", "ref_end", "box", "box_end", "point", "point_end", "polygon", "polygon_end"]
@@ -75,13 +78,32 @@ FLOATS = [0.0, -0.0, 0.1, 0.5, 1.0, 1e-7, 1.5e-5, 123.456, 1e15, 1e16, 7e16, 1e2
 KEYS = ["type", "properties", "required", "items", "enum", "description", "default", "additionalProperties",
         "anyOf", "$ref", "$defs", "minimum", "format", "名前", "k<｜User｜>", "</think>", "", " ", "a.b", "🎉", "\n"]
 DETAILS = ["low", "high", "original", "auto"]
+
+
+def _added_spellings():
+    """Every token of the real tokenizer's added vocabulary (not a hand list)."""
+    try:
+        return [t["content"] for t in json.loads(Path(tokenizer_path()).read_text(encoding="utf-8"))["added_tokens"]]
+    except Exception:  # noqa: BLE001 - without the tokenizer the harness cannot run anyway
+        return []
+
+
+# Typed into every text field: user/system/assistant content, reasoning, tool arguments and
+# results, tool names and descriptions, schema keys and values, call IDs.
+ADDED = _added_spellings()
 BAD_ENUMS = ["", "HIGH", "Auto", "medium", "none ", "ＡＵＴＯ", "json", "regex", "json_schema", "text", "minimal",
              "ultra", "any", "forced", "get_weather", "low\x00", "高"]
 
 
+def piece(rng):
+    if ADDED and rng.random() < 0.3:
+        return rng.choice(ADDED)
+    return rng.choice(PIECES)
+
+
 def text(rng, maxn=6):
     n = rng.choice([0, 1, 1, 2, 3, maxn])
-    return "".join(rng.choice(PIECES) for _ in range(n))
+    return "".join(piece(rng) for _ in range(n))
 
 
 def jval(rng, depth=0):
@@ -106,7 +128,7 @@ def schema(rng, depth=0):
         return s
     if rng.random() < 0.25:
         return {"type": "array", "items": schema(rng, depth + 1)}
-    props = {rng.choice(KEYS + [text(rng, 2), f"p{depth}"]): schema(rng, depth + 1) for _ in range(rng.randint(0, 5))}
+    props = {rng.choice(KEYS + [text(rng, 2), f"p{depth}", piece(rng)]): schema(rng, depth + 1) for _ in range(rng.randint(0, 5))}
     s = {"type": "object", "properties": props}
     if props and rng.random() < 0.6:
         s["required"] = rng.sample(list(props), rng.randint(0, len(props)))
@@ -127,7 +149,8 @@ def params(rng):
 
 
 def tool(rng):
-    name = rng.choice(["get_weather", "search", "f", "noop", "ns::tool", "", "名前", "a-b_c", "x" * 80, text(rng, 2)])
+    name = rng.choice(["get_weather", "search", "f", "noop", "ns::tool", "", "名前", "a-b_c", "x" * 80, text(rng, 2),
+                       piece(rng)])
     t = {"name": name}
     if rng.random() < 0.8:
         t["description"] = rng.choice([None, text(rng), "Get the weather."])
@@ -404,7 +427,7 @@ def draw(n, seed):
         st = special_tokens(rng)
         name = f"s{seed}_{k}"
         if rng.random() < 0.7:
-            out.append({"name": name, "conversation": c, "special_tokens": st})
+            out.append({"name": name, "conversation": c, "special_tokens": st, "texts": [text(rng) for _ in range(2)]})
         else:
             raw = {"conv": conversation_node(c),
                    "special_tokens": None if st is None else call_node("SpecialTokens", [], st)}
@@ -455,10 +478,20 @@ def record(path: str) -> None:
         try:
             row = record_raw(dr, spec, toks) if "raw" in spec else record_case(dr, spec, toks)
             row["readback"] = readback(dr, spec)
+            if "texts" in spec:
+                row["tokenizer_encode"] = [_tokenizer_encode(toks["tokens"], t) for t in spec["texts"]]
             res.append(row)
         except BaseException as e:  # noqa: BLE001 - the harness itself must never stop a run
             res.append({"harness_error": error_record(e)})
     sys.stdout.write(json.dumps(res))
+
+
+def _tokenizer_encode(tok, text_):
+    """`Tokenizer.encode` (the full vocabulary: spellings become their tokens), or its error."""
+    try:
+        return tok.encode(text_)
+    except BaseException as e:  # noqa: BLE001
+        return {"error": error_record(e)}
 
 
 def run_ours(path):
@@ -488,6 +521,8 @@ def classify(want, got):
             return f"{key}: official {w and w['type']} / ours {g and g['type']}"
     if want.get("readback") != got.get("readback"):
         return "readback"
+    if want.get("tokenizer_encode") != got.get("tokenizer_encode"):
+        return "tokenizer_encode"
     for enc in ("v4", "v41"):
         w, g = want.get(enc, {}), got.get(enc, {})
         for f in ("render_error", "prompt", "special_ranges", "image_sources", "tokens", "tokens_sys"):
@@ -496,11 +531,33 @@ def classify(want, got):
     return "other"
 
 
+FIXTURE = HERE / "encoding" / "random_seeded.json"
+
+
+def write_fixture(n, seed):
+    """Record the official results of `draw(n, seed)` for the suite's short seeded run
+    (tests/python/test_encoding_random_seeded.py replays it against ours)."""
+    from official_venv import run_in_official
+    os.environ["RUST_BACKTRACE"] = "0"
+    cases = draw(n, seed)
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as f:
+        json.dump(cases, f)
+    official = json.loads(run_in_official(__file__, "--record", f.name).stdout)
+    # One case per line: readable in a diff, compact on disk.
+    FIXTURE.write_text(f'{{"n": {n}, "seed": {seed},\n "cases": [\n' + ",\n".join(json.dumps(c) for c in cases)
+                       + '],\n "official": [\n' + ",\n".join(json.dumps(c) for c in official) + "]}\n",
+                       encoding="utf-8")
+    print(f"{n} cases -> {FIXTURE}")
+
+
 def main(argv):
     verbose = "-v" in argv
     argv = [a for a in argv if a != "-v"]
     if argv and argv[0] == "--record":
         record(argv[1])
+        return 0
+    if argv and argv[0] == "--fixture":
+        write_fixture(int(argv[1]), int(argv[2]))
         return 0
     n = int(argv[0]) if argv else 1000
     seed = int(argv[1]) if len(argv) > 1 else 1

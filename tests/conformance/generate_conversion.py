@@ -503,6 +503,202 @@ def image_injection_cases():
     return cases
 
 
+def found_by_differential_cases():
+    """Rules found by the random differential checks, one case per reproduction."""
+    cases = []
+
+    def add(fmt, body, options=None):
+        cases.append({"format": fmt, "body": body, "options": options, "render": True})
+
+    # Chat: a tool-choice error comes before "json_object with prefix", which comes before
+    # "function call with prefix".
+    prefix = {"model": PRO, "messages": [{"role": "user", "content": "json"}, {"role": "assistant", "content": "x", "prefix": True}],
+              "response_format": {"type": "json_object"}, "tools": [FN]}
+    add("chat", dict(prefix, tool_choice={"type": "function", "function": {"name": "missing"}}))
+    add("chat", dict(prefix, tool_choice="required"))
+    add("chat", dict(prefix, tool_choice="required", thinking={"type": "disabled"}))
+    add("chat", prefix)
+    add("chat", dict(prefix, tool_choice="none"))
+
+    # Responses: custom tool calls and their outputs.
+    u = {"role": "user", "content": "hi"}
+
+    def call(**k):
+        return dict({"type": "custom_tool_call", "call_id": "c1", "name": "apply_patch", "input": "*** Begin Patch"}, **k)
+
+    def out(**k):
+        return dict({"type": "custom_tool_call_output", "call_id": "c1", "output": "done"}, **k)
+
+    patch_tool = [{"type": "custom", "name": "apply_patch"}]
+    img = {"type": "input_image", "image_url": "https://example.com/a.png"}
+    for model in (PRO, FLASH):
+        for items in ([u, call(), out()], [call(), out()], [u, call(input='é"\n<｜User｜>\u0001\u2028'), out()],
+                      [u, call(), out(output=[{"type": "input_text", "text": "a"}, img])],
+                      [u, call(), out(output=[])], [u, call(), {"type": "custom_tool_call_output", "call_id": "c1"}],
+                      [u, call(), out(output=None)],
+                      [u, call(), {"type": "function_call", "call_id": "c2", "name": "f", "arguments": "{}"},
+                       {"type": "function_call_output", "call_id": "c2", "output": "o2"}, out()],
+                      [u, call(), {"type": "function_call_output", "call_id": "c1", "output": "o"}],
+                      [u, {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}, out()]):
+            add("responses", {"model": model, "input": items})
+            add("responses", {"model": model, "input": items, "tools": patch_tool})
+    for items in ([u, call(call_id="")], [u, call(), out(call_id="")], [u, call(call_id=None)], [u, call(), out(call_id=None)],
+                  [u, {"type": "custom_tool_call"}], [u, {"type": "custom_tool_call", "call_id": "a"}],
+                  [u, {"type": "custom_tool_call", "call_id": "a", "name": "n"}], [u, call(input={"a": 1})],
+                  [u, call(input=5)], [u, call(name=None)], [u, call(name="")], [u, call(call_id=5)],
+                  [u, call(), out(output={"a": 1})], [u, call(), out(output=5)],
+                  [u, call(), out(output=[{"type": "output_text", "text": "a"}])], [u, call(), out(output=[{"type": "input_text"}])],
+                  [u, {"type": "custom_tool_call_output"}], [u, {"type": "custom_tool_call_output", "output": 5}],
+                  [u, out()], [u, call()], [u, call(), out(), out()], [u, call(), out(), call(), out()],
+                  [u, call(), call(call_id="c2"), out(call_id="c2"), out()]):
+        add("responses", {"model": FLASH, "input": items})
+    add("responses", {"model": FLASH, "input": [u, call(), out()], "tools": patch_tool, "tool_choice": {"type": "custom", "name": "apply_patch"}})
+    add("responses", {"model": FLASH, "input": [u, call(name="n")], "tools": [{"type": "custom", "name": "n"}]})
+
+    # Messages: server tool blocks, tool additions and deferred tools.
+    mu = {"role": "user", "content": "hi"}
+    srv = {"type": "server_tool_use", "id": "s", "name": "web_search", "input": {}}
+    wsr = {"type": "web_search_tool_result", "tool_use_id": "s", "content": []}
+    tu = {"type": "tool_use", "id": "x", "name": "n", "input": {}}
+    th = {"type": "thinking", "thinking": "x"}
+    ta = {"type": "tool_addition", "tool": {"type": "tool_reference", "name": "n"}}
+    tb = {"type": "tool_addition", "tool": {"type": "tool_reference", "name": "m"}}
+    n_tool = {"name": "n", "input_schema": {"type": "object"}}
+    m_tool = {"name": "m", "description": "dm", "input_schema": {"type": "object"}}
+
+    def msg(messages, options=None, model=FLASH, **k):
+        add("messages", dict({"model": model, "max_tokens": 100, "messages": messages}, **k), options)
+
+    def assistant(*blocks):
+        return {"role": "assistant", "content": [{"type": "text", "text": "a"}, *blocks]}
+
+    def system(*blocks):
+        return [mu, {"role": "assistant", "content": "x"}, {"role": "system", "content": list(blocks)}]
+
+    for ws in (None, "Drop", "Reject"):
+        opts = None if ws is None else {"messages_web_search": ws}
+        for block in (srv, wsr, ta, {"type": "server_tool_use"}, {"type": "server_tool_use", "id": "s", "name": "x"},
+                      {"type": "web_search_tool_result", "tool_use_id": "s"}, dict(wsr, content=5),
+                      {"type": "tool_addition", "tool": 5}, {"type": "tool_addition", "tool": {"type": "x"}},
+                      {"type": "tool_addition", "tool": {"type": "tool_reference"}}):
+            msg([mu, assistant(block)], opts)
+            msg([{"role": "user", "content": [{"type": "text", "text": "a"}, block]}], opts)
+        msg([mu, assistant(srv, wsr)], opts)
+        msg([mu, assistant(wsr, tu)], opts)
+        msg([mu, assistant(tu, wsr)], opts)
+        msg([mu, {"role": "assistant", "content": [wsr, ta]}], opts)
+        msg([mu, {"role": "assistant", "content": [ta, wsr]}], opts)
+    for blocks in ([wsr, tu], [tu, wsr], [th, wsr], [wsr, th], [srv, wsr], [wsr, srv], [tu, th], [ta, tu], [tu, ta]):
+        msg([{"role": "user", "content": blocks}])
+        msg(system(*blocks))
+    for model in (PRO, FLASH):
+        msg(system(ta), model=model)
+        msg(system(ta), model=model, tools=[n_tool])
+        msg(system({"type": "text", "text": "s"}, ta), model=model, tools=[n_tool])
+        msg(system(ta), model=model, tools=[dict(n_tool, defer_loading=True)])
+        msg(system(ta), model=model, tools=[dict(n_tool, defer_loading=True), m_tool])
+        msg([mu], model=model, tools=[dict(n_tool, defer_loading=True), m_tool])
+        msg(system(ta, tb, ta), model=model, tools=[n_tool, m_tool])
+        msg(system(ta), model=model, tools=[n_tool], tool_choice={"type": "none"})
+        msg(system({"type": "text", "text": "s"}, ta), model=model, tools=[n_tool], tool_choice={"type": "none"})
+        msg(system(ta, tb), model=model, tools=[n_tool, m_tool], tool_choice={"type": "tool", "name": "m"}, thinking={"type": "disabled"})
+        msg(system(tb), model=model, tools=[dict(n_tool, defer_loading=True)])
+        msg(system(tb), model=model, tools=[dict(n_tool, input_schema=5)])
+        msg(system(ta), model=model, tools=[dict(n_tool, input_schema=5)])
+        msg(system(ta, {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}), model=model, tools=[n_tool])
+        msg([{"role": "system", "content": [ta]}, mu], model=model, tools=[n_tool])
+        msg(system(ta), model=model, tools=[n_tool], system=[{"type": "text", "text": "top"}])
+        msg(system({"type": "tool_addition", "tool": {"type": "tool_reference", "name": 5}}), model=model, tools=[n_tool])
+        for flag in (None, 5, "yes", False):
+            msg([mu], model=model, tools=[dict(n_tool, defer_loading=flag), m_tool])
+        msg([mu], model=model, tools=[dict(n_tool, defer_loading=True, type="custom")])
+        msg([mu], model=model, tools=[dict(n_tool, defer_loading=True), {"type": "web_search_20250305", "name": "web_search"}],
+            options={"messages_web_search": "Drop"})
+
+    # Chat: penalties are range-checked (after n, before temperature); parallel_tool_calls is a
+    # boolean.
+    chat = {"model": FLASH, "messages": [U]}
+    for k in ("frequency_penalty", "presence_penalty"):
+        for v in (2, -2, 2.0001, -2.5, 3, True, "x"):
+            add("chat", dict(chat, **{k: v}))
+        add("chat", dict(chat, **{k: 3}, temperature=5))
+        add("chat", dict(chat, **{k: 3}, n=2))
+        add("chat", dict(chat, **{k: 3}, stop=[""]))
+    for v in (True, False, None, 1.5, "", {}, [], 0):
+        add("chat", dict(chat, parallel_tool_calls=v))
+    add("chat", dict(chat, parallel_tool_calls=1, max_tokens="x"))
+    add("chat", dict(chat, max_tokens="x", parallel_tool_calls=1))
+
+    # Responses: duplicate names within one namespace; a custom tool named by tool_choice.
+    def fn(n, **k):
+        return dict({"type": "function", "name": n}, **k)
+
+    def ns(name, *inner):
+        return {"type": "namespace", "name": name, "description": "", "tools": list(inner)}
+
+    for tools in ([ns("ns", fn("a"), fn("a"))], [fn("x", parameters={"type": "string"}), ns("ns", fn("a"), fn("a"))],
+                  [{"type": "custom", "name": "other"}, ns("ns", fn("a"), fn("a"))],
+                  [ns("ns", fn("a"), fn("a")), {"type": "custom", "name": "other"}],
+                  [ns("ns", fn("a"), fn("a"), fn(""))],
+                  [ns("ns", fn("a"), fn(""), fn("a"))]):
+        for model in (PRO, FLASH):
+            add("responses", {"model": model, "input": "hi", "tools": tools})
+    for effort in (None, "none"):
+        for choice in ({"type": "custom", "name": "apply_patch"}, {"type": "custom", "name": "f"},
+                       {"type": "function", "name": "apply_patch"}):
+            body = {"model": FLASH, "input": "hi", "tools": patch_tool + [fn("f")], "tool_choice": choice}
+            if effort:
+                body["reasoning"] = {"effort": effort}
+            add("responses", body)
+
+    # Shapes of tools and tool_choice are reported in member order with the other fields.
+    add("responses", {"model": FLASH, "input": "hi", "tools": [5], "temperature": "x"})
+    add("responses", {"model": FLASH, "input": "hi", "temperature": "x", "tools": [5]})
+    add("responses", {"model": FLASH, "input": "hi", "tool_choice": "bogus", "top_p": "x"})
+    add("responses", {"model": FLASH, "input": "hi", "top_p": "x", "tool_choice": "bogus"})
+    msg([mu], tools=[dict(n_tool, defer_loading="x")], temperature="x")
+    msg([mu], temperature="x", tools=[dict(n_tool, defer_loading="x")])
+    msg([mu], tools=[dict(n_tool, description=5)], stop_sequences=True)
+
+    # A deferred tool is marked beside its function in the tool-call constraint.
+    msg([mu], tools=[n_tool, dict(m_tool, defer_loading=True)])
+
+    # Missing reasoning (with the rejecting option) is checked right after the messages, before
+    # tools and options; with tools declared every assistant turn after the last user needs it.
+    reject = {"reject_missing_reasoning": True}
+    plain_tool = {"type": "function", "function": {"name": "f"}}
+    calls = [U, {"role": "assistant", "content": "a", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+             {"role": "tool", "tool_call_id": "c", "content": "r"}]
+    for extra in ({}, {"tools": [FN2]}, {"tools": [plain_tool] * 2}, {"tools": [plain_tool], "tool_choice": "required"},
+                  {"response_format": {"type": "json_object"}}, {"stop": [""]}, {"temperature": 5}, {"n": 2},
+                  {"seed": 2**63}, {"top_logprobs": 5}, {"tools": [{"type": "function", "function": {"name": "bad name"}}]}):
+        add("chat", dict({"model": PRO, "messages": calls}, **extra), reject)
+    final = [U, {"role": "assistant", "content": "x"}]
+    for extra in ({}, {"tools": [plain_tool]}, {"tools": [plain_tool], "tool_choice": "none"}, {"tools": [plain_tool], "thinking": {"type": "disabled"}}):
+        add("chat", dict({"model": FLASH, "messages": final}, **extra), reject)
+        add("chat", dict({"model": FLASH, "messages": final + [U]}, **extra), reject)
+        add("chat", dict({"model": FLASH, "messages": [U, {"role": "assistant", "content": "P", "prefix": True}]}, **extra), reject)
+    add("responses", {"model": PRO, "input": [u, {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+                                               {"type": "function_call_output", "call_id": "c", "output": "o"}]}, reject)
+    add("responses", {"model": PRO, "input": [u, call(), out()], "tools": [{"type": "function", "name": "f", "parameters": {"type": "string"}}]}, reject)
+    # An output's parts are read (and their errors raised) before its call is looked up.
+    bad_image = [{"type": "input_image", "image_url": "ftp://x"}]
+    fc = {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}
+    fco = {"type": "function_call_output", "call_id": "c", "output": "o"}
+    for items in ([u, dict(fco, call_id="zz", output=bad_image)], [u, fc, fco, dict(fco, output=bad_image)],
+                  [u, fc, fco, dict(fco, output=[{"type": "input_image", "file_id": "f"}])],
+                  [u, fc, {"type": "function", "call_id": "a"}, dict(fco, call_id="a", output=bad_image), fco]):
+        add("responses", {"model": FLASH, "input": items})
+    tu_call = {"type": "tool_use", "id": "c", "name": "n", "input": {}}
+    for model in (PRO, FLASH):
+        msg([mu, {"role": "assistant", "content": [tu_call]}, {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c", "content": "r"}]}],
+            reject, model=model, tools=[n_tool])
+        msg([mu, {"role": "assistant", "content": "x"}], reject, model=model)
+        msg([mu, {"role": "assistant", "content": "x"}, mu], reject, model=model, tools=[n_tool])
+        msg([mu, {"role": "assistant", "content": "x"}, {"role": "system", "content": "s"}], reject, model=model)
+    return cases
+
+
 RANDOM_SEED, RANDOM_COUNT = 1, 600
 # Randomly broken bodies (one node of a random body replaced or deleted).
 MUTATED_SEED, MUTATED_COUNT = 7, 450
@@ -514,7 +710,7 @@ def main() -> int:
 
     cases = (chat_cases() + chat_n_cases() + responses_cases() + messages_cases() + broken_body_cases()
              + random_cases(RANDOM_SEED, RANDOM_COUNT) + mutated_cases(MUTATED_SEED, MUTATED_COUNT)
-             + image_injection_cases())
+             + image_injection_cases() + found_by_differential_cases())
     from official_venv import run_in_official  # noqa: E402
 
     OUT.parent.mkdir(parents=True, exist_ok=True)

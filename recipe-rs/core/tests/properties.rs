@@ -1,6 +1,6 @@
-//! Property tests: arbitrary Unicode (mixed with control-token spellings) in every text field
-//! never yields a control token outside the template's positions, and decoding the token IDs
-//! gives back the rendered prompt.
+//! Property tests: arbitrary Unicode, mixed with every added-token spelling of the real
+//! tokenizer, in every text field (tool names included) never yields a control token outside the
+//! template's positions, and decoding the token IDs gives back the rendered prompt.
 
 mod common;
 
@@ -11,20 +11,20 @@ use recipe_core::encoding::{Encoding, EncodingVersion, Span};
 use recipe_core::Tokenizer;
 use std::sync::OnceLock;
 
-const CTRL: [&str; 12] = [
-    "<｜begin▁of▁sentence｜>",
-    "<｜end▁of▁sentence｜>",
-    "<think>",
-    "</think>",
-    "<｜System｜>",
-    "<｜User｜>",
-    "<｜Assistant｜>",
-    "<｜latest_reminder｜>",
-    "｜DSML｜",
-    "<｜image｜>",
-    "<｜ref｜>",
-    "<｜/box｜>",
-];
+/// Every token of the real tokenizer's added vocabulary (not a hand list).
+fn added_spellings() -> &'static Vec<String> {
+    static S: OnceLock<Vec<String>> = OnceLock::new();
+    S.get_or_init(|| {
+        let v: serde_json::Value =
+            serde_json::from_str(&tokenizer_json()).expect("tokenizer.json is JSON");
+        v["added_tokens"]
+            .as_array()
+            .expect("added_tokens")
+            .iter()
+            .map(|t| t["content"].as_str().expect("content").to_owned())
+            .collect()
+    })
+}
 
 fn toks() -> &'static (Tokenizer, Tokenizer) {
     static T: OnceLock<(Tokenizer, Tokenizer)> = OnceLock::new();
@@ -38,7 +38,7 @@ fn text() -> impl Strategy<Value = String> {
     prop::collection::vec(
         prop_oneof![
             any::<String>().prop_map(|s| s.chars().take(10).collect()),
-            prop::sample::select(CTRL.to_vec()).prop_map(str::to_owned)
+            prop::sample::select(added_spellings().clone())
         ],
         0..4,
     )

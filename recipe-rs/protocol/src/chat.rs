@@ -19,6 +19,7 @@ use crate::request::ConversationRequest;
 #[derive(Debug, Deserialize)]
 #[serde(rename = "ChatCompletionRequest")]
 pub struct ChatCompletionRequest {
+    #[serde(deserialize_with = "crate::body::de_prepared_list")]
     pub messages: Vec<ChatCompletionRequestMessage>,
     pub model: String,
     #[serde(default)]
@@ -55,6 +56,9 @@ pub struct ChatCompletionRequest {
     pub thinking: Option<ChatCompletionThinking>,
     #[serde(default)]
     pub reasoning_effort: Option<RequestEffort>,
+    /// Read (a boolean) and otherwise ignored.
+    #[serde(default)]
+    pub parallel_tool_calls: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -77,8 +81,8 @@ pub struct ChatCompletionThinking {
     #[serde(rename = "type")]
     pub kind: ThinkingType,
     /// Read (and type-checked) but not used.
-    #[allow(dead_code)]
-    budget_tokens: Option<u64>,
+    #[serde(rename = "budget_tokens")]
+    _budget_tokens: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -323,8 +327,15 @@ impl ChatCompletionRequest {
         crate::body::from_value(v)
     }
 
+    /// Parse and type a body. The message list is typed while it is read, one message at a
+    /// time, so it never exists as a whole JSON value (peak memory stays near the body's size).
     pub fn from_slice(bytes: &[u8]) -> Result<Self, RequestError> {
-        crate::body::from_slice(bytes)
+        let (value, messages) = crate::body::parse_json_preparing::<ChatCompletionRequestMessage>(
+            bytes,
+            Self::body_fields(),
+            "messages",
+        )?;
+        crate::body::with_prepared(messages, || crate::body::from_value(value))
     }
 
     /// The top-level body fields this request reads; others are ignored.
@@ -526,6 +537,15 @@ fn convert(
         messages.push(msg);
     }
     sequence.finish()?;
+    common::apply_reasoning_policy(
+        &mut messages,
+        thinking,
+        options.reasoning_content_behavior,
+        common::ReasoningField {
+            name: "reasoning_content",
+            tools_declared: !declared.is_empty(),
+        },
+    )?;
 
     // Prefix continuation: only as the last message, without tools or json_object.
     let n_kept = messages.len();
@@ -555,10 +575,12 @@ fn convert(
     let any_declared = !declared.is_empty();
     common::drop_tools_for_none(&mut declared, &choice)?;
     common::check_tools(&mut declared)?;
+    // The official order: tool-choice errors first, then json_object with prefix, then calls
+    // with prefix.
+    let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;
     if is_prefix && is_json_object {
         return reject("response_format json_object should not be used with prefix");
     }
-    let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;
     if is_prefix {
         let any_calls = messages
             .iter()
@@ -624,6 +646,17 @@ fn convert(
     if req.n.is_some_and(|n| n != 1) {
         return reject("Invalid n value (currently only n = 1 is supported)");
     }
+    // The penalties are not applied, but out-of-range values are refused.
+    for (name, value) in [
+        ("frequency_penalty", req.frequency_penalty),
+        ("presence_penalty", req.presence_penalty),
+    ] {
+        if value.is_some_and(|v| !(-2.0..=2.0).contains(&v)) {
+            return reject(format!(
+                "Invalid {name} value, the valid range of {name} is [-2, 2]"
+            ));
+        }
+    }
     common::check_temperature(req.temperature)?;
     common::check_top_p(req.top_p)?;
     let logprobs = req.logprobs.unwrap_or(false);
@@ -641,8 +674,6 @@ fn convert(
     if req.seed.is_some_and(|s| s >= 1 << 63) {
         return reject("Invalid seed value, the valid range of seed is [0, 2^63)");
     }
-
-    common::apply_reasoning_policy(&mut messages, thinking, options.reasoning_content_behavior)?;
 
     Ok(common::assemble(
         Assembly {

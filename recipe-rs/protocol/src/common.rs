@@ -208,17 +208,6 @@ pub struct DeclaredTool {
     pub defer_loading: bool,
 }
 
-fn json_type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
 pub fn is_valid_tool_name(name: &str) -> bool {
     !name.is_empty()
         && name
@@ -459,12 +448,13 @@ pub fn tools_constraint_json(tools: &[ToolDefinition]) -> String {
                 "strict".into(),
                 t.strict.map(Value::Bool).unwrap_or(Value::Null),
             );
-            if t.defer_loading {
-                f.insert("defer_loading".into(), Value::Bool(true));
-            }
             let mut o = Map::new();
             o.insert("type".into(), Value::String("function".into()));
             o.insert("function".into(), Value::Object(f));
+            // A deferred tool says so beside its function, not inside it.
+            if t.defer_loading {
+                o.insert("defer_loading".into(), Value::Bool(true));
+            }
             Value::Object(o)
         })
         .collect();
@@ -492,11 +482,21 @@ pub struct Assembly {
     pub stream: bool,
 }
 
+/// How a format names the reasoning it expects back, and when it is needed.
+pub struct ReasoningField {
+    pub name: &'static str,
+    /// Whether the request declares tools: then every assistant turn after the last user
+    /// message needs its reasoning, not only those that made calls.
+    pub tools_declared: bool,
+}
+
 /// Fill in missing reasoning in thinking mode (or reject it), drop it outside thinking mode.
+/// Runs right after the messages are converted, before any tool or option check.
 pub fn apply_reasoning_policy(
     messages: &mut [Message],
     thinking: bool,
     behavior: ReasoningContentBehavior,
+    field: ReasoningField,
 ) -> ConvResult<()> {
     if !thinking {
         for m in messages.iter_mut() {
@@ -510,12 +510,14 @@ pub fn apply_reasoning_policy(
     for (i, m) in messages.iter_mut().enumerate() {
         if let Message::Assistant(a) = m {
             if a.reasoning_content.is_none() {
-                let after_last_user = last_user.map_or(true, |u| i > u);
+                let after_last_user = last_user.is_none_or(|u| i > u);
                 let has_calls = a.tool_calls.as_ref().is_some_and(|c| !c.is_empty());
-                if behavior == ReasoningContentBehavior::Reject && after_last_user && has_calls {
-                    return reject(
-                        "The `reasoning_content` in the thinking mode must be passed back to the API.",
-                    );
+                let needed = after_last_user && (has_calls || field.tools_declared);
+                if behavior == ReasoningContentBehavior::Reject && needed {
+                    return reject(format!(
+                        "The `{}` in the thinking mode must be passed back to the API.",
+                        field.name
+                    ));
                 }
                 a.reasoning_content = Some(String::new());
             }
@@ -610,9 +612,4 @@ pub fn assemble(a: Assembly, options: &ConversionOptions) -> ConversationRequest
         stream: a.stream,
         responses_echo: None,
     }
-}
-
-#[allow(dead_code)]
-pub(crate) fn type_name(v: &Value) -> &'static str {
-    json_type_name(v)
 }

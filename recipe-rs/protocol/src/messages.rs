@@ -3,9 +3,11 @@
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
+use recipe_core::profile::SystemTurn;
 use recipe_core::{
     AssistantMessage, ImageData, ImageDetail, ImageSource, ImageText, Message, ModelVersion,
-    ResponseFormat, SpecialToken, SystemMessage, ToolCall, ToolMessage, UserMessage,
+    ResponseFormat, SpecialToken, SystemMessage, ToolCall, ToolDefinition, ToolMessage,
+    UserMessage,
 };
 
 use crate::common::{
@@ -36,7 +38,7 @@ pub struct MessagesRequest {
     pub thinking: Option<MessagesThinking>,
     #[serde(default)]
     pub output_config: Option<MessagesOutputConfig>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "de_tools")]
     pub tools: Option<Vec<Value>>,
     #[serde(default)]
     pub tool_choice: Option<MessagesToolChoice>,
@@ -56,8 +58,8 @@ pub struct MessagesThinking {
     #[serde(rename = "type")]
     pub kind: crate::chat::ThinkingType,
     /// Read (and type-checked) but not used.
-    #[allow(dead_code)]
-    budget_tokens: Option<u64>,
+    #[serde(rename = "budget_tokens")]
+    _budget_tokens: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -158,7 +160,15 @@ pub enum MessagesContentBlock {
         #[serde(default)]
         signature: Option<String>,
     },
-    ServerToolUse {},
+    /// A server tool's call (`web_search`): kept out of the conversation, or rejected.
+    ServerToolUse {
+        #[serde(rename = "id")]
+        _id: String,
+        #[serde(rename = "name")]
+        _name: String,
+        #[serde(rename = "input")]
+        _input: Value,
+    },
     ToolUse {
         id: String,
         name: String,
@@ -169,17 +179,63 @@ pub enum MessagesContentBlock {
         #[serde(default, deserialize_with = "de_tool_result_content")]
         content: Option<Vec<MessagesToolResultBlock>>,
     },
-    WebSearchToolResult {},
-    ToolAddition {},
+    /// A server tool's result: kept out of the conversation, or rejected.
+    WebSearchToolResult {
+        #[serde(rename = "tool_use_id")]
+        _tool_use_id: String,
+        #[serde(rename = "content")]
+        _content: Value,
+    },
+    /// In a mid-conversation system message: announce a declared tool there (V4.1's "Updated
+    /// Tool Schemas").
+    ToolAddition {
+        tool: MessagesToolReference,
+    },
 }
+
+/// The tool a `tool_addition` block announces, by the name it was declared with.
+#[derive(Debug, Deserialize)]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename = "MessagesToolReference"
+)]
+pub enum MessagesToolReference {
+    ToolReference { name: String },
+}
+
+impl MessagesContentBlock {
+    /// The error for a block that a `user` or `system` message may not hold, if this is one.
+    fn misplaced_outside_assistant(&self, i: usize, role: Role) -> Option<String> {
+        match self {
+            MessagesContentBlock::Thinking { .. } => Some(format!(
+                "messages.{i}.content: thinking blocks may only be in `assistant` messages"
+            )),
+            MessagesContentBlock::ToolUse { .. } | MessagesContentBlock::ServerToolUse { .. } => {
+                Some(format!(
+                    "messages.{i}: `tool_use` blocks can only be in `assistant` messages"
+                ))
+            }
+            MessagesContentBlock::WebSearchToolResult { .. } => Some(format!(
+                "messages.{i}: `web_search_tool_result` blocks can only be in `assistant` messages"
+            )),
+            MessagesContentBlock::ToolAddition { .. } if !matches!(role, Role::System) => {
+                Some(tool_addition_misplaced(i))
+            }
+            _ => None,
+        }
+    }
+}
+
+fn tool_addition_misplaced(i: usize) -> String {
+    format!("messages.{i}: `tool_addition` blocks can only be in `system` messages")
+}
+
+const SERVER_BLOCK_REJECTED: &str = "Unsupported content block: server tools are not supported";
 
 impl MessagesRequest {
     pub fn from_value(v: Value) -> Result<Self, RequestError> {
-        let req: MessagesRequest = crate::body::from_value(v)?;
-        for tool in req.tools.iter().flatten() {
-            check_tool_shape(tool).map_err(RequestError::Body)?;
-        }
-        Ok(req)
+        crate::body::from_value(v)
     }
 
     pub fn from_slice(bytes: &[u8]) -> Result<Self, RequestError> {
@@ -194,6 +250,16 @@ impl MessagesRequest {
     pub fn convert(self, options: &ConversionOptions) -> ConvResult<ConversationRequest> {
         convert(self, options)
     }
+}
+
+/// Tools are kept as values, but their shape is checked where the field is read, so a broken
+/// tool is reported in the body's member order (as a typed field would be).
+fn de_tools<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Value>>, D::Error> {
+    let tools = Option::<Vec<Value>>::deserialize(d)?;
+    for tool in tools.iter().flatten() {
+        check_tool_shape(tool).map_err(serde::de::Error::custom)?;
+    }
+    Ok(tools)
 }
 
 /// Field types of a declared tool, as the typed request would reject them. A tool with a
@@ -234,6 +300,15 @@ fn check_tool_shape(tool: &Value) -> Result<(), String> {
         Some(v) => {
             return Err(format!(
                 "field `description`: invalid type: {}, expected a string",
+                crate::strict::unexpected(v)
+            ))
+        }
+    }
+    match obj.get("defer_loading") {
+        None | Some(Value::Null) | Some(Value::Bool(_)) => {}
+        Some(v) => {
+            return Err(format!(
+                "field `defer_loading`: invalid type: {}, expected a boolean",
                 crate::strict::unexpected(v)
             ))
         }
@@ -289,7 +364,7 @@ pub fn is_canonical_base64(s: &str) -> bool {
         }
     }
     let b = s.as_bytes();
-    if b.len() % 4 != 0 {
+    if !b.len().is_multiple_of(4) {
         return false;
     }
     let pad = b.iter().rev().take_while(|&&c| c == b'=').count();
@@ -327,8 +402,8 @@ pub enum MessagesImageSource {
         url: String,
     },
     File {
-        #[allow(dead_code)]
-        file_id: String,
+        #[serde(rename = "file_id")]
+        _file_id: String,
     },
 }
 
@@ -482,14 +557,32 @@ fn tool_result_parts(
 }
 
 /// Text, image and document blocks of a mid-conversation system turn (message `i`), in order.
+/// The parts of a mid-conversation system message, and the names of the declared tools its
+/// `tool_addition` blocks announce (each must name a declared tool).
 fn system_parts(
     content: Vec<MessagesContentBlock>,
     i: usize,
     version: ModelVersion,
-) -> Result<Vec<Part>, String> {
+    declared: &[DeclaredTool],
+) -> Result<(Vec<Part>, Vec<String>), String> {
     let mut parts = Vec::new();
+    let mut added = Vec::new();
     for (j, block) in content.into_iter().enumerate() {
+        // Blocks are read in order: a misplaced one fails where it stands.
+        if let Some(e) = block.misplaced_outside_assistant(i, Role::System) {
+            return Err(e);
+        }
         match block {
+            MessagesContentBlock::ToolAddition {
+                tool: MessagesToolReference::ToolReference { name },
+            } => {
+                if !declared.iter().any(|t| t.name == name) {
+                    return Err(format!(
+                        "messages.{i}.content.{j}: `tool_addition` references unknown tool '{name}'"
+                    ));
+                }
+                added.push(name);
+            }
             MessagesContentBlock::Text { text } => parts.push(Part::Text(text)),
             MessagesContentBlock::Image { source } => {
                 parts.extend(image_part(
@@ -504,7 +597,7 @@ fn system_parts(
             _ => {}
         }
     }
-    Ok(parts)
+    Ok((parts, added))
 }
 
 fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<ConversationRequest> {
@@ -521,18 +614,14 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
         let Some(obj) = tool.as_object() else {
             continue;
         };
-        // A `type` makes a server tool, unless it is a `custom` tool with a name.
-        let ty = obj.get("type").and_then(Value::as_str);
-        if let Some(t) = ty {
-            // A `custom` tool needs a name; without one it counts as a server tool.
-            if t != "custom" || !obj.get("name").is_some_and(Value::is_string) {
-                if options.messages_web_search == WebSearchBehavior::Reject
-                    || !t.starts_with("web_search")
-                {
-                    return reject(format!("tools[{i}]: server tools are not supported"));
-                }
-                continue;
+        // A `type` (even `custom`) makes a server tool.
+        if let Some(t) = obj.get("type").and_then(Value::as_str) {
+            if options.messages_web_search == WebSearchBehavior::Reject
+                || !t.starts_with("web_search")
+            {
+                return reject(format!("tools[{i}]: server tools are not supported"));
             }
+            continue;
         }
         let name = obj
             .get("name")
@@ -549,9 +638,16 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
             // A missing schema is validated as `null` (and fails); `strict` is not read.
             parameters: Some(obj.get("input_schema").cloned().unwrap_or(Value::Null)),
             strict: None,
-            defer_loading: false,
+            // Versions without deferred tools list every declared tool.
+            defer_loading: version.profile().conversion.deferred_tools
+                && obj.get("defer_loading").and_then(Value::as_bool) == Some(true),
         };
         declared.push(tool);
+    }
+    if !declared.is_empty() && declared.iter().all(|t| t.defer_loading) {
+        return reject(
+            "tools: at least one tool must have defer_loading=false. All tools cannot be deferred.",
+        );
     }
     if req.messages.is_empty() {
         return reject("messages: at least one message is required");
@@ -568,6 +664,9 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
         )));
     }
     let mut previous_calls: Vec<String> = Vec::new();
+    let n_messages = req.messages.len();
+    // Mid-conversation system messages (by index) and the tools they announce.
+    let mut announced: Vec<(usize, Vec<String>)> = Vec::new();
     for (i, m) in req.messages.into_iter().enumerate() {
         let (role, content) = m.split();
         let m = Msg { role, content };
@@ -576,24 +675,6 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
             return reject(format!(
                 "messages.{i}: all messages must have non-empty content"
             ));
-        }
-        if !matches!(m.role, Role::Assistant) {
-            if m.content
-                .iter()
-                .any(|b| matches!(b, MessagesContentBlock::Thinking { .. }))
-            {
-                return reject(format!(
-                    "messages.{i}.content: thinking blocks may only be in `assistant` messages"
-                ));
-            }
-            if m.content
-                .iter()
-                .any(|b| matches!(b, MessagesContentBlock::ToolUse { .. }))
-            {
-                return reject(format!(
-                    "messages.{i}: `tool_use` blocks can only be in `assistant` messages"
-                ));
-            }
         }
         let answered_here: Vec<String> = m
             .content
@@ -609,13 +690,16 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
             // A mid-conversation system turn is one message: its text, image and document blocks
             // joined. V4 has no such turn: the text becomes a user reminder (images as the
             // unsupported-image text); an empty one leaves nothing to remind of.
-            let parts = match system_parts(m.content, i, version) {
+            let (parts, added) = match system_parts(m.content, i, version, &declared) {
                 Ok(p) => p,
                 Err(e) => return reject(e),
             };
             let (text, image_sources) =
                 common::join_parts(parts, version, &image_token, &format!("messages.{i}"));
-            if version == ModelVersion::DeepseekV41Flash {
+            if version.profile().conversion.system_turn == SystemTurn::System {
+                if !added.is_empty() {
+                    announced.push((messages.len(), added));
+                }
                 messages.push(Message::System(SystemMessage::from_text(
                     text,
                     image_sources,
@@ -646,6 +730,10 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
                 let mut texts: Vec<String> = Vec::new();
                 for (j, block) in m.content.into_iter().enumerate() {
                     let path = format!("messages.{i}.content[{j}]");
+                    // Blocks are read in order: a misplaced one fails where it stands.
+                    if let Some(e) = block.misplaced_outside_assistant(i, m.role) {
+                        return reject(e);
+                    }
                     match block {
                         MessagesContentBlock::Text { text } => texts.push(text),
                         MessagesContentBlock::Image { source } => {
@@ -706,15 +794,12 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
                                 image_token.as_str(),
                             )));
                         }
-                        MessagesContentBlock::ServerToolUse {}
-                        | MessagesContentBlock::WebSearchToolResult {} => {
-                            if options.messages_web_search == WebSearchBehavior::Reject {
-                                return reject(format!("{path}: server tools are not supported"));
-                            }
-                        }
-                        MessagesContentBlock::Thinking { .. }
+                        // Rejected above (see `misplaced_outside_assistant`).
+                        MessagesContentBlock::ServerToolUse { .. }
+                        | MessagesContentBlock::WebSearchToolResult { .. }
+                        | MessagesContentBlock::Thinking { .. }
                         | MessagesContentBlock::ToolUse { .. }
-                        | MessagesContentBlock::ToolAddition {} => {}
+                        | MessagesContentBlock::ToolAddition { .. } => {}
                     }
                     if !texts.is_empty() {
                         flush_user(&mut texts, &mut messages, &image_token, m.role);
@@ -726,7 +811,7 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
                 let mut texts = Vec::new();
                 let mut reasoning: Option<String> = None;
                 let mut calls = Vec::new();
-                for (j, block) in m.content.into_iter().enumerate() {
+                for block in m.content {
                     match block {
                         MessagesContentBlock::Text { text } => texts.push(text),
                         MessagesContentBlock::Thinking { thinking, .. } => {
@@ -740,13 +825,14 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
                                 arguments: spaced_json(&input),
                             });
                         }
-                        MessagesContentBlock::ServerToolUse {}
-                        | MessagesContentBlock::WebSearchToolResult {} => {
-                            if options.messages_web_search == WebSearchBehavior::Reject {
-                                return reject(format!(
-                                    "messages.{i}.content[{j}]: server tools are not supported"
-                                ));
-                            }
+                        MessagesContentBlock::ServerToolUse { .. }
+                        | MessagesContentBlock::WebSearchToolResult { .. }
+                            if options.messages_web_search == WebSearchBehavior::Reject =>
+                        {
+                            return reject(SERVER_BLOCK_REJECTED);
+                        }
+                        MessagesContentBlock::ToolAddition { .. } => {
+                            return reject(tool_addition_misplaced(i));
                         }
                         _ => {}
                     }
@@ -772,6 +858,23 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
         }
         previous_calls = calls_here;
     }
+    // Calls of a final assistant turn are never answered.
+    if !previous_calls.is_empty() {
+        return reject(format!(
+            "messages.{}:`tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
+            n_messages - 1,
+            previous_calls.join(", ")
+        ));
+    }
+    common::apply_reasoning_policy(
+        &mut messages,
+        thinking,
+        options.reasoning_content_behavior,
+        common::ReasoningField {
+            name: "content[].thinking",
+            tools_declared: !declared.is_empty(),
+        },
+    )?;
 
     let mut declared = declared;
     let choice = req.tool_choice.map(|c| match c {
@@ -785,6 +888,7 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
     common::check_tools(&mut declared)?;
     let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;
     let tools = common::finish_tools(declared)?;
+    announce_tools(&mut messages, announced, &tools.tools);
     let stop = req.stop_sequences.unwrap_or_default();
     common::check_stop_list(&stop)?;
 
@@ -795,8 +899,6 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
         common::check_max_tokens(Some(0), bound)?;
     }
     let max_tokens = req.max_tokens.map(|m| m.min(bound));
-
-    common::apply_reasoning_policy(&mut messages, thinking, options.reasoning_content_behavior)?;
 
     Ok(common::assemble(
         Assembly {
@@ -819,6 +921,33 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
         },
         options,
     ))
+}
+
+/// Give each system message that holds `tool_addition` blocks the definitions of the tools it
+/// names, among those the request keeps (`tool_choice` may have removed some). A system message
+/// left with no text, image or tool is dropped.
+fn announce_tools(
+    messages: &mut Vec<Message>,
+    announced: Vec<(usize, Vec<String>)>,
+    tools: &[ToolDefinition],
+) {
+    let mut emptied = Vec::new();
+    for (index, names) in announced {
+        let Some(Message::System(system)) = messages.get_mut(index) else {
+            continue;
+        };
+        let defs: Vec<ToolDefinition> = names
+            .iter()
+            .filter_map(|n| tools.iter().find(|t| &t.name == n).cloned())
+            .collect();
+        if defs.is_empty() && system.content.is_empty() && system.image_sources.is_empty() {
+            emptied.push(index);
+        }
+        system.tools = Some(defs);
+    }
+    for index in emptied.into_iter().rev() {
+        messages.remove(index);
+    }
 }
 
 struct Msg {

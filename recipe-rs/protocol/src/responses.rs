@@ -39,9 +39,9 @@ pub struct ResponsesRequest {
     pub top_logprobs: Option<u8>,
     #[serde(default)]
     pub reasoning: Option<ResponsesReasoningConfig>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "de_tools")]
     pub tools: Option<Vec<Value>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "de_tool_choice")]
     pub tool_choice: Option<Value>,
     #[serde(default)]
     pub text: Option<ResponsesTextConfig>,
@@ -61,10 +61,10 @@ pub struct ResponsesRequest {
 pub struct ResponsesReasoningConfig {
     pub effort: Option<RequestEffort>,
     /// Read (and type-checked) but not used.
-    #[allow(dead_code)]
-    summary: Option<ReasoningSummary>,
-    #[allow(dead_code)]
-    generate_summary: Option<ReasoningSummary>,
+    #[serde(rename = "summary")]
+    _summary: Option<ReasoningSummary>,
+    #[serde(rename = "generate_summary")]
+    _generate_summary: Option<ReasoningSummary>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -96,8 +96,8 @@ pub struct ResponsesTextConfig {
     #[serde(default, deserialize_with = "de_text_format")]
     pub format: Option<ResponsesTextFormat>,
     /// Read (and type-checked) but not used.
-    #[allow(dead_code)]
-    verbosity: Option<TextVerbosity>,
+    #[serde(rename = "verbosity")]
+    _verbosity: Option<TextVerbosity>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -123,6 +123,25 @@ pub enum ResponsesTextFormat {
 pub enum ResponsesInput {
     Text(String),
     Items(Vec<Value>),
+}
+
+/// Tools are kept as values, but their shape is checked where the field is read, so a broken
+/// tool is reported in the body's member order (as a typed field would be).
+fn de_tools<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Value>>, D::Error> {
+    let tools = Option::<Vec<Value>>::deserialize(d)?;
+    for tool in tools.iter().flatten() {
+        check_tool_shape(tool).map_err(serde::de::Error::custom)?;
+    }
+    Ok(tools)
+}
+
+/// The tool choice, checked where it is read (see `de_tools`).
+fn de_tool_choice<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    let choice = Option::<Value>::deserialize(d)?;
+    if let Some(c) = &choice {
+        check_tool_choice_shape(c).map_err(serde::de::Error::custom)?;
+    }
+    Ok(choice)
 }
 
 fn de_input<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ResponsesInput>, D::Error> {
@@ -192,6 +211,8 @@ fn content_of(v: Value) -> Result<Content, String> {
 }
 
 /// Parts of a function call output (no `output_text`).
+// The variant names are the wire tags (`input_text`, `input_image`, ...).
+#[allow(clippy::enum_variant_names)]
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum ResponsesToolCallOutputItem {
@@ -261,6 +282,31 @@ struct FunctionCallOutputItem {
     output: Value,
 }
 
+/// A call of a custom (free-text) tool such as `apply_patch`: its text becomes the arguments
+/// `{"input": …}` of an ordinary tool call.
+#[derive(Debug, Deserialize)]
+struct CustomToolCallItem {
+    call_id: String,
+    name: String,
+    input: String,
+}
+
+/// The output of a custom tool call. Unlike a function call output it must name its call, and
+/// its `output` may be left out or null (no text).
+#[derive(Debug, Deserialize)]
+struct CustomToolCallOutputItem {
+    call_id: String,
+    #[serde(default, deserialize_with = "de_optional_output")]
+    output: Option<Content>,
+}
+
+fn de_optional_output<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Content>, D::Error> {
+    match Value::deserialize(d)? {
+        Value::Null => Ok(None),
+        v => output_of(v).map(Some).map_err(serde::de::Error::custom),
+    }
+}
+
 #[derive(Debug, Deserialize)]
 struct ResponsesReasoningContent {
     text: String,
@@ -313,6 +359,21 @@ fn parse_item(item: Value) -> Result<Item, String> {
             let output = output_of(f.output)?;
             Ok(Item::FunctionCallOutput(f.call_id, output))
         }
+        Some("custom_tool_call") => {
+            let c: CustomToolCallItem = serde_json::from_value(item).map_err(|e| e.to_string())?;
+            let arguments = serde_json::json!({ "input": c.input }).to_string();
+            Ok(Item::FunctionCall(FunctionCallItem {
+                call_id: c.call_id,
+                name: c.name,
+                arguments,
+            }))
+        }
+        Some("custom_tool_call_output") => {
+            let c: CustomToolCallOutputItem =
+                serde_json::from_value(item).map_err(|e| e.to_string())?;
+            let output = c.output.unwrap_or_else(|| Content::Text(String::new()));
+            Ok(Item::FunctionCallOutput(Some(c.call_id), output))
+        }
         Some("reasoning") => {
             let r: ReasoningItem = serde_json::from_value(item).map_err(|e| e.to_string())?;
             // A reasoning item without content (a summary only) carries nothing over.
@@ -342,12 +403,6 @@ impl ResponsesRequest {
         let raw_reasoning = v.get("reasoning").filter(|r| !r.is_null()).cloned();
         let raw_text = v.get("text").filter(|r| !r.is_null()).cloned();
         let mut req: ResponsesRequest = crate::body::from_value(v)?;
-        for tool in req.tools.iter().flatten() {
-            check_tool_shape(tool).map_err(RequestError::Body)?;
-        }
-        if let Some(choice) = &req.tool_choice {
-            check_tool_choice_shape(choice).map_err(RequestError::Body)?;
-        }
         req.raw_reasoning = raw_reasoning;
         req.raw_text = raw_text;
         Ok(req)
@@ -692,9 +747,7 @@ fn declared_tools(
             "function" => {
                 let name = str_field(obj, "name").unwrap_or_default();
                 common::check_tool_name(&name, &format!("tools[{i}].name"))?;
-                let tool = function_tool(obj, name, str_field(obj, "description"));
-                if !names_only {}
-                out.push(tool);
+                out.push(function_tool(obj, name, str_field(obj, "description")));
             }
             "namespace" => {
                 let ns = str_field(obj, "name").unwrap_or_default();
@@ -705,6 +758,7 @@ fn declared_tools(
                     .and_then(Value::as_array)
                     .cloned()
                     .unwrap_or_default();
+                let mut locals = std::collections::HashSet::new();
                 for (j, t) in inner.iter().enumerate() {
                     let Some(t) = t.as_object() else { continue };
                     let kind = match t.get("type") {
@@ -724,6 +778,9 @@ fn declared_tools(
                     }
                     let local = str_field(t, "name").unwrap_or_default();
                     common::check_tool_name(&local, &format!("tools[{i}].tools[{j}].name"))?;
+                    if !locals.insert(local.clone()) {
+                        return reject("Tool names within a namespace must be unique.");
+                    }
                     let rules = &version.profile().conversion;
                     let description = match (&ns_desc, str_field(t, "description")) {
                         (Some(n), d) if rules.namespace_description_prefixed && !n.is_empty() => {
@@ -734,7 +791,6 @@ fn declared_tools(
                     let full = format!("{ns}{}{local}", rules.namespace_separator);
                     map.insert(full.clone(), (ns.clone(), local));
                     let tool = function_tool(t, full, description);
-                    if !names_only {}
                     out.push(tool);
                 }
             }
@@ -750,10 +806,10 @@ fn declared_tools(
                 }
                 out.push(apply_patch_tool(version));
             }
-            "web_search" | "web_search_preview" => {
-                if !names_only && options.responses_web_search == WebSearchBehavior::Reject {
-                    return reject("Server tools are not supported");
-                }
+            "web_search" | "web_search_preview"
+                if !names_only && options.responses_web_search == WebSearchBehavior::Reject =>
+            {
+                return reject("Server tools are not supported");
             }
             _ => {}
         }
@@ -766,6 +822,7 @@ fn content_parts(
     path: &str,
     version: ModelVersion,
     assistant: bool,
+    field: &str,
 ) -> ConvResult<Vec<Part>> {
     let blocks = match content {
         Content::Text(s) => return Ok(vec![Part::Text(s)]),
@@ -783,7 +840,7 @@ fn content_parts(
                     continue;
                 }
                 return reject(format!(
-                    "{path}.content[{j}]: file_id is not supported. Pass the image as a base64 data url instead."
+                    "{path}.{field}[{j}]: file_id is not supported. Pass the image as a base64 data url instead."
                 ));
             }
         }
@@ -824,7 +881,7 @@ fn content_parts(
                             parts.push(Part::Text(common::UNSUPPORTED_IMAGE.to_owned()));
                         } else {
                             return reject(format!(
-                                "{path}.content[{j}]: file_id is not supported. Pass the image as a base64 data url instead."
+                                "{path}.{field}[{j}]: file_id is not supported. Pass the image as a base64 data url instead."
                             ));
                         }
                     }
@@ -882,6 +939,15 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
             convert_items(items, version, &image_token, &mut messages)?;
         }
     }
+    common::apply_reasoning_policy(
+        &mut messages,
+        thinking,
+        options.reasoning_content_behavior,
+        common::ReasoningField {
+            name: "reasoning_text",
+            tools_declared: !declared.is_empty(),
+        },
+    )?;
 
     let mut declared = declared;
     let choice = match req.tool_choice {
@@ -892,7 +958,8 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
             _ => Some(RequestToolChoice::Auto),
         },
         Some(Value::Object(o)) => match o.get("type").and_then(Value::as_str) {
-            Some("function") => Some(RequestToolChoice::Named(
+            // A custom tool is named the same way as a function tool.
+            Some("function") | Some("custom") => Some(RequestToolChoice::Named(
                 str_field(&o, "name").unwrap_or_default(),
             )),
             Some("web_search") | Some("web_search_preview") => {
@@ -954,7 +1021,6 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
         req.max_output_tokens,
         options.max_tokens_upper_bound(thinking),
     )?;
-    common::apply_reasoning_policy(&mut messages, thinking, options.reasoning_content_behavior)?;
 
     Ok(common::assemble(
         Assembly {
@@ -1117,7 +1183,7 @@ fn convert_items(
                 // It ends the run of calls before it (which must be answered by then) and
                 // stands alone as a tool message.
                 group.close(messages)?;
-                let parts = content_parts(content, &path, version, false)?;
+                let parts = content_parts(content, &path, version, false, "output")?;
                 let (text, image_sources) = common::join_parts(parts, version, image_token, &path);
                 messages.push(Message::Tool(ToolMessage::from_text(
                     text,
@@ -1127,8 +1193,9 @@ fn convert_items(
                 )));
             }
             Item::FunctionCallOutput(Some(call_id), content) => {
+                // The output's parts are read before its call is looked up.
+                let parts = content_parts(content, &path, version, false, "output")?;
                 group.check_output(&call_id)?;
-                let parts = content_parts(content, &path, version, false)?;
                 let (text, image_sources) = common::join_parts(parts, version, image_token, &path);
                 group.add_output(ToolMessage::from_text(
                     text,
@@ -1139,8 +1206,13 @@ fn convert_items(
             }
             Item::Message(role, content) => {
                 group.close(messages)?;
-                let parts =
-                    content_parts(content, &path, version, matches!(role, Role::Assistant))?;
+                let parts = content_parts(
+                    content,
+                    &path,
+                    version,
+                    matches!(role, Role::Assistant),
+                    "content",
+                )?;
                 if !matches!(role, Role::Assistant) {
                     if let Some(r) = pending_reasoning.take() {
                         messages.push(Message::Assistant(AssistantMessage {

@@ -53,20 +53,24 @@ fn consumed() -> PyErr {
 /// A request body: JSON text (`str` / `bytes`) or an already-decoded object. Of a top-level
 /// object only the members in `keep` are kept; the others are checked as fully as the kept ones
 /// (same errors) but not copied, so an unused field costs no memory.
-fn body_value(body: &Bound<'_, PyAny>, keep: &[&str]) -> PyResult<Value> {
+/// JSON text is read by the request's own `from_slice` (which may type parts of it while reading).
+fn request_from_body<R>(
+    body: &Bound<'_, PyAny>,
+    keep: &[&str],
+    from_slice: fn(&[u8]) -> Result<R, RequestError>,
+    from_value: fn(Value) -> Result<R, RequestError>,
+) -> PyResult<R> {
     if let Ok(s) = body.downcast::<PyString>() {
         let text = s.to_cow()?;
-        return recipe_protocol::body::parse_json_keeping(text.as_bytes(), keep)
-            .map_err(request_error);
+        return from_slice(text.as_bytes()).map_err(request_error);
     }
     if let Ok(b) = body.downcast::<PyBytes>() {
-        return recipe_protocol::body::parse_json_keeping(b.as_bytes(), keep)
-            .map_err(request_error);
+        return from_slice(b.as_bytes()).map_err(request_error);
     }
     if body.downcast::<PyByteArray>().is_ok() {
         return Err(PyTypeError::new_err("bytearray is not a JSON value"));
     }
-    py_to_json_keeping(body, keep)
+    from_value(py_to_json_keeping(body, keep)?).map_err(request_error)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -554,8 +558,12 @@ macro_rules! request_class {
         impl $py {
             #[new]
             fn new(body: &Bound<'_, PyAny>) -> PyResult<Self> {
-                let value = body_value(body, <$request>::body_fields())?;
-                let inner = <$request>::from_value(value).map_err(request_error)?;
+                let inner = request_from_body(
+                    body,
+                    <$request>::body_fields(),
+                    <$request>::from_slice,
+                    <$request>::from_value,
+                )?;
                 Ok($py { inner: Some(inner) })
             }
             /// The requested model name (read it before `convert`).

@@ -206,6 +206,9 @@ pub struct ConversionRules {
     pub namespace_separator: &'static str,
     /// A namespace's description is put on the first line of each of its tools' descriptions.
     pub namespace_description_prefixed: bool,
+    /// A declared tool may be deferred (`defer_loading`): declared, but left out of the rendered
+    /// tool list. Without this every declared tool is listed.
+    pub deferred_tools: bool,
     /// How `top_p` is chosen.
     pub top_p: TopPRules,
 }

@@ -54,6 +54,7 @@ are certain that no assumption remains unchecked and no error remains undiscover
         system_turn: SystemTurn::UserReminder,
         namespace_separator: "__",
         namespace_description_prefixed: false,
+        deferred_tools: false,
         top_p: TopPRules {
             thinking: TopP::ByTools {
                 with_tools: 0.95,

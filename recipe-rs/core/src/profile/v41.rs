@@ -45,6 +45,7 @@ schema to reply:\n{\"type\": \"json_object\"}",
         system_turn: SystemTurn::System,
         namespace_separator: "::",
         namespace_description_prefixed: true,
+        deferred_tools: true,
         top_p: TopPRules {
             thinking: TopP::RequestedAtLeast(0.95),
             non_thinking: TopP::Fixed(1.0),
