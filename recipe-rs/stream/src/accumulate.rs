@@ -38,13 +38,10 @@ impl Field {
 
 /// A `chat.completion` built from `chat.completion.chunk`s.
 #[derive(Clone, Debug)]
-#[allow(dead_code)]
 pub struct ChatCompletionResponse {
     id: String,
     model: String,
     created: u64,
-    prompt_tokens: u64,
-    prompt_cache_hit_tokens: u64,
     system_fingerprint: Option<String>,
     content: Field,
     reasoning: Field,
@@ -65,12 +62,13 @@ impl ChatCompletionResponse {
         prompt_tokens: u64,
         prompt_cache_hit_tokens: u64,
     ) -> Self {
+        // The prompt counts are part of the official signature; the usage reported comes from
+        // the chunks' own `usage`.
+        let _ = (prompt_tokens, prompt_cache_hit_tokens);
         ChatCompletionResponse {
             id,
             model,
             created,
-            prompt_tokens,
-            prompt_cache_hit_tokens,
             system_fingerprint: None,
             content: Field::Absent,
             reasoning: Field::Absent,

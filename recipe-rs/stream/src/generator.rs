@@ -720,7 +720,7 @@ impl ResponsesGenerator {
                     out,
                 );
                 call_item(
-                    &id,
+                    id,
                     status,
                     &call_id,
                     &name,
@@ -1156,6 +1156,9 @@ impl MessagesGenerator {
 // ------------------------------------------------------------------------------------------
 
 /// Any of the three generators.
+// One generator lives for the whole stream, so the size gap between the variants costs nothing
+// worth a box.
+#[allow(clippy::large_enum_variant)]
 pub enum Generator {
     Chat(ChatGenerator),
     Responses(ResponsesGenerator),

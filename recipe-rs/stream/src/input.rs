@@ -29,7 +29,7 @@ pub enum InferenceChunk {
     /// Raw token IDs, optionally with one `(logprob, top_logprobs)` pair per ID.
     Tokens {
         token_ids: Vec<u32>,
-        logprobs: Option<Vec<(f32, Vec<(u32, f32)>)>>,
+        logprobs: Option<Vec<IdLogprob>>,
     },
     /// The backend is done.
     Finish(InferenceFinishReason),
@@ -42,6 +42,10 @@ pub struct TopLogprob {
     pub bytes: Vec<u8>,
     pub logprob: f32,
 }
+
+/// A backend's log probability for one generated token ID, with its top alternatives as
+/// `(token_id, logprob)` pairs.
+pub type IdLogprob = (f32, Vec<(u32, f32)>);
 
 /// The log probability of one emitted token, as the protocols report it.
 #[derive(Clone, Debug, PartialEq)]

@@ -19,5 +19,7 @@ pub use generator::{
     ChatChunk, ChatGenerator, FinishKind, Generator, GeneratorConfig, MessagesEvent,
     MessagesGenerator, ResponsesEvent, ResponsesGenerator, StreamItem, Usage,
 };
-pub use input::{InferenceChunk, InferenceFinishReason, PromptUsage, TokenLogprob, TopLogprob};
+pub use input::{
+    IdLogprob, InferenceChunk, InferenceFinishReason, PromptUsage, TokenLogprob, TopLogprob,
+};
 pub use processor::{StreamError, StreamProcessor};

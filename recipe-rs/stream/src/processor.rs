@@ -7,7 +7,8 @@ use recipe_core::{ParsingOptions, SpecialToken, Tokenizer};
 
 use crate::generator::{FinishKind, Generator, StreamItem, Usage};
 use crate::input::{
-    token_display, InferenceChunk, InferenceFinishReason, PromptUsage, TokenLogprob, TopLogprob,
+    token_display, IdLogprob, InferenceChunk, InferenceFinishReason, PromptUsage, TokenLogprob,
+    TopLogprob,
 };
 use crate::json_output::JsonFilter;
 use crate::parser::{ParseEvent, Parser, Piece};
@@ -219,7 +220,7 @@ impl StreamProcessor {
     pub fn push_tokens(
         &mut self,
         token_ids: &[u32],
-        logprobs: Option<&[(f32, Vec<(u32, f32)>)]>,
+        logprobs: Option<&[IdLogprob]>,
     ) -> Result<Vec<StreamItem>, StreamError> {
         self.check_open()?;
         let mut out = Vec::new();
@@ -379,7 +380,7 @@ impl StreamProcessor {
     fn decode(
         &mut self,
         ids: &[u32],
-        logprobs: Option<&[(f32, Vec<(u32, f32)>)]>,
+        logprobs: Option<&[IdLogprob]>,
     ) -> Result<Vec<(Piece, u64)>, StreamError> {
         let Some(tok) = self.tokenizer.clone() else {
             return Err(StreamError::NoTokenizer);
