@@ -17,6 +17,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+import fixture_json  # noqa: E402
 
 OUT_DIR = HERE / "encoding"
 CHUNK = 60  # cases per fixture file
@@ -474,10 +475,9 @@ def record(specs_path: str, out_dir: str) -> None:
         chunk = specs[start:start + CHUNK]
         for spec in chunk:
             spec["official"] = record_case(dr, spec, toks)
-        body = ",\n".join(json.dumps(c, ensure_ascii=False, separators=(",", ":")) for c in chunk)
-        (out / f"cases_{start // CHUNK:02d}.json").write_text(
-            '{"generator":"tests/conformance/generate_encoding.py","official":"deepseek-recipe 0.2.0",\n"cases":[\n'
-            + body + "\n]}\n", encoding="utf-8")
+        fixture_json.write(out / f"cases_{start // CHUNK:02d}.json",
+                           {"generator": "tests/conformance/generate_encoding.py",
+                            "official": "deepseek-recipe 0.2.0", "cases": chunk})
     print(f"recorded {len(specs)} cases into {out}")
 
 

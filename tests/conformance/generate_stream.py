@@ -12,7 +12,6 @@ Random call IDs and wall-clock fields are normalised (see `normalise`).
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import sys
@@ -21,6 +20,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import fixture_json  # noqa: E402
 from stream_replay import replay  # noqa: E402
 
 OUT = HERE / "stream"
@@ -282,7 +282,7 @@ def main():
     for c in cases:
         by_fmt.setdefault(c["generator"]["format"], []).append(c)
     for fmt, cs in by_fmt.items():
-        (OUT / f"{fmt}.json").write_text(json.dumps(cs, ensure_ascii=False, separators=(",", ":")) + "\n")
+        fixture_json.write(OUT / f"{fmt}.json", cs)
         print(f"{fmt}: {len(cs)} streams")
 
 
