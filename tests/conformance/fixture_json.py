@@ -1,6 +1,10 @@
-"""How recorded fixtures are written: pretty JSON with sorted keys and one value per line, so a
-re-recorded fixture shows as a readable line diff in review (control tokens stay spelled out,
-`ensure_ascii=False` keeps `<｜User｜>` readable instead of escaped)."""
+"""How recorded fixtures are written: pretty JSON with one value per line, so a re-recorded
+fixture shows as a readable line diff in review (`ensure_ascii=False` keeps control-token
+spellings such as `<｜User｜>` readable instead of escaped).
+
+Keys keep their recorded order rather than being sorted: inputs such as tool schemas are rendered
+in their key order, so sorting would change what the fixture asks for. Recording is
+deterministic, so the order is stable between re-recordings."""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from pathlib import Path
 
 def dumps(value) -> str:
     """The fixture text of `value`."""
-    return json.dumps(value, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+    return json.dumps(value, ensure_ascii=False, indent=1) + "\n"
 
 
 def write(path: str | Path, value) -> None:
