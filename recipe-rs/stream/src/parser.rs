@@ -1234,10 +1234,8 @@ impl Dsml {
                         continue;
                     }
                     if r.starts_with(self.close_prefix.as_str()) {
-                        if tag_tail_pending(&r[self.close_prefix.len()..]) {
-                            self.state = DState::InvokeBody;
-                            return DsmlStatus::Continue;
-                        }
+                        // Between parameters, `</｜DSML｜` ends the call at once, whatever name
+                        // follows it in the same push (as in the reference).
                         self.at += self.close_prefix.len();
                         if self.params == 0 {
                             emit_arg(out, self.index, ArgKind::Empty, "{}");

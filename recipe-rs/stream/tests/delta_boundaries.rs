@@ -224,3 +224,58 @@ fn an_empty_first_chunk_waits_for_text_without_newline_stripping() {
     // With no text at all it never shows.
     assert_eq!(deltas(stage, &[""]), v(&[&[], &[]]));
 }
+
+/// The tool-call argument deltas of every push (chat), after a `ready` chunk.
+fn arg_deltas(pieces: &[&str]) -> Vec<Vec<String>> {
+    let mut sp = StreamProcessor::new(chat(false), &ParsingOptions::default(), None);
+    sp.push(InferenceChunk::Ready {
+        prompt_usage: None,
+        system_fingerprint: None,
+    })
+    .unwrap();
+    let args_of = |items: Vec<StreamItem>| -> Vec<String> {
+        items
+            .iter()
+            .filter_map(|i| {
+                let v = i.to_value();
+                let call = &v["choices"][0]["delta"]["tool_calls"][0];
+                if call.get("id").is_some() {
+                    return None;
+                }
+                call["function"]["arguments"].as_str().map(str::to_owned)
+            })
+            .collect()
+    };
+    let mut all: Vec<Vec<String>> = pieces
+        .iter()
+        .map(|p| {
+            args_of(
+                sp.push(InferenceChunk::Text {
+                    content: (*p).to_owned(),
+                    token_count: 1,
+                })
+                .unwrap(),
+            )
+        })
+        .collect();
+    all.push(args_of(sp.finish().unwrap()));
+    all
+}
+
+const CALL: &str = "<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"f\">\n";
+
+#[test]
+fn a_closing_marker_between_parameters_ends_the_call_before_its_name() {
+    // The name after `</｜DSML｜` does not have to be complete (nor its `>` seen).
+    let first = format!("{CALL}</｜DS");
+    let got = arg_deltas(&[&first, "ML｜in", "voke>"]);
+    assert_eq!(got, v(&[&[], &["{}"], &[], &[]]));
+    let first = format!(
+        "{CALL}<｜DSML｜parameter name=\"a\" string=\"true\">x</｜DSML｜parameter>\n</｜DS"
+    );
+    let got = arg_deltas(&[&first, "ML｜inv", "oke>"]);
+    assert_eq!(
+        got,
+        v(&[&["{", "\"a\"", ": ", "\"", "x", "\""], &["}"], &[], &[]])
+    );
+}
