@@ -885,8 +885,9 @@ enum DsmlStatus {
 
 #[derive(Clone, Debug)]
 enum ValueMode {
-    /// `string="true"` before its opening quote is written: the quote waits while all that
-    /// follows the tag could still be the closing tag.
+    /// `string="true"` before its opening quote is written: when the whole `string="true`
+    /// attribute came in the same input unit as the tag's `>`, the quote waits while all that
+    /// follows the tag could still be the closing tag (as in the reference).
     StrUnopened,
     /// `string="true"`: JSON-string-escaped between quotes.
     Str,
@@ -937,6 +938,9 @@ struct Dsml {
     close_calls_tags: Vec<String>,
     param_tags: Vec<String>,
     close_prefix: String,
+    /// Whether the parameter tag being read showed `string="t` before the current input unit:
+    /// the reference then writes the value's opening quote as soon as the tag ends.
+    string_seen_before: bool,
 }
 
 fn escape_json(s: &str) -> String {
@@ -1036,6 +1040,7 @@ impl Dsml {
             close_calls_tags,
             param_tags,
             close_prefix: format!("</{d}"),
+            string_seen_before: false,
         }
     }
 
@@ -1067,6 +1072,8 @@ impl Dsml {
             self.unit_starts.iter_mut().for_each(|s| *s -= at);
             self.at = 0;
         }
+        self.string_seen_before =
+            matches!(&self.state, DState::Attrs(a) if a.contains("string=\"t"));
         self.unit_starts.push_back(self.buf.len());
         self.buf.push_str(text);
         let status = self.run(tool_calls, out);
@@ -1326,7 +1333,11 @@ impl Dsml {
                         } else {
                             "</"
                         };
-                        if !r.is_empty() && r.len() < prefix.len() && prefix.starts_with(r) {
+                        if !self.string_seen_before
+                            && !r.is_empty()
+                            && r.len() < prefix.len()
+                            && prefix.starts_with(r)
+                        {
                             // Only the start of a closing tag follows: wait before opening.
                             self.state = DState::Value(mode);
                             return DsmlStatus::Continue;

@@ -279,3 +279,38 @@ fn a_closing_marker_between_parameters_ends_the_call_before_its_name() {
         v(&[&["{", "\"a\"", ": ", "\"", "x", "\""], &["}"], &[], &[]])
     );
 }
+
+#[test]
+fn a_string_value_opens_at_once_when_its_attribute_came_in_an_earlier_push() {
+    let close = "</｜DSML｜parameter>\n</｜DSML｜invoke>";
+    let head = format!("{CALL}<｜DSML｜parameter name=\"q\" ");
+    let open: &[&str] = &["{", "\"q\"", ": "];
+    // `string="t` already seen: the quote goes out with the tag's `>`, the `<` waits.
+    for (a, b) in [
+        ("string=\"true", "\"><"),
+        ("string=\"t", "rue\"><"),
+        ("string=\"true\"", "><"),
+    ] {
+        let first = format!("{head}{a}");
+        let got = arg_deltas(&[&first, b, "b", close]);
+        assert_eq!(
+            got,
+            v(&[open, &["\""], &["<", "b"], &["\"", "}"], &[]]),
+            "{a:?} {b:?}"
+        );
+    }
+    // The attribute value starts in the same push as the `>`: the quote waits too.
+    for (a, b) in [
+        ("string=\"", "true\"><"),
+        ("string", "=\"true\"><"),
+        ("", "string=\"true\"><"),
+    ] {
+        let first = format!("{head}{a}");
+        let got = arg_deltas(&[&first, b, "b", close]);
+        assert_eq!(
+            got,
+            v(&[open, &[], &["\"", "<", "b"], &["\"", "}"], &[]]),
+            "{a:?} {b:?}"
+        );
+    }
+}
