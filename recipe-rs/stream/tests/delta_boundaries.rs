@@ -314,3 +314,49 @@ fn a_string_value_opens_at_once_when_its_attribute_came_in_an_earlier_push() {
         );
     }
 }
+
+#[test]
+fn a_string_value_opens_at_a_token_holding_the_tags_end_and_a_lt() {
+    let tok = recipe_core::Tokenizer::from_file(
+        std::env::var("DEEPSEEK_TOKENIZER_JSON").expect("DEEPSEEK_TOKENIZER_JSON"),
+    )
+    .expect("tokenizer");
+    let enc = |s: &str| tok.encode_with_special(s).unwrap();
+    let head = enc(&format!(
+        "{CALL}<｜DSML｜parameter name=\"q\" string=\"true"
+    ));
+    let tag_end = enc("\"><");
+    assert_eq!(tag_end.len(), 1, "`\"><` is one token");
+    let mut sp = StreamProcessor::new(chat(false), &ParsingOptions::default(), Some(tok.clone()));
+    let mut push = |ids: Vec<u32>| -> Vec<String> {
+        sp.push(InferenceChunk::Tokens {
+            token_ids: ids,
+            logprobs: None,
+        })
+        .unwrap()
+        .iter()
+        .filter_map(|i| {
+            let v = i.to_value();
+            let call = &v["choices"][0]["delta"]["tool_calls"][0];
+            call["function"]["arguments"].as_str().map(str::to_owned)
+        })
+        .collect()
+    };
+    push(head.clone());
+    // `true` came earlier: the quote goes out with the `"><` token, the `<` waits.
+    assert_eq!(push(tag_end.clone()), ["\""]);
+    assert_eq!(push(enc("b")), ["<", "b"]);
+    // `true` and `"><` in one push: the quote waits with the `<`.
+    let mut sp = StreamProcessor::new(chat(false), &ParsingOptions::default(), Some(tok.clone()));
+    let mut push = |ids: Vec<u32>| -> usize {
+        sp.push(InferenceChunk::Tokens {
+            token_ids: ids,
+            logprobs: None,
+        })
+        .unwrap()
+        .len()
+    };
+    let (last, first) = head.split_last().unwrap();
+    push(first.to_vec());
+    assert_eq!(push(vec![*last, tag_end[0]]), 0);
+}
