@@ -230,8 +230,9 @@ impl StreamProcessor {
                 return Err(e);
             }
         };
-        if !token_ids.is_empty() {
-            // An empty token chunk does not open the stream (as in the reference).
+        if !pieces.is_empty() {
+            // A token chunk that decodes to nothing yet (empty, or only the first bytes of a
+            // character) does not open the stream (as in the reference).
             self.generator.start(&mut out);
         }
         // Tokens are counted piece by piece as they are parsed: a stop sequence leaves the

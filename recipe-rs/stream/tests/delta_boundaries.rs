@@ -172,6 +172,32 @@ fn an_empty_first_token_chunk_does_not_open_the_stream() {
         .is_empty());
 }
 
+#[test]
+fn a_first_token_chunk_holding_part_of_a_character_does_not_open_the_stream() {
+    let tok = recipe_core::Tokenizer::from_file(
+        std::env::var("DEEPSEEK_TOKENIZER_JSON").expect("DEEPSEEK_TOKENIZER_JSON"),
+    )
+    .expect("tokenizer");
+    let ids = tok.encode_with_special("\u{2028}").unwrap();
+    assert_eq!(ids.len(), 2, "U+2028 is split over two byte tokens");
+    let mut sp = StreamProcessor::new(chat(false), &ParsingOptions::default(), Some(tok));
+    let mut push = |ids: &[u32]| -> Vec<Value> {
+        sp.push(InferenceChunk::Tokens {
+            token_ids: ids.to_vec(),
+            logprobs: None,
+        })
+        .unwrap()
+        .iter()
+        .map(|i| i.to_value()["choices"][0]["delta"].clone())
+        .collect()
+    };
+    assert!(push(&ids[..1]).is_empty());
+    let got = push(&ids[1..]);
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0]["role"], "assistant");
+    assert_eq!(got[1]["content"], "\u{2028}");
+}
+
 fn deltas_with_stops(
     stage: Option<ThinkingInitialStage>,
     stops: &[&str],
