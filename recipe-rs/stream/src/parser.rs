@@ -210,6 +210,14 @@ impl Parser {
         matches!(self.mode, Mode::Text(TextMode::Reasoning))
     }
 
+    /// Mark the start of a new push: some of the reference's delta boundaries depend on
+    /// whether a tag began in an earlier push.
+    pub fn begin_push(&mut self) {
+        if let Mode::Dsml(d) = &mut self.mode {
+            d.begin_push();
+        }
+    }
+
     pub fn push(&mut self, piece: Piece, out: &mut Vec<ParseEvent>) {
         match piece {
             Piece::Text {
@@ -938,9 +946,11 @@ struct Dsml {
     close_calls_tags: Vec<String>,
     param_tags: Vec<String>,
     close_prefix: String,
-    /// Whether the parameter tag being read showed `string="t` before the current input unit:
-    /// the reference then writes the value's opening quote as soon as the tag ends.
+    /// Whether the parameter tag being read showed `string="t` before the current push: the
+    /// reference then writes the value's opening quote as soon as the tag ends.
     string_seen_before: bool,
+    /// Where the current push's text begins in `buf` (0 when the block began in this push).
+    push_start: usize,
 }
 
 fn escape_json(s: &str) -> String {
@@ -1041,6 +1051,7 @@ impl Dsml {
             param_tags,
             close_prefix: format!("</{d}"),
             string_seen_before: false,
+            push_start: 0,
         }
     }
 
@@ -1070,10 +1081,9 @@ impl Dsml {
             let at = self.at;
             self.unit_starts.retain(|s| *s > at);
             self.unit_starts.iter_mut().for_each(|s| *s -= at);
+            self.push_start = self.push_start.saturating_sub(at);
             self.at = 0;
         }
-        self.string_seen_before =
-            matches!(&self.state, DState::Attrs(a) if a.contains("string=\"t"));
         self.unit_starts.push_back(self.buf.len());
         self.buf.push_str(text);
         let status = self.run(tool_calls, out);
@@ -1081,8 +1091,24 @@ impl Dsml {
             self.buf.clear();
             self.unit_starts.clear();
             self.at = 0;
+            self.push_start = 0;
         }
         status
+    }
+
+    /// A new push begins: what is buffered from now on arrived in it.
+    fn begin_push(&mut self) {
+        self.string_seen_before =
+            matches!(&self.state, DState::Attrs(a) if a.contains("string=\"t"));
+        self.push_start = self.buf.len();
+    }
+
+    /// Whether a closing tag whose `<` is at `lt` in `buf`, followed by `after`, must wait for
+    /// its `>`: as in the reference, only when the tag began in the current push and a name
+    /// follows the marker; a tag begun in an earlier push counts as soon as its marker is
+    /// complete.
+    fn close_pending(&self, lt: usize, after: &str) -> bool {
+        lt >= self.push_start && tag_tail_pending(after)
     }
 
     fn rest(&self) -> &str {
@@ -1241,8 +1267,10 @@ impl Dsml {
                         continue;
                     }
                     if r.starts_with(self.close_prefix.as_str()) {
-                        // Between parameters, `</｜DSML｜` ends the call at once, whatever name
-                        // follows it in the same push (as in the reference).
+                        if self.close_pending(self.at, &r[self.close_prefix.len()..]) {
+                            self.state = DState::InvokeBody;
+                            return DsmlStatus::Continue;
+                        }
                         self.at += self.close_prefix.len();
                         if self.params == 0 {
                             emit_arg(out, self.index, ArgKind::Empty, "{}");
@@ -1349,7 +1377,7 @@ impl Dsml {
                     let (end, closed) = match r.find(self.close_prefix.as_str()) {
                         Some(i) => (
                             self.at + i,
-                            !tag_tail_pending(&r[i + self.close_prefix.len()..]),
+                            !self.close_pending(self.at + i, &r[i + self.close_prefix.len()..]),
                         ),
                         // Like text, the input unit whose tail may start the closing tag is held
                         // back whole until later input decides.

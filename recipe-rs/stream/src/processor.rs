@@ -190,6 +190,7 @@ impl StreamProcessor {
             } => {
                 self.generator.start(&mut out);
                 self.completion_tokens += token_count;
+                self.parser.begin_push();
                 let mut events = Vec::new();
                 self.parser.push(
                     Piece::Text {
@@ -239,6 +240,7 @@ impl StreamProcessor {
         // pieces after it uncounted, as the reference does.
         let mut counted = 0u64;
         let mut events = Vec::new();
+        self.parser.begin_push();
         for (p, n) in pieces {
             counted += n;
             self.parser.push(p, &mut events);

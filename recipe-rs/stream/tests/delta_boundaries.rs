@@ -291,11 +291,17 @@ fn arg_deltas(pieces: &[&str]) -> Vec<Vec<String>> {
 const CALL: &str = "<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"f\">\n";
 
 #[test]
-fn a_closing_marker_between_parameters_ends_the_call_before_its_name() {
-    // The name after `</｜DSML｜` does not have to be complete (nor its `>` seen).
-    let first = format!("{CALL}</｜DS");
-    let got = arg_deltas(&[&first, "ML｜in", "voke>"]);
-    assert_eq!(got, v(&[&[], &["{}"], &[], &[]]));
+fn a_closing_tag_begun_in_an_earlier_push_counts_before_its_name() {
+    // Begun in an earlier push, the tag counts once `</｜DSML｜` is complete, whatever follows.
+    for (a, b) in [
+        ("</｜DS", "ML｜in"),
+        ("<", "/｜DSML｜inv"),
+        ("</｜DSML", "｜inv"),
+    ] {
+        let first = format!("{CALL}{a}");
+        let got = arg_deltas(&[&first, b, "voke>"]);
+        assert_eq!(got, v(&[&[], &["{}"], &[], &[]]), "{a:?} {b:?}");
+    }
     let first = format!(
         "{CALL}<｜DSML｜parameter name=\"a\" string=\"true\">x</｜DSML｜parameter>\n</｜DS"
     );
@@ -304,6 +310,25 @@ fn a_closing_marker_between_parameters_ends_the_call_before_its_name() {
         got,
         v(&[&["{", "\"a\"", ": ", "\"", "x", "\""], &["}"], &[], &[]])
     );
+    // The same for the tag that ends a parameter value.
+    let head = format!("{CALL}<｜DSML｜parameter name=\"a\" string=\"true\">x");
+    for (a, b) in [("</｜DS", "ML｜param"), ("<", "/｜DSML｜param")] {
+        let first = format!("{head}{a}");
+        let got = arg_deltas(&[&first, b, "eter>"]);
+        assert_eq!(got[1], ["x", "\""], "{a:?} {b:?}");
+    }
+}
+
+#[test]
+fn a_closing_tag_begun_in_this_push_waits_for_its_end_when_a_name_follows() {
+    for a in ["", "\n"] {
+        let first = format!("{CALL}{a}");
+        let got = arg_deltas(&[&first, "</｜DSML｜inv", "oke>"]);
+        assert_eq!(got, v(&[&[], &[], &["{}"], &[]]), "{a:?}");
+    }
+    let first = format!("{CALL}<｜DSML｜parameter name=\"a\" string=\"true\">x");
+    let got = arg_deltas(&[&first, "</｜DSML｜param", "eter>"]);
+    assert_eq!(got[1..], v(&[&[], &["\""], &[]]));
 }
 
 #[test]
