@@ -1104,11 +1104,12 @@ impl Dsml {
     }
 
     /// Whether a closing tag whose `<` is at `lt` in `buf`, followed by `after`, must wait for
-    /// its `>`: as in the reference, only when the tag began in the current push and a name
-    /// follows the marker; a tag begun in an earlier push counts as soon as its marker is
-    /// complete.
+    /// its `>` when a name follows the marker. As in the reference, a tag begun in an earlier
+    /// push whose marker is completed by the current one counts at once; a tag whose marker
+    /// came whole in one push waits.
     fn close_pending(&self, lt: usize, after: &str) -> bool {
-        lt >= self.push_start && tag_tail_pending(after)
+        let completed_now = lt < self.push_start && lt + self.close_prefix.len() > self.push_start;
+        !completed_now && tag_tail_pending(after)
     }
 
     fn rest(&self) -> &str {

@@ -329,6 +329,9 @@ fn a_closing_tag_begun_in_this_push_waits_for_its_end_when_a_name_follows() {
     let first = format!("{CALL}<｜DSML｜parameter name=\"a\" string=\"true\">x");
     let got = arg_deltas(&[&first, "</｜DSML｜param", "eter>"]);
     assert_eq!(got[1..], v(&[&[], &["\""], &[]]));
+    // Once waiting, the tag goes on waiting for its `>` in later pushes.
+    let got = arg_deltas(&[&first, "</｜DSML｜pa", "ram", "eter>"]);
+    assert_eq!(got[1..], v(&[&[], &[], &["\""], &[]]));
 }
 
 #[test]
