@@ -210,6 +210,14 @@ impl Parser {
         matches!(self.mode, Mode::Text(TextMode::Reasoning))
     }
 
+    /// Mark the start of a new push: some of the reference's delta boundaries depend on
+    /// whether a tag began in an earlier push.
+    pub fn begin_push(&mut self) {
+        if let Mode::Dsml(d) = &mut self.mode {
+            d.begin_push();
+        }
+    }
+
     pub fn push(&mut self, piece: Piece, out: &mut Vec<ParseEvent>) {
         match piece {
             Piece::Text {
@@ -885,8 +893,9 @@ enum DsmlStatus {
 
 #[derive(Clone, Debug)]
 enum ValueMode {
-    /// `string="true"` before its opening quote is written: the quote waits while all that
-    /// follows the tag could still be the closing tag.
+    /// `string="true"` before its opening quote is written: when the whole `string="true`
+    /// attribute came in the same input unit as the tag's `>`, the quote waits while all that
+    /// follows the tag could still be the closing tag (as in the reference).
     StrUnopened,
     /// `string="true"`: JSON-string-escaped between quotes.
     Str,
@@ -937,6 +946,11 @@ struct Dsml {
     close_calls_tags: Vec<String>,
     param_tags: Vec<String>,
     close_prefix: String,
+    /// Whether the parameter tag being read showed `string="t` before the current push: the
+    /// reference then writes the value's opening quote as soon as the tag ends.
+    string_seen_before: bool,
+    /// Where the current push's text begins in `buf` (0 when the block began in this push).
+    push_start: usize,
 }
 
 fn escape_json(s: &str) -> String {
@@ -1036,6 +1050,8 @@ impl Dsml {
             close_calls_tags,
             param_tags,
             close_prefix: format!("</{d}"),
+            string_seen_before: false,
+            push_start: 0,
         }
     }
 
@@ -1065,6 +1081,7 @@ impl Dsml {
             let at = self.at;
             self.unit_starts.retain(|s| *s > at);
             self.unit_starts.iter_mut().for_each(|s| *s -= at);
+            self.push_start = self.push_start.saturating_sub(at);
             self.at = 0;
         }
         self.unit_starts.push_back(self.buf.len());
@@ -1074,8 +1091,25 @@ impl Dsml {
             self.buf.clear();
             self.unit_starts.clear();
             self.at = 0;
+            self.push_start = 0;
         }
         status
+    }
+
+    /// A new push begins: what is buffered from now on arrived in it.
+    fn begin_push(&mut self) {
+        self.string_seen_before =
+            matches!(&self.state, DState::Attrs(a) if a.contains("string=\"t"));
+        self.push_start = self.buf.len();
+    }
+
+    /// Whether a closing tag whose `<` is at `lt` in `buf`, followed by `after`, must wait for
+    /// its `>` when a name follows the marker. As in the reference, a tag begun in an earlier
+    /// push whose marker is completed by the current one counts at once; a tag whose marker
+    /// came whole in one push waits.
+    fn close_pending(&self, lt: usize, after: &str) -> bool {
+        let completed_now = lt < self.push_start && lt + self.close_prefix.len() > self.push_start;
+        !completed_now && tag_tail_pending(after)
     }
 
     fn rest(&self) -> &str {
@@ -1234,7 +1268,7 @@ impl Dsml {
                         continue;
                     }
                     if r.starts_with(self.close_prefix.as_str()) {
-                        if tag_tail_pending(&r[self.close_prefix.len()..]) {
+                        if self.close_pending(self.at, &r[self.close_prefix.len()..]) {
                             self.state = DState::InvokeBody;
                             return DsmlStatus::Continue;
                         }
@@ -1328,7 +1362,11 @@ impl Dsml {
                         } else {
                             "</"
                         };
-                        if !r.is_empty() && r.len() < prefix.len() && prefix.starts_with(r) {
+                        if !self.string_seen_before
+                            && !r.is_empty()
+                            && r.len() < prefix.len()
+                            && prefix.starts_with(r)
+                        {
                             // Only the start of a closing tag follows: wait before opening.
                             self.state = DState::Value(mode);
                             return DsmlStatus::Continue;
@@ -1340,7 +1378,7 @@ impl Dsml {
                     let (end, closed) = match r.find(self.close_prefix.as_str()) {
                         Some(i) => (
                             self.at + i,
-                            !tag_tail_pending(&r[i + self.close_prefix.len()..]),
+                            !self.close_pending(self.at + i, &r[i + self.close_prefix.len()..]),
                         ),
                         // Like text, the input unit whose tail may start the closing tag is held
                         // back whole until later input decides.

@@ -191,6 +191,7 @@ impl StreamProcessor {
             } => {
                 self.generator.start(&mut out);
                 self.completion_tokens += token_count;
+                self.parser.begin_push();
                 let mut events = Vec::new();
                 self.parser.push(
                     Piece::Text {
@@ -231,14 +232,16 @@ impl StreamProcessor {
                 return Err(e);
             }
         };
-        if !token_ids.is_empty() {
-            // An empty token chunk does not open the stream (as in the reference).
+        if !pieces.is_empty() {
+            // A token chunk that decodes to nothing yet (empty, or only the first bytes of a
+            // character) does not open the stream (as in the reference).
             self.generator.start(&mut out);
         }
         // Tokens are counted piece by piece as they are parsed: a stop sequence leaves the
         // pieces after it uncounted, as the reference does.
         let mut counted = 0u64;
         let mut events = Vec::new();
+        self.parser.begin_push();
         for (p, n) in pieces {
             counted += n;
             self.parser.push(p, &mut events);

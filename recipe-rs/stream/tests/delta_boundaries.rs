@@ -172,6 +172,32 @@ fn an_empty_first_token_chunk_does_not_open_the_stream() {
         .is_empty());
 }
 
+#[test]
+fn a_first_token_chunk_holding_part_of_a_character_does_not_open_the_stream() {
+    let tok = recipe_core::Tokenizer::from_file(
+        std::env::var("DEEPSEEK_TOKENIZER_JSON").expect("DEEPSEEK_TOKENIZER_JSON"),
+    )
+    .expect("tokenizer");
+    let ids = tok.encode_with_special("\u{2028}").unwrap();
+    assert_eq!(ids.len(), 2, "U+2028 is split over two byte tokens");
+    let mut sp = StreamProcessor::new(chat(false), &ParsingOptions::default(), Some(tok));
+    let mut push = |ids: &[u32]| -> Vec<Value> {
+        sp.push(InferenceChunk::Tokens {
+            token_ids: ids.to_vec(),
+            logprobs: None,
+        })
+        .unwrap()
+        .iter()
+        .map(|i| i.to_value()["choices"][0]["delta"].clone())
+        .collect()
+    };
+    assert!(push(&ids[..1]).is_empty());
+    let got = push(&ids[1..]);
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0]["role"], "assistant");
+    assert_eq!(got[1]["content"], "\u{2028}");
+}
+
 fn deltas_with_stops(
     stage: Option<ThinkingInitialStage>,
     stops: &[&str],
@@ -223,4 +249,168 @@ fn an_empty_first_chunk_waits_for_text_without_newline_stripping() {
     assert_eq!(deltas(stage, &["", "b"]), v(&[&[], &["", "b"], &[]]));
     // With no text at all it never shows.
     assert_eq!(deltas(stage, &[""]), v(&[&[], &[]]));
+}
+
+/// The tool-call argument deltas of every push (chat), after a `ready` chunk.
+fn arg_deltas(pieces: &[&str]) -> Vec<Vec<String>> {
+    let mut sp = StreamProcessor::new(chat(false), &ParsingOptions::default(), None);
+    sp.push(InferenceChunk::Ready {
+        prompt_usage: None,
+        system_fingerprint: None,
+    })
+    .unwrap();
+    let args_of = |items: Vec<StreamItem>| -> Vec<String> {
+        items
+            .iter()
+            .filter_map(|i| {
+                let v = i.to_value();
+                let call = &v["choices"][0]["delta"]["tool_calls"][0];
+                if call.get("id").is_some() {
+                    return None;
+                }
+                call["function"]["arguments"].as_str().map(str::to_owned)
+            })
+            .collect()
+    };
+    let mut all: Vec<Vec<String>> = pieces
+        .iter()
+        .map(|p| {
+            args_of(
+                sp.push(InferenceChunk::Text {
+                    content: (*p).to_owned(),
+                    token_count: 1,
+                })
+                .unwrap(),
+            )
+        })
+        .collect();
+    all.push(args_of(sp.finish().unwrap()));
+    all
+}
+
+const CALL: &str = "<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"f\">\n";
+
+#[test]
+fn a_closing_tag_begun_in_an_earlier_push_counts_before_its_name() {
+    // Begun in an earlier push, the tag counts once `</｜DSML｜` is complete, whatever follows.
+    for (a, b) in [
+        ("</｜DS", "ML｜in"),
+        ("<", "/｜DSML｜inv"),
+        ("</｜DSML", "｜inv"),
+    ] {
+        let first = format!("{CALL}{a}");
+        let got = arg_deltas(&[&first, b, "voke>"]);
+        assert_eq!(got, v(&[&[], &["{}"], &[], &[]]), "{a:?} {b:?}");
+    }
+    let first = format!(
+        "{CALL}<｜DSML｜parameter name=\"a\" string=\"true\">x</｜DSML｜parameter>\n</｜DS"
+    );
+    let got = arg_deltas(&[&first, "ML｜inv", "oke>"]);
+    assert_eq!(
+        got,
+        v(&[&["{", "\"a\"", ": ", "\"", "x", "\""], &["}"], &[], &[]])
+    );
+    // The same for the tag that ends a parameter value.
+    let head = format!("{CALL}<｜DSML｜parameter name=\"a\" string=\"true\">x");
+    for (a, b) in [("</｜DS", "ML｜param"), ("<", "/｜DSML｜param")] {
+        let first = format!("{head}{a}");
+        let got = arg_deltas(&[&first, b, "eter>"]);
+        assert_eq!(got[1], ["x", "\""], "{a:?} {b:?}");
+    }
+}
+
+#[test]
+fn a_closing_tag_begun_in_this_push_waits_for_its_end_when_a_name_follows() {
+    for a in ["", "\n"] {
+        let first = format!("{CALL}{a}");
+        let got = arg_deltas(&[&first, "</｜DSML｜inv", "oke>"]);
+        assert_eq!(got, v(&[&[], &[], &["{}"], &[]]), "{a:?}");
+    }
+    let first = format!("{CALL}<｜DSML｜parameter name=\"a\" string=\"true\">x");
+    let got = arg_deltas(&[&first, "</｜DSML｜param", "eter>"]);
+    assert_eq!(got[1..], v(&[&[], &["\""], &[]]));
+    // Once waiting, the tag goes on waiting for its `>` in later pushes.
+    let got = arg_deltas(&[&first, "</｜DSML｜pa", "ram", "eter>"]);
+    assert_eq!(got[1..], v(&[&[], &[], &["\""], &[]]));
+}
+
+#[test]
+fn a_string_value_opens_at_once_when_its_attribute_came_in_an_earlier_push() {
+    let close = "</｜DSML｜parameter>\n</｜DSML｜invoke>";
+    let head = format!("{CALL}<｜DSML｜parameter name=\"q\" ");
+    let open: &[&str] = &["{", "\"q\"", ": "];
+    // `string="t` already seen: the quote goes out with the tag's `>`, the `<` waits.
+    for (a, b) in [
+        ("string=\"true", "\"><"),
+        ("string=\"t", "rue\"><"),
+        ("string=\"true\"", "><"),
+    ] {
+        let first = format!("{head}{a}");
+        let got = arg_deltas(&[&first, b, "b", close]);
+        assert_eq!(
+            got,
+            v(&[open, &["\""], &["<", "b"], &["\"", "}"], &[]]),
+            "{a:?} {b:?}"
+        );
+    }
+    // The attribute value starts in the same push as the `>`: the quote waits too.
+    for (a, b) in [
+        ("string=\"", "true\"><"),
+        ("string", "=\"true\"><"),
+        ("", "string=\"true\"><"),
+    ] {
+        let first = format!("{head}{a}");
+        let got = arg_deltas(&[&first, b, "b", close]);
+        assert_eq!(
+            got,
+            v(&[open, &[], &["\"", "<", "b"], &["\"", "}"], &[]]),
+            "{a:?} {b:?}"
+        );
+    }
+}
+
+#[test]
+fn a_string_value_opens_at_a_token_holding_the_tags_end_and_a_lt() {
+    let tok = recipe_core::Tokenizer::from_file(
+        std::env::var("DEEPSEEK_TOKENIZER_JSON").expect("DEEPSEEK_TOKENIZER_JSON"),
+    )
+    .expect("tokenizer");
+    let enc = |s: &str| tok.encode_with_special(s).unwrap();
+    let head = enc(&format!(
+        "{CALL}<｜DSML｜parameter name=\"q\" string=\"true"
+    ));
+    let tag_end = enc("\"><");
+    assert_eq!(tag_end.len(), 1, "`\"><` is one token");
+    let mut sp = StreamProcessor::new(chat(false), &ParsingOptions::default(), Some(tok.clone()));
+    let mut push = |ids: Vec<u32>| -> Vec<String> {
+        sp.push(InferenceChunk::Tokens {
+            token_ids: ids,
+            logprobs: None,
+        })
+        .unwrap()
+        .iter()
+        .filter_map(|i| {
+            let v = i.to_value();
+            let call = &v["choices"][0]["delta"]["tool_calls"][0];
+            call["function"]["arguments"].as_str().map(str::to_owned)
+        })
+        .collect()
+    };
+    push(head.clone());
+    // `true` came earlier: the quote goes out with the `"><` token, the `<` waits.
+    assert_eq!(push(tag_end.clone()), ["\""]);
+    assert_eq!(push(enc("b")), ["<", "b"]);
+    // `true` and `"><` in one push: the quote waits with the `<`.
+    let mut sp = StreamProcessor::new(chat(false), &ParsingOptions::default(), Some(tok.clone()));
+    let mut push = |ids: Vec<u32>| -> usize {
+        sp.push(InferenceChunk::Tokens {
+            token_ids: ids,
+            logprobs: None,
+        })
+        .unwrap()
+        .len()
+    };
+    let (last, first) = head.split_last().unwrap();
+    push(first.to_vec());
+    assert_eq!(push(vec![*last, tag_end[0]]), 0);
 }
