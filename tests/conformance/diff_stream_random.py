@@ -34,6 +34,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+import fixture_json  # noqa: E402
 
 OUT = HERE / "stream" / "random.json"
 
@@ -267,7 +268,7 @@ def main(argv):
                 continue
             case["expected"] = want
             kept.append(case)
-        OUT.write_text(json.dumps(kept, ensure_ascii=False, separators=(",", ":")) + "\n")
+        fixture_json.write(OUT, kept)
         print(f"{OUT.name}: {len(kept)} of {n} streams (seed {seed}); {open_mismatches} open mismatches left out")
         return 0
     if argv and argv[0] == "--seeds":

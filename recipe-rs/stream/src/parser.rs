@@ -982,16 +982,17 @@ fn emit_arg(out: &mut Vec<ParseEvent>, index: usize, kind: ArgKind, text: &str) 
 }
 
 enum Match {
-    Full(#[allow(dead_code)] usize, usize),
+    /// A whole tag matched; its length in bytes.
+    Full(usize),
     Partial,
     None,
 }
 
 fn match_tags(s: &str, tags: &[String]) -> Match {
     let mut partial = false;
-    for (i, t) in tags.iter().enumerate() {
+    for t in tags {
         if s.starts_with(t.as_str()) {
-            return Match::Full(i, t.len());
+            return Match::Full(t.len());
         }
         if t.starts_with(s) {
             partial = true;
@@ -1185,19 +1186,19 @@ impl Dsml {
                         return DsmlStatus::Continue;
                     }
                     let r = self.rest();
-                    if let Match::Full(_, n) = match_tags(r, &self.open_tags) {
+                    if let Match::Full(n) = match_tags(r, &self.open_tags) {
                         self.at += n;
                         self.commit(out);
                         continue;
                     }
-                    if let Match::Full(_, n) = match_tags(r, &self.invoke_tags) {
+                    if let Match::Full(n) = match_tags(r, &self.invoke_tags) {
                         self.at += n;
                         self.commit(out);
                         self.state = DState::InvokeName(String::new());
                         continue;
                     }
                     if self.committed {
-                        if let Match::Full(_, n) = match_tags(r, &self.close_calls_tags) {
+                        if let Match::Full(n) = match_tags(r, &self.close_calls_tags) {
                             self.at += n;
                             return DsmlStatus::Closed;
                         }
@@ -1256,7 +1257,7 @@ impl Dsml {
                         self.state = DState::InvokeBody;
                         return DsmlStatus::Continue;
                     }
-                    if let Match::Full(_, n) = match_tags(r, &self.param_tags) {
+                    if let Match::Full(n) = match_tags(r, &self.param_tags) {
                         self.at += n;
                         let (kind, text) = if self.params == 0 {
                             (ArgKind::Open, "{")
