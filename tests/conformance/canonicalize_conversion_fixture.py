@@ -1,8 +1,8 @@
 """One-off: rewrite the expected `conversation` of `conversion/cases.json` from the former
 hand-written dump layout into the canonical conversation JSON (docs/conversation-json.md), as
 `conversion_case_runner.dump_conversation` now records it. Nothing else in the file changes;
-the file keeps its member order (request bodies are inputs whose member order matters), so it
-is written as `_record_conversion.py` writes it rather than with sorted keys.
+the file keeps its member order (request bodies are inputs whose member order matters) and is
+written by `fixture_json.write`.
 
 Run once from the repository root: `python tests/conformance/canonicalize_conversion_fixture.py`.
 Running it again on an already converted file changes nothing.
@@ -11,7 +11,11 @@ Running it again on an already converted file changes nothing.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fixture_json import write  # noqa: E402
 
 FIXTURE = Path(__file__).resolve().parent / "conversion" / "cases.json"
 
@@ -57,7 +61,7 @@ def main() -> int:
         if "conversation" in exp:
             exp["conversation"] = canonical(exp["conversation"])
             n += 1
-    FIXTURE.write_text(json.dumps(cases, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    write(FIXTURE, cases)
     print(f"{n} conversations in canonical layout -> {FIXTURE.name}")
     return 0
 

@@ -30,7 +30,9 @@
 //! occurrences of `image_token`, one per image. When given, each must point at `image_token`,
 //! ascending and non-overlapping, at most one per image. `response_format` `"text"` with a
 //! schema or a regex selects `json_schema` or `regex`, as the Python constructor does; the
-//! combinations it rejects are rejected here with its messages. Unknown fields are errors.
+//! combinations it rejects are rejected here with its messages. Unlike the constructor, the
+//! `json_schema` and `regex` formats may be named (`to_json` names them); `json_schema` without a
+//! schema is a schema of JSON null, so every conversation round-trips. Unknown fields are errors.
 //! Nesting is bounded by `serde_json`'s recursion limit (128 levels for the whole document),
 //! so deep input is an error, never a stack overflow.
 
