@@ -539,6 +539,17 @@ class Conversation:
     @property
     def response_regex(self) -> str | None:
         """The regular expression of the `regex` format, else `None`."""
+    def to_json(self) -> str:
+        """This conversation as its canonical JSON text: every message, image source, image token
+        and placeholder position, so that `Conversation.from_json` gives back an equal
+        conversation. The layout is described in `docs/conversation-json.md`.
+        """
+    @staticmethod
+    def from_json(text: str) -> Conversation:
+        """Read a conversation from its canonical JSON text (as written by `to_json`; fields with a
+        default may be left out). Values are checked as the constructors check them; invalid or
+        too deeply nested input raises `ValueError`.
+        """
 
 # ---------------------------------------------------------------------------------------------
 # Prompt encodings

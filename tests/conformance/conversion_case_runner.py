@@ -10,7 +10,9 @@ import json
 
 
 def _image(s):
-    return [s.kind, s.detail, s.data_url, s.url, s.path]
+    value = {"data_url": s.data_url, "url": s.url}.get(s.kind)
+    return {"kind": s.kind, "value": s.data.hex() if s.kind == "bytes" else value,
+            "detail": s.detail, "path": s.path}
 
 
 def _tool(t):
@@ -24,33 +26,37 @@ def _tool(t):
 
 
 def dump_conversation(c):
+    """The conversation in the canonical layout of `Conversation.to_json`
+    (docs/conversation-json.md), less each message's `image_token` and `placeholders`, which the
+    official package does not expose."""
     messages = []
     for m in c.messages:
         role = m.role
         if role == "system":
-            d = {"role": role, "content": m.content, "images": [_image(s) for s in m.image_sources],
+            d = {"role": role, "content": m.content, "image_sources": [_image(s) for s in m.image_sources],
                  "tools": None if m.tools is None else [_tool(t) for t in m.tools]}
         elif role == "user":
-            d = {"role": role, "content": m.content, "images": [_image(s) for s in m.image_sources]}
+            d = {"role": role, "content": m.content, "image_sources": [_image(s) for s in m.image_sources]}
         elif role == "assistant":
             d = {"role": role, "content": m.content, "reasoning_content": m.reasoning_content,
-                 "prefix": m.prefix,
-                 "tool_calls": None if m.tool_calls is None else [[t.id, t.name, t.arguments] for t in m.tool_calls]}
+                 "tool_calls": None if m.tool_calls is None
+                 else [{"id": t.id, "name": t.name, "arguments": t.arguments} for t in m.tool_calls],
+                 "prefix": m.prefix}
         elif role == "tool":
             d = {"role": role, "content": m.content, "tool_call_id": m.tool_call_id,
-                 "images": [_image(s) for s in m.image_sources]}
+                 "image_sources": [_image(s) for s in m.image_sources]}
         else:
             d = {"role": role, "content": m.content}
         messages.append(d)
     return {
+        "messages": messages,
         "thinking_mode": c.thinking_mode,
+        "tools": [_tool(t) for t in c.tools],
         "tool_choice": c.tool_choice,
         "reasoning_effort": c.reasoning_effort,
         "response_format": c.response_format,
         "response_schema": c.response_schema,
         "response_regex": c.response_regex,
-        "tools": [_tool(t) for t in c.tools],
-        "messages": messages,
     }
 
 

@@ -52,6 +52,12 @@ def build_conversation() -> dr.Conversation:
     return dr.Conversation(messages, tools=[tool], tool_choice="required", reasoning_effort="max")
 
 
+def conversation_json_round_trip(conversation: dr.Conversation) -> dr.Conversation:
+    text = conversation.to_json()
+    assert_type(text, str)
+    return dr.Conversation.from_json(text)
+
+
 def stream_chat(request: dr.ConversationRequest, tokenizer: dr.Tokenizer, ids: list[int]) -> str:
     generator = dr.ChatCompletionRequest.chunk_generator(request, "chatcmpl-1", "DeepSeek-V4.1-Flash")
     processor = dr.StreamProcessor(generator, request.parsing_options, tokenizer)

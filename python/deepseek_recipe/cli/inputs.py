@@ -100,7 +100,10 @@ def prepare(body: Any, fmt: str | None = None, model_version: str | None = None)
     fmt = fmt or detect_format(body)
     if fmt == "conversation":
         from .conversation_json import build_conversation
-        spec = body.get("conversation", body)
+        if "conversation" in body:
+            spec = body["conversation"]
+        else:  # the bare conversation, possibly with the model version beside its fields
+            spec = {k: v for k, v in body.items() if k != "model_version"}
         try:
             conv = build_conversation(spec)
         except (KeyError, TypeError, ValueError) as e:

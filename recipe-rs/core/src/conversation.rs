@@ -2,11 +2,21 @@
 //!
 //! Protocol conversion (`recipe-protocol`) produces it, the encodings in [`crate::encoding`]
 //! render it. Validation rules of the public constructors live in [`Conversation::new`].
+//!
+//! Every type here has one canonical JSON form (serde), described and validated in
+//! [`crate::conversation_json`]; [`Conversation::to_json`] and [`Conversation::from_json`] are
+//! the entry points.
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::conversation_json::{
+    ConversationJson, ImageSourceJson, SystemMessageJson, ToolMessageJson, UserMessageJson,
+};
+
 /// How much detail an image should be processed with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ImageDetail {
     Low,
     #[default]
@@ -45,7 +55,8 @@ pub enum ImageData {
 }
 
 /// An image attached to a message, with its request location (`path`) for error messages.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "ImageSourceJson", into = "ImageSourceJson")]
 pub struct ImageSource {
     pub data: ImageData,
     pub detail: ImageDetail,
@@ -53,7 +64,8 @@ pub struct ImageSource {
 }
 
 /// A tool call made by the assistant earlier in the conversation.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ToolCall {
     pub id: String,
     pub name: String,
@@ -62,14 +74,19 @@ pub struct ToolCall {
 }
 
 /// A tool the model may call.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ToolDefinition {
     pub name: String,
+    #[serde(default)]
     pub description: Option<String>,
     /// JSON Schema of the arguments (`Value::Null` when absent).
+    #[serde(default)]
     pub parameters: Value,
+    #[serde(default)]
     pub strict: Option<bool>,
     /// Deferred tools are declared but left out of the rendered schema list.
+    #[serde(default)]
     pub defer_loading: bool,
 }
 
@@ -187,7 +204,8 @@ pub enum TextPiece<'a> {
     Image,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "SystemMessageJson", into = "SystemMessageJson")]
 pub struct SystemMessage {
     pub content: String,
     pub image_sources: Vec<ImageSource>,
@@ -227,7 +245,8 @@ impl SystemMessage {
     }
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "UserMessageJson", into = "UserMessageJson")]
 pub struct UserMessage {
     pub content: String,
     pub image_sources: Vec<ImageSource>,
@@ -263,16 +282,22 @@ impl UserMessage {
     }
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AssistantMessage {
+    #[serde(default)]
     pub content: String,
+    #[serde(default)]
     pub reasoning_content: Option<String>,
+    #[serde(default)]
     pub tool_calls: Option<Vec<ToolCall>>,
     /// A partial turn that the model continues instead of a closed turn.
+    #[serde(default)]
     pub prefix: bool,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "ToolMessageJson", into = "ToolMessageJson")]
 pub struct ToolMessage {
     pub content: String,
     pub tool_call_id: Option<String>,
@@ -312,13 +337,15 @@ impl ToolMessage {
     }
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LatestReminderMessage {
     pub content: String,
 }
 
-/// One message of a conversation.
-#[derive(Clone, Debug, PartialEq)]
+/// One message of a conversation; in JSON an object whose `role` names the variant.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
 pub enum Message {
     System(SystemMessage),
     User(UserMessage),
@@ -349,7 +376,8 @@ impl Message {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ToolChoice {
     #[default]
     Auto,
@@ -367,7 +395,8 @@ impl ToolChoice {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ReasoningEffort {
     Low,
     High,
@@ -408,7 +437,8 @@ impl ResponseFormat {
 }
 
 /// A conversation and the prompt settings that go with it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "ConversationJson", into = "ConversationJson")]
 pub struct Conversation {
     pub messages: Vec<Message>,
     pub thinking_mode: bool,

@@ -10,6 +10,7 @@
 
 pub mod check;
 pub mod conversation;
+pub mod conversation_json;
 pub mod encoding;
 pub mod parsing_options;
 pub mod profile;

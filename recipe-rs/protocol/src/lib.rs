@@ -10,7 +10,6 @@
 pub mod body;
 pub mod chat;
 pub mod common;
-pub mod dump;
 pub mod error;
 pub mod messages;
 pub mod options;

@@ -8,7 +8,6 @@ use serde_json::{json, Value};
 use recipe_core::encoding::{Encoding, EncodingVersion};
 use recipe_core::ModelVersion;
 use recipe_protocol::chat::ChatCompletionRequest;
-use recipe_protocol::dump::conversation_json;
 use recipe_protocol::messages::MessagesRequest;
 use recipe_protocol::responses::ResponsesRequest;
 use recipe_protocol::{
@@ -100,6 +99,19 @@ fn f32_json(v: Option<f32>) -> Value {
     v.map(|x| json!(f64::from(x))).unwrap_or(Value::Null)
 }
 
+/// The canonical JSON of a conversation, less what the official package does not expose (each
+/// message's `image_token` and placeholder offsets), so that it compares with the recorded form.
+fn official_view(conv: &recipe_core::Conversation) -> Value {
+    let mut v = serde_json::to_value(conv).expect("a conversation serializes");
+    for m in v["messages"].as_array_mut().into_iter().flatten() {
+        if let Some(m) = m.as_object_mut() {
+            m.remove("image_token");
+            m.remove("placeholders");
+        }
+    }
+    v
+}
+
 fn success_json(cr: &ConversationRequest) -> Value {
     let io = &cr.inference_options;
     let po = &cr.parsing_options;
@@ -112,7 +124,7 @@ fn success_json(cr: &ConversationRequest) -> Value {
         .collect();
     json!({
         "outcome": "ok",
-        "conversation": conversation_json(&cr.conversation),
+        "conversation": official_view(&cr.conversation),
         "inference_options": {
             "max_tokens": io.max_tokens,
             "temperature": f32_json(io.temperature),

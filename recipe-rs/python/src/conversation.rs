@@ -964,6 +964,21 @@ impl PyConversation {
             _ => None,
         }
     }
+    /// This conversation as its canonical JSON text: every message, image source, image token
+    /// and placeholder position, so that `Conversation.from_json` gives back an equal
+    /// conversation. The layout is described in `docs/conversation-json.md`.
+    fn to_json(&self) -> String {
+        self.inner.to_json()
+    }
+    /// Read a conversation from its canonical JSON text (as written by `to_json`; fields with a
+    /// default may be left out). Values are checked as the constructors check them; invalid or
+    /// too deeply nested input raises `ValueError`.
+    #[staticmethod]
+    fn from_json(#[pyo3(from_py_with = crate::args::string)] text: String) -> PyResult<Self> {
+        Conversation::from_json(&text)
+            .map(PyConversation::from_core)
+            .map_err(|e| PyValueError::new_err(format!("invalid conversation JSON: {e}")))
+    }
     fn __repr__(&self) -> String {
         let c = &self.inner;
         format!(

@@ -484,10 +484,6 @@ impl PyConversationRequest {
             .resolve_max_tokens(prompt_tokens, context_limit)
             .map_err(|e| conversion_error(py, &e))
     }
-    /// Canonical JSON dump of the conversation (used by the conformance tests).
-    fn _conversation_json(&self) -> String {
-        recipe_protocol::dump::conversation_json(&self.inner.conversation).to_string()
-    }
 }
 
 /// Request settings that a Responses response reports back.

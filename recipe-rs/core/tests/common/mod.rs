@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use recipe_core::conversation::*;
+use recipe_core::conversation::Conversation;
 use recipe_core::{SpecialToken, SpecialTokens, Tokenizer};
 use serde_json::Value;
 
@@ -59,123 +59,10 @@ pub fn load_cases() -> Vec<Value> {
     out
 }
 
-fn s(v: &Value) -> String {
-    v.as_str().unwrap_or_default().to_owned()
-}
-
-fn opt_s(v: &Value) -> Option<String> {
-    v.as_str().map(str::to_owned)
-}
-
-fn image(v: &Value) -> ImageSource {
-    let value = s(&v["value"]);
-    let data = match v["kind"].as_str() {
-        Some("data_url") => ImageData::DataUrl(value),
-        Some("url") => ImageData::Url(value),
-        _ => ImageData::Bytes(
-            (0..value.len() / 2)
-                .map(|i| u8::from_str_radix(&value[2 * i..2 * i + 2], 16).unwrap_or(0))
-                .collect(),
-        ),
-    };
-    ImageSource {
-        data,
-        detail: ImageDetail::parse(v["detail"].as_str().unwrap_or("high")).unwrap_or_default(),
-        path: s(&v["path"]),
-    }
-}
-
-fn tool(v: &Value) -> ToolDefinition {
-    ToolDefinition {
-        name: s(&v["name"]),
-        description: opt_s(&v["description"]),
-        parameters: v.get("parameters").cloned().unwrap_or(Value::Null),
-        strict: v["strict"].as_bool(),
-        defer_loading: v["defer_loading"].as_bool().unwrap_or(false),
-    }
-}
-
-fn images(v: &Value) -> Vec<ImageSource> {
-    v["image_sources"]
-        .as_array()
-        .map(|a| a.iter().map(image).collect())
-        .unwrap_or_default()
-}
-
-fn image_token(v: &Value) -> String {
-    opt_s(&v["image_token"]).unwrap_or_else(|| SpecialToken::Image.default_str().to_owned())
-}
-
-fn message(v: &Value) -> Message {
-    let content = s(&v["content"]);
-    match v["role"].as_str().unwrap_or_default() {
-        "system" => {
-            let mut m = SystemMessage::new(content, images(v), image_token(v));
-            m.tools = v["tools"].as_array().map(|a| a.iter().map(tool).collect());
-            Message::System(m)
-        }
-        "user" => Message::User(UserMessage::new(content, images(v), image_token(v))),
-        "assistant" => Message::Assistant(AssistantMessage {
-            content,
-            reasoning_content: opt_s(&v["reasoning_content"]),
-            tool_calls: v["tool_calls"].as_array().map(|a| {
-                a.iter()
-                    .map(|c| ToolCall {
-                        id: s(&c["id"]),
-                        name: s(&c["name"]),
-                        arguments: s(&c["arguments"]),
-                    })
-                    .collect()
-            }),
-            prefix: v["prefix"].as_bool().unwrap_or(false),
-        }),
-        "tool" => Message::Tool(ToolMessage::new(
-            content,
-            opt_s(&v["tool_call_id"]),
-            images(v),
-            image_token(v),
-        )),
-        _ => Message::LatestReminder(LatestReminderMessage { content }),
-    }
-}
-
-/// The core conversation of a fixture spec (the spec is assumed valid: construction-error
-/// cases are checked by the Python tests, where the validating constructor lives).
+/// The core conversation of a fixture spec, read from its canonical JSON form.
 pub fn conversation(spec: &Value) -> Conversation {
-    let c = &spec["conversation"];
-    let response_format = if let Some(schema) = c.get("response_schema") {
-        ResponseFormat::JsonSchema(schema.clone())
-    } else if let Some(r) = c.get("response_regex").and_then(Value::as_str) {
-        ResponseFormat::Regex(r.to_owned())
-    } else if c["response_format"] == "json_object" {
-        ResponseFormat::JsonObject
-    } else {
-        ResponseFormat::Text
-    };
-    Conversation {
-        messages: c["messages"]
-            .as_array()
-            .map(|a| a.iter().map(message).collect())
-            .unwrap_or_default(),
-        thinking_mode: c["thinking_mode"].as_bool().unwrap_or(true),
-        tools: c["tools"]
-            .as_array()
-            .map(|a| a.iter().map(tool).collect())
-            .unwrap_or_default(),
-        tool_choice: match c["tool_choice"].as_str() {
-            Some("none") => ToolChoice::None,
-            Some("required") => ToolChoice::Required,
-            _ => ToolChoice::Auto,
-        },
-        reasoning_effort: match c["reasoning_effort"].as_str() {
-            Some("low") => Some(ReasoningEffort::Low),
-            Some("high") => Some(ReasoningEffort::High),
-            Some("xhigh") => Some(ReasoningEffort::XHigh),
-            Some("max") => Some(ReasoningEffort::Max),
-            _ => None,
-        },
-        response_format,
-    }
+    serde_json::from_value(spec["conversation"].clone())
+        .unwrap_or_else(|e| panic!("fixture conversation is canonical conversation JSON: {e}"))
 }
 
 /// The special-token table of a fixture spec.
