@@ -806,7 +806,9 @@ fn declared_tools(
                 }
                 out.push(apply_patch_tool(version));
             }
-            "web_search" | "web_search_preview"
+            // Only the web search tool (`web_search`, `web_search_2025_08_26`) is refused; the
+            // preview tool is left out even then, as the official package does.
+            "web_search" | "web_search_2025_08_26"
                 if !names_only && options.responses_web_search == WebSearchBehavior::Reject =>
             {
                 return reject("Server tools are not supported");
@@ -962,7 +964,7 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
             Some("function") | Some("custom") => Some(RequestToolChoice::Named(
                 str_field(&o, "name").unwrap_or_default(),
             )),
-            Some("web_search") | Some("web_search_preview") => {
+            Some("web_search") | Some("web_search_2025_08_26") => {
                 if options.responses_web_search == WebSearchBehavior::Reject {
                     return reject("Server tools are not supported");
                 }

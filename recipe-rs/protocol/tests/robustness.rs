@@ -6,7 +6,8 @@ use serde_json::{Map, Value};
 use recipe_protocol::chat::ChatCompletionRequest;
 use recipe_protocol::messages::MessagesRequest;
 use recipe_protocol::responses::ResponsesRequest;
-use recipe_protocol::ConversionOptions;
+
+use recipe_protocol::{ConversionOptions, WebSearchBehavior};
 
 const KEYS: &[&str] = &[
     "model",
@@ -125,4 +126,28 @@ fn resolve_max_tokens_handles_extremes() {
         .unwrap();
     assert!(req.resolve_max_tokens(u32::MAX, u32::MAX).is_err());
     assert_eq!(req.resolve_max_tokens(0, u32::MAX).unwrap(), 393216);
+}
+
+/// With server tools refused, the web search tool is an error but the preview tool is left out of
+/// the conversation (the official package's behaviour, found by the conversion differential).
+#[test]
+fn refused_web_search_spares_the_preview_tool() {
+    let options = ConversionOptions {
+        responses_web_search: WebSearchBehavior::Reject,
+        ..ConversionOptions::default()
+    };
+    let body = |tool: &str| serde_json::json!({"model": "DeepSeek-V4-Pro", "input": "hi", "tools": [{"type": tool}]});
+    for refused in ["web_search", "web_search_2025_08_26"] {
+        let converted = ResponsesRequest::from_value(body(refused))
+            .unwrap()
+            .convert(&options);
+        assert!(converted.is_err(), "{refused}");
+    }
+    for dropped in ["web_search_preview", "web_search_preview_2025_03_11"] {
+        let kept = ResponsesRequest::from_value(body(dropped))
+            .unwrap()
+            .convert(&options)
+            .expect("the preview tool is dropped, not refused");
+        assert!(kept.conversation.tools.is_empty(), "{dropped}");
+    }
 }
