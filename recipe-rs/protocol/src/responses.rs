@@ -831,20 +831,24 @@ fn content_parts(
         Content::Blocks(b) => b,
     };
     if common::shows_images(version) {
+        // Every image part needs a source before anything else about the parts is checked.
         for (j, block) in blocks.iter().enumerate() {
-            if let ResponsesContentBlock::InputImage {
-                image_url,
-                file_id: Some(_),
-                ..
+            let ResponsesContentBlock::InputImage {
+                image_url, file_id, ..
             } = block
-            {
-                if image_url.as_deref().is_some_and(|u| !u.is_empty()) {
-                    continue;
-                }
-                return reject(format!(
-                    "{path}.{field}[{j}]: file_id is not supported. Pass the image as a base64 data url instead."
-                ));
+            else {
+                continue;
+            };
+            if image_url.as_deref().is_some_and(|u| !u.is_empty()) {
+                continue;
             }
+            return reject(if file_id.is_some() {
+                format!(
+                    "{path}.{field}[{j}]: file_id is not supported. Pass the image as a base64 data url instead."
+                )
+            } else {
+                format!("{path}.{field}[{j}]: input_image must have image_url or file_id")
+            });
         }
     }
     let mut parts = Vec::with_capacity(blocks.len());
@@ -892,7 +896,7 @@ fn content_parts(
                             parts.push(Part::Text(common::UNSUPPORTED_IMAGE.to_owned()));
                         } else {
                             return reject(format!(
-                                "{path}.content[{j}]: input_image must have image_url or file_id"
+                                "{path}.{field}[{j}]: input_image must have image_url or file_id"
                             ));
                         }
                     }
