@@ -21,9 +21,10 @@ SIZE = 1 << 20
 # Peak RSS growth allowed for one push of SIZE bytes: the returned chunks and their JSON are a
 # small multiple of the input; anything per-unit quadratic is orders of magnitude above this.
 LIMIT = 48 * SIZE
-# Token input returns one chunk per token in some states (as the official package does), so each
-# returned item may also cost a protocol object of its own. Items never outnumber input bytes, so
-# the bound stays linear in the push.
+# Token input can return one chunk per token: marker spellings that open no tool-call block are
+# released as text token by token (the official package swallows them instead, deviation 1 in
+# docs/stream-deviations.md), so each returned item may cost a protocol object of its own. Items
+# never outnumber input bytes, so the bound stays linear in the push.
 PER_ITEM = 512
 
 
