@@ -46,6 +46,19 @@ macro_rules! declare_special_token {
         }
 
         impl SpecialToken {
+    /// The grounding tokens (`<｜ref｜>`, `<｜box｜>`, …): in assistant text their spellings are
+    /// control tokens, unlike every other control-token spelling.
+    pub const GROUNDING: [SpecialToken; 8] = [
+        SpecialToken::Ref,
+        SpecialToken::RefEnd,
+        SpecialToken::Box,
+        SpecialToken::BoxEnd,
+        SpecialToken::Point,
+        SpecialToken::PointEnd,
+        SpecialToken::Polygon,
+        SpecialToken::PolygonEnd,
+    ];
+
             /// Every kind, in declaration order.
             pub const ALL: [SpecialToken; [$($spelling),*].len()] = [$(SpecialToken::$kind),*];
 

@@ -69,19 +69,8 @@ fn vocabulary() -> &'static Vocabulary {
     })
 }
 
-const GROUNDING: [SpecialToken; 8] = [
-    SpecialToken::Ref,
-    SpecialToken::RefEnd,
-    SpecialToken::Box,
-    SpecialToken::BoxEnd,
-    SpecialToken::Point,
-    SpecialToken::PointEnd,
-    SpecialToken::Polygon,
-    SpecialToken::PolygonEnd,
-];
-
 fn without_grounding(text: &str) -> String {
-    GROUNDING
+    SpecialToken::GROUNDING
         .iter()
         .fold(text.to_owned(), |t, g| t.replace(g.default_str(), "g"))
 }

@@ -38,22 +38,12 @@ impl<'a> Out<'a> {
     /// Assistant text: the grounding tokens (`<｜ref｜>`, `<｜box｜>`, …) it spells are control
     /// tokens, every other control-token spelling stays plain text.
     pub(super) fn grounded(&mut self, text: &str) {
-        const GROUNDING: [SpecialToken; 8] = [
-            SpecialToken::Ref,
-            SpecialToken::RefEnd,
-            SpecialToken::Box,
-            SpecialToken::BoxEnd,
-            SpecialToken::Point,
-            SpecialToken::PointEnd,
-            SpecialToken::Polygon,
-            SpecialToken::PolygonEnd,
-        ];
         let tokens = self.tokens;
         let mut rest = text;
         loop {
             // Earliest match; the longest spelling wins a tie.
             let mut best: Option<(usize, usize, SpecialToken)> = None;
-            for t in GROUNDING {
+            for t in SpecialToken::GROUNDING {
                 let sp = tokens.get(t);
                 if sp.is_empty() {
                     continue;
