@@ -285,35 +285,30 @@ fn check_tool_shape(tool: &Value) -> Result<(), String> {
             )),
         };
     }
-    match obj.get("name") {
-        None => return Err("missing field `name`".to_owned()),
-        Some(Value::String(_)) => {}
-        Some(v) => {
-            return Err(format!(
-                "field `name`: invalid type: {}, expected a string",
-                crate::strict::unexpected(v)
-            ))
-        }
+    if !obj.contains_key("name") {
+        return Err("missing field `name`".to_owned());
     }
-    match obj.get("description") {
-        None | Some(Value::Null) | Some(Value::String(_)) => {}
-        Some(v) => {
-            return Err(format!(
-                "field `description`: invalid type: {}, expected a string",
-                crate::strict::unexpected(v)
-            ))
-        }
+    field_type(obj, "name", Value::is_string, "a string")?;
+    let optional_string = |v: &Value| v.is_null() || v.is_string();
+    field_type(obj, "description", optional_string, "a string")?;
+    let optional_bool = |v: &Value| v.is_null() || v.is_boolean();
+    field_type(obj, "defer_loading", optional_bool, "a boolean")
+}
+
+/// `Ok` when `key` is absent or its value passes `accepts`; else the serde-style type error.
+fn field_type(
+    obj: &serde_json::Map<String, Value>,
+    key: &str,
+    accepts: impl Fn(&Value) -> bool,
+    expected: &str,
+) -> Result<(), String> {
+    match obj.get(key) {
+        Some(v) if !accepts(v) => Err(format!(
+            "field `{key}`: invalid type: {}, expected {expected}",
+            crate::strict::unexpected(v)
+        )),
+        _ => Ok(()),
     }
-    match obj.get("defer_loading") {
-        None | Some(Value::Null) | Some(Value::Bool(_)) => {}
-        Some(v) => {
-            return Err(format!(
-                "field `defer_loading`: invalid type: {}, expected a boolean",
-                crate::strict::unexpected(v)
-            ))
-        }
-    }
-    Ok(())
 }
 
 /// JSON text with `", "` and `": "` separators and raw non-ASCII characters.
