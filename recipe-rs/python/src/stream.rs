@@ -3,8 +3,10 @@
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyList;
-use recipe_stream::generator::{ChatChunk, MessagesEvent, ResponsesEvent};
+use std::cell::RefCell;
+
+use pyo3::types::{PyList, PyString};
+use recipe_stream::generator::{ChatChunk, MessagesEvent, ResponsesEvent, WireJson};
 use recipe_stream::sse;
 use recipe_stream::{
     ChatGenerator, Generator, GeneratorConfig, InferenceChunk, InferenceFinishReason,
@@ -235,65 +237,76 @@ fn config(thinking_mode: bool, stage: Option<PyThinkingInitialStage>) -> Generat
     }
 }
 
-/// Writes Chat Completions chunks; a stream processor consumes it.
+/// Declares the Python class of one protocol's chunk generator: it holds the generator until a
+/// stream processor (or a `with_*` method, which returns a new object) consumes it.
 ///
-/// Usually obtained from `ChatCompletionRequest.chunk_generator`; the constructor builds one
-/// from the two request settings it needs.
-#[pyclass(
-    name = "ChatCompletionChunkGenerator",
-    module = "deepseek_recipe._native"
-)]
-pub struct PyChatCompletionChunkGenerator {
-    pub inner: Option<ChatGenerator>,
-}
-
-#[pymethods]
-impl PyChatCompletionChunkGenerator {
-    #[new]
-    #[pyo3(signature = (id, model, *, thinking_mode=false, thinking_initial_stage=None))]
-    fn new(
-        #[pyo3(from_py_with = crate::args::string)] id: String,
-        #[pyo3(from_py_with = crate::args::string)] model: String,
-        #[pyo3(from_py_with = crate::args::boolean)] thinking_mode: bool,
-        #[pyo3(from_py_with = crate::args::opt_value::<PyThinkingInitialStage>)]
-        thinking_initial_stage: Option<PyThinkingInitialStage>,
-    ) -> Self {
-        PyChatCompletionChunkGenerator {
-            inner: Some(ChatGenerator::new(
-                id,
-                model,
-                config(thinking_mode, thinking_initial_stage),
-            )),
+/// With `settings`, the class gets the constructor that Chat Completions and Responses share:
+/// `(id, model, *, thinking_mode=False, thinking_initial_stage=None)`.
+macro_rules! chunk_generator_class {
+    ($(#[$doc:meta])* $py:ident, $name:literal, $generator:ty, $variant:ident $(, $settings:ident)?) => {
+        $(#[$doc])*
+        #[pyclass(name = $name, module = "deepseek_recipe._native")]
+        pub struct $py {
+            inner: Option<$generator>,
         }
-    }
+
+        impl $py {
+            pub fn new(generator: $generator) -> Self {
+                $py { inner: Some(generator) }
+            }
+            /// Take the generator out; a consumed object raises.
+            pub fn take(&mut self) -> PyResult<$generator> {
+                self.inner.take().ok_or_else(consumed)
+            }
+            /// Consume this object into a new one holding `f` of its generator.
+            pub fn map(&mut self, f: impl FnOnce($generator) -> $generator) -> PyResult<Self> {
+                Ok($py::new(f(self.take()?)))
+            }
+            /// The generator of `obj` if it is one of this class, consumed.
+            fn take_from(obj: &Bound<'_, PyAny>) -> Option<PyResult<Generator>> {
+                let mut g = obj.downcast::<$py>().ok()?.borrow_mut();
+                Some(g.take().map(Generator::$variant))
+            }
+        }
+
+        $(chunk_generator_class!(@$settings $py, $generator);)?
+    };
+    (@settings $py:ident, $generator:ty) => {
+        #[pymethods]
+        impl $py {
+            #[new]
+            #[pyo3(signature = (id, model, *, thinking_mode=false, thinking_initial_stage=None))]
+            fn py_new(
+                #[pyo3(from_py_with = crate::args::string)] id: String,
+                #[pyo3(from_py_with = crate::args::string)] model: String,
+                #[pyo3(from_py_with = crate::args::boolean)] thinking_mode: bool,
+                #[pyo3(from_py_with = crate::args::opt_value::<PyThinkingInitialStage>)]
+                thinking_initial_stage: Option<PyThinkingInitialStage>,
+            ) -> Self {
+                $py::new(<$generator>::new(id, model, config(thinking_mode, thinking_initial_stage)))
+            }
+        }
+    };
 }
 
-/// Writes Responses events; a stream processor consumes it.
-#[pyclass(name = "ResponsesChunkGenerator", module = "deepseek_recipe._native")]
-pub struct PyResponsesChunkGenerator {
-    pub inner: Option<ResponsesGenerator>,
-}
+chunk_generator_class!(
+    /// Writes Chat Completions chunks; a stream processor consumes it.
+    ///
+    /// Usually obtained from `ChatCompletionRequest.chunk_generator`; the constructor builds one
+    /// from the two request settings it needs.
+    PyChatCompletionChunkGenerator, "ChatCompletionChunkGenerator", ChatGenerator, Chat, settings
+);
+chunk_generator_class!(
+    /// Writes Responses events; a stream processor consumes it.
+    PyResponsesChunkGenerator, "ResponsesChunkGenerator", ResponsesGenerator, Responses, settings
+);
+chunk_generator_class!(
+    /// Writes Anthropic Messages events; a stream processor consumes it.
+    PyMessagesChunkGenerator, "MessagesChunkGenerator", MessagesGenerator, Messages
+);
 
 #[pymethods]
 impl PyResponsesChunkGenerator {
-    #[new]
-    #[pyo3(signature = (id, model, *, thinking_mode=false, thinking_initial_stage=None))]
-    fn new(
-        #[pyo3(from_py_with = crate::args::string)] id: String,
-        #[pyo3(from_py_with = crate::args::string)] model: String,
-        #[pyo3(from_py_with = crate::args::boolean)] thinking_mode: bool,
-        #[pyo3(from_py_with = crate::args::opt_value::<PyThinkingInitialStage>)]
-        thinking_initial_stage: Option<PyThinkingInitialStage>,
-    ) -> Self {
-        PyResponsesChunkGenerator {
-            inner: Some(ResponsesGenerator::new(
-                id,
-                model,
-                config(thinking_mode, thinking_initial_stage),
-            )),
-        }
-    }
-
     /// Consume this generator; the new one reports `(namespace, local name)` for the listed
     /// function names.
     fn with_namespace_tool_map(
@@ -303,10 +316,7 @@ impl PyResponsesChunkGenerator {
             (String, String),
         >,
     ) -> PyResult<Self> {
-        let g = self.inner.take().ok_or_else(consumed)?;
-        Ok(PyResponsesChunkGenerator {
-            inner: Some(g.with_namespace_tool_map(namespace_tool_map.into_iter().collect())),
-        })
+        self.map(|g| g.with_namespace_tool_map(namespace_tool_map.into_iter().collect()))
     }
 
     /// Consume this generator; the new one reports the request settings given as a JSON object
@@ -318,10 +328,7 @@ impl PyResponsesChunkGenerator {
         if !v.is_object() {
             return Err(PyValueError::new_err("echo JSON must be an object"));
         }
-        let g = self.inner.take().ok_or_else(consumed)?;
-        Ok(PyResponsesChunkGenerator {
-            inner: Some(g.with_echo(recipe_stream::generator::echo_from_json(&v))),
-        })
+        self.map(|g| g.with_echo(recipe_stream::generator::echo_from_json(&v)))
     }
 }
 
@@ -332,29 +339,15 @@ fn namespace_map(
     crate::args::string_map(obj, crate::args::string_pair)
 }
 
-impl PyResponsesChunkGenerator {
-    pub fn take(&mut self) -> PyResult<ResponsesGenerator> {
-        self.inner.take().ok_or_else(consumed)
-    }
-}
-
-/// Writes Anthropic Messages events; a stream processor consumes it.
-#[pyclass(name = "MessagesChunkGenerator", module = "deepseek_recipe._native")]
-pub struct PyMessagesChunkGenerator {
-    pub inner: Option<MessagesGenerator>,
-}
-
 #[pymethods]
 impl PyMessagesChunkGenerator {
     #[new]
-    fn new(
+    fn py_new(
         #[pyo3(from_py_with = crate::args::string)] id: String,
         #[pyo3(from_py_with = crate::args::string)] model: String,
         #[pyo3(from_py_with = crate::args::boolean)] thinking_mode: bool,
     ) -> Self {
-        PyMessagesChunkGenerator {
-            inner: Some(MessagesGenerator::new(id, model, thinking_mode)),
-        }
+        PyMessagesChunkGenerator::new(MessagesGenerator::new(id, model, thinking_mode))
     }
 
     /// Consume this generator; the new one ends each thinking block with `signature` (the
@@ -363,11 +356,28 @@ impl PyMessagesChunkGenerator {
         &mut self,
         #[pyo3(from_py_with = crate::args::string)] signature: String,
     ) -> PyResult<Self> {
-        let g = self.inner.take().ok_or_else(consumed)?;
-        Ok(PyMessagesChunkGenerator {
-            inner: Some(g.with_signature(signature)),
-        })
+        self.map(|g| g.with_signature(signature))
     }
+}
+
+thread_local! {
+    /// The buffer `to_json` writes into, reused so a chunk costs no allocation of its own.
+    static JSON_BUF: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(4096));
+}
+
+/// A chunk or event as compact JSON, written straight from its wire type into a Python string.
+fn json_string<'py>(py: Python<'py>, item: &impl WireJson) -> Bound<'py, PyString> {
+    JSON_BUF.with_borrow_mut(|buf| {
+        buf.clear();
+        item.write_json(buf);
+        let text = std::str::from_utf8(buf).expect("serde_json writes UTF-8");
+        let s = PyString::new(py, text);
+        // A rare huge item (a whole response object) does not pin its memory for the thread.
+        if buf.capacity() > 1 << 20 {
+            *buf = Vec::with_capacity(4096);
+        }
+        s
+    })
 }
 
 /// One `chat.completion.chunk`.
@@ -383,15 +393,15 @@ pub struct PyChatCompletionChunk {
 #[pymethods]
 impl PyChatCompletionChunk {
     /// The chunk as compact JSON.
-    fn to_json(&self) -> String {
-        self.inner.to_value().to_string()
+    fn to_json<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
+        json_string(py, &self.inner)
     }
     /// The chunk framed as one server-sent event (`data: ...` and a blank line).
     fn to_sse(&self) -> String {
-        sse::frame(None, &self.to_json())
+        sse::frame(None, &self.inner.to_json())
     }
     fn __repr__(&self) -> String {
-        format!("ChatCompletionChunk({})", self.to_json())
+        format!("ChatCompletionChunk({})", self.inner.to_json())
     }
 }
 
@@ -408,20 +418,20 @@ macro_rules! named_event_class {
         #[pymethods]
         impl $py {
             /// The event as compact JSON.
-            fn to_json(&self) -> String {
-                self.inner.to_value().to_string()
+            fn to_json<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
+                json_string(py, &self.inner)
             }
             /// The event framed as one server-sent event (`event: <type>`, `data: ...`, blank line).
             fn to_sse(&self) -> String {
-                sse::frame(Some(self.inner.event_type()), &self.to_json())
+                sse::frame(Some(self.inner.event_type()), &self.inner.to_json())
             }
             /// The event's `type`, which is also its SSE event name.
             #[getter]
-            fn r#type(&self) -> String {
-                self.inner.event_type().to_owned()
+            fn r#type(&self) -> &'static str {
+                self.inner.event_type()
             }
             fn __repr__(&self) -> String {
-                format!(concat!($name, "({})"), self.to_json())
+                format!(concat!($name, "({})"), self.inner.to_json())
             }
         }
     };
@@ -559,24 +569,10 @@ impl PyStreamProcessor {
             PyRef<'_, PyTokenizer>,
         >,
     ) -> PyResult<Self> {
-        let g = if let Ok(mut g) = generator
-            .downcast::<PyChatCompletionChunkGenerator>()
-            .map(|b| b.borrow_mut())
-        {
-            Generator::Chat(g.inner.take().ok_or_else(consumed)?)
-        } else if let Ok(mut g) = generator
-            .downcast::<PyResponsesChunkGenerator>()
-            .map(|b| b.borrow_mut())
-        {
-            Generator::Responses(g.take()?)
-        } else if let Ok(mut g) = generator
-            .downcast::<PyMessagesChunkGenerator>()
-            .map(|b| b.borrow_mut())
-        {
-            Generator::Messages(g.inner.take().ok_or_else(consumed)?)
-        } else {
-            return Err(PyTypeError::new_err("expected a protocol chunk generator"));
-        };
+        let g = PyChatCompletionChunkGenerator::take_from(generator)
+            .or_else(|| PyResponsesChunkGenerator::take_from(generator))
+            .or_else(|| PyMessagesChunkGenerator::take_from(generator))
+            .ok_or_else(|| PyTypeError::new_err("expected a protocol chunk generator"))??;
         Ok(PyStreamProcessor {
             inner: StreamProcessor::new(g, &options.inner, tokenizer.map(|t| t.inner.clone())),
         })

@@ -2,7 +2,8 @@
 //! the static `chunk_generator` of each request class and `ResponsesChunkGenerator.with_echo`.
 //!
 //! A generator takes from a converted request only what shapes its output: whether the
-//! conversation is in thinking mode, and whether parsing starts in reasoning.
+//! conversation is in thinking mode, whether parsing starts in reasoning, and (Responses) the
+//! request settings its response objects report.
 
 use pyo3::prelude::*;
 use recipe_protocol::ConversationRequest;
@@ -27,74 +28,72 @@ fn config(request: &ConversationRequest) -> GeneratorConfig {
     }
 }
 
-#[pymethods]
-impl PyChatCompletionRequest {
-    /// A Chat Completions generator for the converted `request`, writing chunks with `id` and
-    /// `model`.
-    #[staticmethod]
-    fn chunk_generator(
-        #[pyo3(from_py_with = crate::args::instance::<PyConversationRequest>)] request: PyRef<
-            '_,
-            PyConversationRequest,
-        >,
-        #[pyo3(from_py_with = crate::args::string)] id: String,
-        #[pyo3(from_py_with = crate::args::string)] model: String,
-    ) -> PyChatCompletionChunkGenerator {
-        PyChatCompletionChunkGenerator {
-            inner: Some(ChatGenerator::new(id, model, config(&request.inner))),
-        }
+/// A protocol's generator for a converted request.
+trait ForRequest {
+    fn for_request(id: String, model: String, request: &ConversationRequest) -> Self;
+}
+
+impl ForRequest for ChatGenerator {
+    fn for_request(id: String, model: String, request: &ConversationRequest) -> Self {
+        ChatGenerator::new(id, model, config(request))
     }
 }
 
-#[pymethods]
-impl PyResponsesRequest {
-    /// A Responses generator for the converted `request`. A request converted from a Responses
-    /// body reports that body's settings (instructions, temperature, reasoning, tools, …) in
-    /// its response objects; `with_echo` replaces them.
-    #[staticmethod]
-    fn chunk_generator(
-        #[pyo3(from_py_with = crate::args::instance::<PyConversationRequest>)] request: PyRef<
-            '_,
-            PyConversationRequest,
-        >,
-        #[pyo3(from_py_with = crate::args::string)] id: String,
-        #[pyo3(from_py_with = crate::args::string)] model: String,
-    ) -> PyResponsesChunkGenerator {
-        let mut generator = ResponsesGenerator::new(id, model, config(&request.inner));
-        if let Some(echo) = &request.inner.responses_echo {
-            // Calls into the request's namespace tools are reported by name and namespace.
+impl ForRequest for ResponsesGenerator {
+    /// A request converted from a Responses body reports that body's settings, and calls into
+    /// its namespace tools by name and namespace.
+    fn for_request(id: String, model: String, request: &ConversationRequest) -> Self {
+        let mut generator = ResponsesGenerator::new(id, model, config(request));
+        if let Some(echo) = &request.responses_echo {
             if let Some(tools) = &echo.tools {
                 generator = generator.with_namespace_tool_map(namespace_map_from_tools(tools));
             }
             generator = generator.with_echo(echo.clone());
         }
-        PyResponsesChunkGenerator {
-            inner: Some(generator),
-        }
+        generator
     }
 }
 
-#[pymethods]
-impl PyMessagesRequest {
-    /// A Messages generator for the converted `request`.
-    #[staticmethod]
-    fn chunk_generator(
-        #[pyo3(from_py_with = crate::args::instance::<PyConversationRequest>)] request: PyRef<
-            '_,
-            PyConversationRequest,
-        >,
-        #[pyo3(from_py_with = crate::args::string)] id: String,
-        #[pyo3(from_py_with = crate::args::string)] model: String,
-    ) -> PyMessagesChunkGenerator {
-        PyMessagesChunkGenerator {
-            inner: Some(MessagesGenerator::new(
-                id,
-                model,
-                request.inner.conversation.thinking_mode,
-            )),
-        }
+impl ForRequest for MessagesGenerator {
+    fn for_request(id: String, model: String, request: &ConversationRequest) -> Self {
+        MessagesGenerator::new(id, model, request.conversation.thinking_mode)
     }
 }
+
+/// Declares the static `chunk_generator(request, id, model)` of one request class.
+macro_rules! chunk_generator_method {
+    ($(#[$doc:meta])* $request:ty => $py_generator:ident($generator:ty)) => {
+        #[pymethods]
+        impl $request {
+            $(#[$doc])*
+            #[staticmethod]
+            fn chunk_generator(
+                #[pyo3(from_py_with = crate::args::instance::<PyConversationRequest>)]
+                request: PyRef<'_, PyConversationRequest>,
+                #[pyo3(from_py_with = crate::args::string)] id: String,
+                #[pyo3(from_py_with = crate::args::string)] model: String,
+            ) -> $py_generator {
+                $py_generator::new(<$generator>::for_request(id, model, &request.inner))
+            }
+        }
+    };
+}
+
+chunk_generator_method!(
+    /// A Chat Completions generator for the converted `request`, writing chunks with `id` and
+    /// `model`.
+    PyChatCompletionRequest => PyChatCompletionChunkGenerator(ChatGenerator)
+);
+chunk_generator_method!(
+    /// A Responses generator for the converted `request`. A request converted from a Responses
+    /// body reports that body's settings (instructions, temperature, reasoning, tools, …) in
+    /// its response objects; `with_echo` replaces them.
+    PyResponsesRequest => PyResponsesChunkGenerator(ResponsesGenerator)
+);
+chunk_generator_method!(
+    /// A Messages generator for the converted `request`.
+    PyMessagesRequest => PyMessagesChunkGenerator(MessagesGenerator)
+);
 
 #[pymethods]
 impl PyResponsesChunkGenerator {
@@ -107,9 +106,6 @@ impl PyResponsesChunkGenerator {
             PyResponsesEcho,
         >,
     ) -> PyResult<Self> {
-        let g = self.take()?;
-        Ok(PyResponsesChunkGenerator {
-            inner: Some(g.with_echo(echo.inner.clone())),
-        })
+        self.map(|g| g.with_echo(echo.inner.clone()))
     }
 }

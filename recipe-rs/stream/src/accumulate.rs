@@ -2,8 +2,10 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::generator::messages::BlockDelta;
 use crate::generator::{
-    chat_usage_value, logprob_value, ChatChunk, ChatDelta, MessagesEvent, ResponsesEvent, Usage,
+    chat_usage_value, logprob_value, to_value, ChatChunk, ChatDelta, MessagesEvent, ResponsesEvent,
+    Usage,
 };
 use crate::input::TokenLogprob;
 
@@ -218,37 +220,28 @@ impl ResponsesResponse {
     }
 
     pub fn accumulate(&mut self, event: &ResponsesEvent) {
-        let Some(v) = event.json() else { return };
-        match event.event_type() {
-            "response.created"
-            | "response.in_progress"
-            | "response.completed"
-            | "response.incomplete"
-            | "response.failed" => {
-                if let Some(r) = v.get("response") {
-                    let keep =
-                        std::mem::take(self.snapshot.get_mut("output").unwrap_or(&mut Value::Null));
-                    self.snapshot = r.clone();
-                    let finished = matches!(
-                        event.event_type(),
-                        "response.completed" | "response.incomplete" | "response.failed"
-                    );
-                    if !finished {
-                        if let (Some(Value::Array(out)), Value::Array(k)) =
-                            (self.snapshot.get_mut("output"), keep)
-                        {
-                            if out.is_empty() {
-                                *out = k;
-                            }
-                        }
+        match event {
+            ResponsesEvent::Created { response, .. }
+            | ResponsesEvent::InProgress { response, .. } => {
+                // The output gathered so far stays until a response object reports its own.
+                let keep =
+                    std::mem::take(self.snapshot.get_mut("output").unwrap_or(&mut Value::Null));
+                self.snapshot = to_value(&**response);
+                if let (Some(Value::Array(out)), Value::Array(k)) =
+                    (self.snapshot.get_mut("output"), keep)
+                {
+                    if out.is_empty() {
+                        *out = k;
                     }
                 }
             }
-            "response.output_item.done" => {
-                if let (Some(item), Some(Value::Array(out))) =
-                    (v.get("item"), self.snapshot.get_mut("output"))
-                {
-                    out.push(item.clone());
+            ResponsesEvent::Completed { response, .. }
+            | ResponsesEvent::Incomplete { response, .. } => {
+                self.snapshot = to_value(&**response);
+            }
+            ResponsesEvent::OutputItemDone { item, .. } => {
+                if let Some(Value::Array(out)) = self.snapshot.get_mut("output") {
+                    out.push(to_value(item));
                 }
             }
             _ => {}
@@ -297,48 +290,26 @@ impl MessagesResponse {
     }
 
     pub fn accumulate(&mut self, event: &MessagesEvent) {
-        if let MessagesEvent::Delta {
-            index, kind, text, ..
-        } = event
-        {
-            self.apply_delta(*index, kind, text);
-            return;
-        }
-        let MessagesEvent::Json(v) = event else {
-            return;
-        };
-        let index = v.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
-        match event.event_type() {
-            "message_start" => {
-                if let Some(m) = v.get("message") {
-                    self.message = m.clone();
+        match event {
+            MessagesEvent::MessageStart { message } => self.message = to_value(message),
+            MessagesEvent::ContentBlockStart { content_block, .. } => {
+                if let Some(Value::Array(c)) = self.message.get_mut("content") {
+                    c.push(to_value(content_block));
                 }
             }
-            "content_block_start" => {
-                if let (Some(b), Some(Value::Array(c))) =
-                    (v.get("content_block"), self.message.get_mut("content"))
-                {
-                    c.push(b.clone());
-                }
-            }
-            "content_block_delta" => {
-                let Some(d) = v.get("delta") else { return };
-                let ty = d
-                    .get("type")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned();
-                let key = match ty.as_str() {
-                    "thinking_delta" => "thinking",
-                    "text_delta" => "text",
-                    "signature_delta" => "signature",
-                    "input_json_delta" => "partial_json",
-                    _ => return,
+            MessagesEvent::ContentBlockDelta { index, delta } => {
+                let (ty, text) = match delta {
+                    BlockDelta::ThinkingDelta { thinking } => ("thinking_delta", thinking),
+                    BlockDelta::TextDelta { text } => ("text_delta", text),
+                    BlockDelta::SignatureDelta { signature } => ("signature_delta", signature),
+                    BlockDelta::InputJsonDelta { partial_json } => {
+                        ("input_json_delta", partial_json)
+                    }
                 };
-                let s = d.get(key).and_then(Value::as_str).unwrap_or("").to_owned();
-                self.apply_delta(index, &ty, &s);
+                self.apply_delta(*index, ty, text);
             }
-            "content_block_stop" => {
+            MessagesEvent::ContentBlockStop { index } => {
+                let index = *index;
                 if let Some(pos) = self.partial_json.iter().position(|(i, _)| *i == index) {
                     let (_, s) = self.partial_json.remove(pos);
                     let input = serde_json::from_str::<Value>(&s).unwrap_or_else(|_| json!({}));
@@ -347,19 +318,14 @@ impl MessagesResponse {
                     }
                 }
             }
-            "message_delta" => {
-                if let (Some(d), Value::Object(m)) = (v.get("delta"), &mut self.message) {
-                    for k in ["stop_reason", "stop_sequence"] {
-                        if let Some(x) = d.get(k) {
-                            m.insert(k.into(), x.clone());
-                        }
-                    }
-                    if let Some(u) = v.get("usage") {
-                        m.insert("usage".into(), u.clone());
-                    }
+            MessagesEvent::MessageDelta { delta, usage } => {
+                if let Value::Object(m) = &mut self.message {
+                    m.insert("stop_reason".into(), json!(delta.stop_reason));
+                    m.insert("stop_sequence".into(), json!(delta.stop_sequence));
+                    m.insert("usage".into(), to_value(usage));
                 }
             }
-            _ => {}
+            MessagesEvent::Ping {} | MessagesEvent::MessageStop {} => {}
         }
     }
 

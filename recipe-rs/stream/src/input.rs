@@ -1,6 +1,8 @@
 //! What the backend hands to the stream processor, and the log-probability records that travel
 //! with decoded text.
 
+use serde::Serialize;
+
 /// Prompt-side token counts reported by the backend.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PromptUsage {
@@ -35,24 +37,28 @@ pub enum InferenceChunk {
     Finish(InferenceFinishReason),
 }
 
-/// One alternative in a top-logprobs list.
-#[derive(Clone, Debug, PartialEq)]
+/// One alternative in a top-logprobs list, as all three protocols write it (field order is the
+/// wire order).
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TopLogprob {
     pub token: String,
-    pub bytes: Vec<u8>,
+    #[serde(serialize_with = "shortest_f32")]
     pub logprob: f32,
+    pub bytes: Vec<u8>,
 }
 
 /// A backend's log probability for one generated token ID, with its top alternatives as
 /// `(token_id, logprob)` pairs.
 pub type IdLogprob = (f32, Vec<(u32, f32)>);
 
-/// The log probability of one emitted token, as the protocols report it.
-#[derive(Clone, Debug, PartialEq)]
+/// The log probability of one emitted token, as the protocols report it (field order is the
+/// wire order).
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TokenLogprob {
     pub token: String,
-    pub bytes: Vec<u8>,
+    #[serde(serialize_with = "shortest_f32")]
     pub logprob: f32,
+    pub bytes: Vec<u8>,
     pub top_logprobs: Vec<TopLogprob>,
 }
 
@@ -63,6 +69,11 @@ pub fn token_display(bytes: &[u8]) -> String {
         Ok(s) => s.to_owned(),
         Err(_) => bytes.iter().map(|b| format!("\\x{b:02x}")).collect(),
     }
+}
+
+/// Writes a log probability with [`f32_json`].
+fn shortest_f32<S: serde::Serializer>(x: &f32, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(f32_json(*x))
 }
 
 /// An `f32` as the `f64` with the same shortest decimal form, so JSON shows `-0.37`, not

@@ -17,7 +17,7 @@ pub mod sse;
 pub use accumulate::{ChatCompletionResponse, MessagesResponse, ResponsesResponse};
 pub use generator::{
     ChatChunk, ChatGenerator, FinishKind, Generator, GeneratorConfig, MessagesEvent,
-    MessagesGenerator, ResponsesEvent, ResponsesGenerator, StreamItem, Usage,
+    MessagesGenerator, ResponsesEvent, ResponsesGenerator, StreamItem, Usage, WireJson,
 };
 pub use input::{
     IdLogprob, InferenceChunk, InferenceFinishReason, PromptUsage, TokenLogprob, TopLogprob,
