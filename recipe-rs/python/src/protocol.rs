@@ -106,7 +106,7 @@ fn responses_from_py(
 fn messages_from_py(
     body: &Bound<'_, PyAny>,
 ) -> PyResult<Result<messages::MessagesRequest, serde_json::Error>> {
-    from_py(body)
+    from_py_preparing::<_, messages::MessagesMessage>(body, "messages")
 }
 
 // ---------------------------------------------------------------------------------------------
