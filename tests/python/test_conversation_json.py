@@ -124,6 +124,9 @@ def test_placeholders_survive_where_a_rescan_would_differ():
      ' "image_sources": [{"kind": "url", "value": "u"}]}]}', "placeholder offset 0"),
     ('{"response_schema": {}, "response_regex": "a"}', "cannot be combined"),
     ('{"response_schema": ' + "[" * 10_000 + "]" * 10_000 + "}", "recursion limit"),
+    # An array never stands for an object (serde would read one as the fields in order).
+    ("[]", "expected a JSON object"),
+    ('{"messages": [["assistant", "hi"]]}', "expected a JSON object"),
 ])
 def test_invalid_json_raises_value_error(text, message):
     with pytest.raises(ValueError, match="invalid conversation JSON") as e:

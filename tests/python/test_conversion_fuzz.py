@@ -143,6 +143,47 @@ def test_python_values_that_are_not_json():
         raise AssertionError("non-string keys must be rejected")
 
 
+
+def test_dict_bodies_fail_as_their_json_text_does():
+    """A dict body is typed straight into the request (no JSON value of the whole body), yet
+    every error equals the one its JSON text gives, and a Python error (a value that is not JSON)
+    is raised before any shape error, wherever it sits."""
+    user = {"role": "user", "content": "x"}
+    bodies = [
+        (d.ChatCompletionRequest, {"model": 5, "messages": [user]}),
+        (d.ChatCompletionRequest, {"model": "m", "messages": [user, {"role": "robot"}]}),
+        (d.ChatCompletionRequest, {"messages": [user], "model": "m", "temperature": "hot"}),
+        (d.ChatCompletionRequest, {"model": "m", "messages": {"role": "user"}}),
+        (d.ResponsesRequest, {"model": "m", "input": [user, {"type": "message"}]}),
+        (d.ResponsesRequest, {"model": "m", "input": 3}),
+        (d.MessagesRequest, {"model": "m", "max_tokens": 1, "messages": [user, {"role": "user"}]}),
+        (d.MessagesRequest, {"model": "m", "max_tokens": 1, "messages": [[1, 2]]}),
+        (d.MessagesRequest, [1, 2]),
+    ]
+    for cls, body in bodies:
+        try:
+            cls(json.dumps(body))
+        except ValueError as e:
+            want = str(e)
+        else:
+            raise AssertionError(f"{body!r} must be rejected")
+        try:
+            cls(body)
+        except ValueError as e:
+            assert str(e) == want, (body, str(e), want)
+        else:
+            raise AssertionError(f"{body!r} must be rejected as a dict too")
+        if isinstance(body, dict):
+            # The same body with a non-JSON value after the faulty member: the Python error wins.
+            try:
+                cls({**body, "zzz": float("nan")})
+            except ValueError as e:
+                assert str(e) == "NaN is not a finite JSON number", str(e)
+    # Tuples are JSON arrays, in a kept member as anywhere else.
+    req = d.ChatCompletionRequest({"model": "DeepSeek-V4-Pro", "messages": (user,), "stop": ("a",)})
+    assert req.convert(d.ConversionOptions()).conversation.messages[0].content == "x"
+
+
 def _rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 

@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::conversation_json::{
-    ConversationJson, ImageSourceJson, SystemMessageJson, ToolMessageJson, UserMessageJson,
+    ConversationJson, ImageSourceJson, ObjectOnly, SystemMessageJson, ToolMessageJson,
+    UserMessageJson,
 };
 
 /// How much detail an image should be processed with.
@@ -56,7 +57,7 @@ pub enum ImageData {
 
 /// An image attached to a message, with its request location (`path`) for error messages.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "ImageSourceJson", into = "ImageSourceJson")]
+#[serde(try_from = "ObjectOnly<ImageSourceJson>", into = "ImageSourceJson")]
 pub struct ImageSource {
     pub data: ImageData,
     pub detail: ImageDetail,
@@ -289,7 +290,10 @@ pub struct AssistantMessage {
     pub content: String,
     #[serde(default)]
     pub reasoning_content: Option<String>,
-    #[serde(default)]
+    #[serde(
+        default,
+        deserialize_with = "crate::conversation_json::optional_objects"
+    )]
     pub tool_calls: Option<Vec<ToolCall>>,
     /// A partial turn that the model continues instead of a closed turn.
     #[serde(default)]
@@ -374,6 +378,16 @@ impl Message {
             Message::LatestReminder(m) => &m.content,
         }
     }
+
+    /// The images of a system, user or tool message (none for the other roles).
+    pub fn image_sources(&self) -> &[ImageSource] {
+        match self {
+            Message::System(m) => &m.image_sources,
+            Message::User(m) => &m.image_sources,
+            Message::Tool(m) => &m.image_sources,
+            Message::Assistant(_) | Message::LatestReminder(_) => &[],
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -438,7 +452,7 @@ impl ResponseFormat {
 
 /// A conversation and the prompt settings that go with it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "ConversationJson", into = "ConversationJson")]
+#[serde(try_from = "ObjectOnly<ConversationJson>", into = "ConversationJson")]
 pub struct Conversation {
     pub messages: Vec<Message>,
     pub thinking_mode: bool,

@@ -32,11 +32,17 @@
 //! schema or a regex selects `json_schema` or `regex`, as the Python constructor does; the
 //! combinations it rejects are rejected here with its messages. Unlike the constructor, the
 //! `json_schema` and `regex` formats may be named (`to_json` names them); `json_schema` without a
-//! schema is a schema of JSON null, so every conversation round-trips. Unknown fields are errors.
+//! schema is a schema of JSON null, so every conversation round-trips. Unknown fields are errors,
+//! and so is an array where the layout has an object (see [`ObjectOnly`]).
 //! Nesting is bounded by `serde_json`'s recursion limit (128 levels for the whole document),
 //! so deep input is an error, never a stack overflow.
 
-use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use crate::conversation::*;
@@ -53,6 +59,42 @@ impl Conversation {
     pub fn from_json(text: &str) -> Result<Conversation, serde_json::Error> {
         serde_json::from_str(text)
     }
+}
+
+/// `T` read only from a JSON object. A derived struct would also take an array of its fields in
+/// declaration order (so `[]` would read as an empty conversation); the layout has no such form.
+pub struct ObjectOnly<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjectOnly<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Object<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Object<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(Object(PhantomData)).map(ObjectOnly)
+    }
+}
+
+/// A list of objects (see [`ObjectOnly`]); use with `deserialize_with`.
+pub(crate) fn objects<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Vec<T>, D::Error> {
+    let list = Vec::<ObjectOnly<T>>::deserialize(d)?;
+    Ok(list.into_iter().map(|ObjectOnly(x)| x).collect())
+}
+
+/// An optional list of objects (see [`ObjectOnly`]); use with `deserialize_with`.
+pub(crate) fn optional_objects<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<Vec<T>>, D::Error> {
+    let list = Option::<Vec<ObjectOnly<T>>>::deserialize(d)?;
+    Ok(list.map(|l| l.into_iter().map(|ObjectOnly(x)| x).collect()))
 }
 
 fn default_image_token() -> String {
@@ -119,9 +161,9 @@ impl From<ImageSource> for ImageSourceJson {
     }
 }
 
-impl TryFrom<ImageSourceJson> for ImageSource {
+impl TryFrom<ObjectOnly<ImageSourceJson>> for ImageSource {
     type Error = String;
-    fn try_from(j: ImageSourceJson) -> Result<Self, String> {
+    fn try_from(ObjectOnly(j): ObjectOnly<ImageSourceJson>) -> Result<Self, String> {
         let data = match j.kind.as_str() {
             "data_url" => ImageData::DataUrl(j.value),
             "url" => ImageData::Url(j.value),
@@ -140,42 +182,61 @@ impl TryFrom<ImageSourceJson> for ImageSource {
     }
 }
 
-/// The placeholder offsets of a message: given ones checked, missing ones found by
-/// [`ImageText::scan`].
-fn image_text(
-    content: String,
-    image_token: &str,
+/// The image fields that system, user and tool messages share (`IMAGE_TEXT` in the layout),
+/// written after each role's own fields.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct ImageTextJson {
+    #[serde(default = "default_image_token")]
+    image_token: String,
+    #[serde(default)]
     placeholders: Option<Vec<usize>>,
-    images: usize,
-) -> Result<ImageText, String> {
-    if image_token.is_empty() {
-        return Err("image_token must not be empty".to_owned());
+}
+
+impl ImageTextJson {
+    fn new(image_token: String, placeholders: Vec<usize>) -> Self {
+        ImageTextJson {
+            image_token,
+            placeholders: Some(placeholders),
+        }
     }
-    let Some(placeholders) = placeholders else {
-        return Ok(ImageText::scan(content, image_token, images));
-    };
-    if placeholders.len() > images {
-        return Err(format!(
-            "{} placeholders but only {images} image sources",
-            placeholders.len()
-        ));
-    }
-    let mut cursor = 0;
-    for &at in &placeholders {
-        let points_at_token = content
-            .get(at..)
-            .is_some_and(|rest| rest.starts_with(image_token));
-        if at < cursor || !points_at_token {
+
+    /// `content` with its placeholders (given ones checked, missing ones found by
+    /// [`ImageText::scan`]) and the image token, for a message with `images` image sources.
+    fn read(self, content: String, images: usize) -> Result<(ImageText, String), String> {
+        let ImageTextJson {
+            image_token,
+            placeholders,
+        } = self;
+        if image_token.is_empty() {
+            return Err("image_token must not be empty".to_owned());
+        }
+        let Some(placeholders) = placeholders else {
+            return Ok((ImageText::scan(content, &image_token, images), image_token));
+        };
+        if placeholders.len() > images {
             return Err(format!(
-                "placeholder offset {at} does not start an image_token after the previous one"
+                "{} placeholders but only {images} image sources",
+                placeholders.len()
             ));
         }
-        cursor = at + image_token.len();
+        let mut cursor = 0;
+        for &at in &placeholders {
+            let points_at_token = content
+                .get(at..)
+                .is_some_and(|rest| rest.starts_with(image_token.as_str()));
+            if at < cursor || !points_at_token {
+                return Err(format!(
+                    "placeholder offset {at} does not start an image_token after the previous one"
+                ));
+            }
+            cursor = at + image_token.len();
+        }
+        let text = ImageText {
+            content,
+            placeholders,
+        };
+        Ok((text, image_token))
     }
-    Ok(ImageText {
-        content,
-        placeholders,
-    })
 }
 
 /// A system message as JSON.
@@ -185,12 +246,10 @@ pub struct SystemMessageJson {
     content: String,
     #[serde(default)]
     image_sources: Vec<ImageSource>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "optional_objects")]
     tools: Option<Vec<ToolDefinition>>,
-    #[serde(default = "default_image_token")]
-    image_token: String,
-    #[serde(default)]
-    placeholders: Option<Vec<usize>>,
+    #[serde(flatten)]
+    image_text: ImageTextJson,
 }
 
 impl From<SystemMessage> for SystemMessageJson {
@@ -199,8 +258,7 @@ impl From<SystemMessage> for SystemMessageJson {
             content: m.content,
             image_sources: m.image_sources,
             tools: m.tools,
-            image_token: m.image_token,
-            placeholders: Some(m.placeholders),
+            image_text: ImageTextJson::new(m.image_token, m.placeholders),
         }
     }
 }
@@ -208,13 +266,8 @@ impl From<SystemMessage> for SystemMessageJson {
 impl TryFrom<SystemMessageJson> for SystemMessage {
     type Error = String;
     fn try_from(j: SystemMessageJson) -> Result<Self, String> {
-        let text = image_text(
-            j.content,
-            &j.image_token,
-            j.placeholders,
-            j.image_sources.len(),
-        )?;
-        let mut m = SystemMessage::from_text(text, j.image_sources, j.image_token);
+        let (text, token) = j.image_text.read(j.content, j.image_sources.len())?;
+        let mut m = SystemMessage::from_text(text, j.image_sources, token);
         m.tools = j.tools;
         Ok(m)
     }
@@ -227,10 +280,8 @@ pub struct UserMessageJson {
     content: String,
     #[serde(default)]
     image_sources: Vec<ImageSource>,
-    #[serde(default = "default_image_token")]
-    image_token: String,
-    #[serde(default)]
-    placeholders: Option<Vec<usize>>,
+    #[serde(flatten)]
+    image_text: ImageTextJson,
 }
 
 impl From<UserMessage> for UserMessageJson {
@@ -238,8 +289,7 @@ impl From<UserMessage> for UserMessageJson {
         UserMessageJson {
             content: m.content,
             image_sources: m.image_sources,
-            image_token: m.image_token,
-            placeholders: Some(m.placeholders),
+            image_text: ImageTextJson::new(m.image_token, m.placeholders),
         }
     }
 }
@@ -247,13 +297,8 @@ impl From<UserMessage> for UserMessageJson {
 impl TryFrom<UserMessageJson> for UserMessage {
     type Error = String;
     fn try_from(j: UserMessageJson) -> Result<Self, String> {
-        let text = image_text(
-            j.content,
-            &j.image_token,
-            j.placeholders,
-            j.image_sources.len(),
-        )?;
-        Ok(UserMessage::from_text(text, j.image_sources, j.image_token))
+        let (text, token) = j.image_text.read(j.content, j.image_sources.len())?;
+        Ok(UserMessage::from_text(text, j.image_sources, token))
     }
 }
 
@@ -266,10 +311,8 @@ pub struct ToolMessageJson {
     tool_call_id: Option<String>,
     #[serde(default)]
     image_sources: Vec<ImageSource>,
-    #[serde(default = "default_image_token")]
-    image_token: String,
-    #[serde(default)]
-    placeholders: Option<Vec<usize>>,
+    #[serde(flatten)]
+    image_text: ImageTextJson,
 }
 
 impl From<ToolMessage> for ToolMessageJson {
@@ -278,8 +321,7 @@ impl From<ToolMessage> for ToolMessageJson {
             content: m.content,
             tool_call_id: m.tool_call_id,
             image_sources: m.image_sources,
-            image_token: m.image_token,
-            placeholders: Some(m.placeholders),
+            image_text: ImageTextJson::new(m.image_token, m.placeholders),
         }
     }
 }
@@ -287,17 +329,12 @@ impl From<ToolMessage> for ToolMessageJson {
 impl TryFrom<ToolMessageJson> for ToolMessage {
     type Error = String;
     fn try_from(j: ToolMessageJson) -> Result<Self, String> {
-        let text = image_text(
-            j.content,
-            &j.image_token,
-            j.placeholders,
-            j.image_sources.len(),
-        )?;
+        let (text, token) = j.image_text.read(j.content, j.image_sources.len())?;
         Ok(ToolMessage::from_text(
             text,
             j.tool_call_id,
             j.image_sources,
-            j.image_token,
+            token,
         ))
     }
 }
@@ -306,11 +343,11 @@ impl TryFrom<ToolMessageJson> for ToolMessage {
 #[derive(Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConversationJson {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "objects")]
     messages: Vec<Message>,
     #[serde(default = "default_true")]
     thinking_mode: bool,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "objects")]
     tools: Vec<ToolDefinition>,
     #[serde(default)]
     tool_choice: ToolChoice,
@@ -377,9 +414,9 @@ fn response_format(
     })
 }
 
-impl TryFrom<ConversationJson> for Conversation {
+impl TryFrom<ObjectOnly<ConversationJson>> for Conversation {
     type Error = String;
-    fn try_from(j: ConversationJson) -> Result<Self, String> {
+    fn try_from(ObjectOnly(j): ObjectOnly<ConversationJson>) -> Result<Self, String> {
         Ok(Conversation {
             response_format: response_format(
                 &j.response_format,

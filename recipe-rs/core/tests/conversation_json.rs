@@ -310,3 +310,24 @@ fn deep_nesting_is_an_error_not_a_crash() {
     let ok = format!("{}{}", "[".repeat(100), "]".repeat(100));
     assert!(Conversation::from_json(&format!(r#"{{"response_schema": {ok}}}"#)).is_ok());
 }
+
+#[test]
+fn arrays_never_stand_for_objects() {
+    // serde would read a struct from an array of its fields in order: `[]` was an empty
+    // conversation. Every object of the layout must be an object.
+    let cases = [
+        "[]",
+        r#"[[], true]"#,
+        r#"{"messages": [["user", "hi"]]}"#,
+        r#"{"messages": [{"role": "user", "content": "", "image_sources": [["url", "u"]]}]}"#,
+        r#"{"messages": [{"role": "assistant", "tool_calls": [["i", "n", "{}"]]}]}"#,
+        r#"{"tools": [["t"]]}"#,
+        r#"{"messages": [["assistant", ""]]}"#,
+        r#"{"messages": [{"role": "system", "content": "", "tools": [["t"]]}]}"#,
+    ];
+    for input in cases {
+        let got = err(input);
+        assert!(got.contains("invalid type"), "{input}: {got:?}");
+    }
+    assert!(err("[]").starts_with("invalid type: sequence, expected a JSON object"));
+}

@@ -101,12 +101,37 @@ fn tool(name: &str) -> ToolDefinition {
 }
 
 fn user(content: String) -> Message {
-    Message::User(UserMessage {
+    Message::User(UserMessage::new(content, vec![], IMG))
+}
+
+fn system(content: String) -> Message {
+    Message::System(SystemMessage::new(content, vec![], IMG))
+}
+
+fn assistant(content: String, reasoning: Option<String>, calls: Option<Vec<ToolCall>>) -> Message {
+    Message::Assistant(AssistantMessage {
         content,
-        image_sources: vec![],
-        placeholders: vec![],
-        image_token: IMG.into(),
+        reasoning_content: reasoning,
+        tool_calls: calls,
+        prefix: false,
     })
+}
+
+fn tool_result(content: String, call_id: String) -> Message {
+    Message::Tool(ToolMessage::new(content, Some(call_id), vec![], IMG))
+}
+
+/// An assistant turn with two tool calls ("r" / "c"), answered in call order.
+fn two_calls() -> Step {
+    Step::ToolRound {
+        reasoning: "r".into(),
+        content: "c".into(),
+        n_calls: 2,
+        args: "a".into(),
+        results: vec!["x".into(), "y".into()],
+        shuffle: false,
+        note: None,
+    }
 }
 
 fn apply(conv: &mut Conversation, step: &Step, turn: usize) {
@@ -130,24 +155,18 @@ fn apply(conv: &mut Conversation, step: &Step, turn: usize) {
                     arguments: serde_json::json!({"q": args, "n": i}).to_string(),
                 })
                 .collect();
-            conv.messages.push(Message::Assistant(AssistantMessage {
-                content: content.clone(),
-                reasoning_content: Some(reasoning.clone()),
-                tool_calls: Some(calls.clone()),
-                prefix: false,
-            }));
+            conv.messages.push(assistant(
+                content.clone(),
+                Some(reasoning.clone()),
+                Some(calls.clone()),
+            ));
             let mut order: Vec<usize> = (0..*n_calls).collect();
             if *shuffle {
                 order.reverse();
             }
             for i in order {
-                conv.messages.push(Message::Tool(ToolMessage {
-                    content: results[i % results.len()].clone(),
-                    tool_call_id: Some(calls[i].id.clone()),
-                    image_sources: vec![],
-                    placeholders: vec![],
-                    image_token: IMG.into(),
-                }));
+                let result = results[i % results.len()].clone();
+                conv.messages.push(tool_result(result, calls[i].id.clone()));
             }
             if let Some(n) = note {
                 conv.messages.push(user(n.clone()));
@@ -158,12 +177,8 @@ fn apply(conv: &mut Conversation, step: &Step, turn: usize) {
             content,
             user: u,
         } => {
-            conv.messages.push(Message::Assistant(AssistantMessage {
-                content: content.clone(),
-                reasoning_content: Some(reasoning.clone()),
-                tool_calls: None,
-                prefix: false,
-            }));
+            conv.messages
+                .push(assistant(content.clone(), Some(reasoning.clone()), None));
             conv.messages.push(user(u.clone()));
         }
         Step::Reminder(r) => conv
@@ -171,13 +186,7 @@ fn apply(conv: &mut Conversation, step: &Step, turn: usize) {
             .push(Message::LatestReminder(LatestReminderMessage {
                 content: r.clone(),
             })),
-        Step::System(s) => conv.messages.push(Message::System(SystemMessage {
-            content: s.clone(),
-            image_sources: vec![],
-            placeholders: vec![],
-            tools: None,
-            image_token: IMG.into(),
-        })),
+        Step::System(s) => conv.messages.push(system(s.clone())),
         Step::DropReasoning => {
             for m in &mut conv.messages {
                 if let Message::Assistant(a) = m {
@@ -213,18 +222,9 @@ fn apply(conv: &mut Conversation, step: &Step, turn: usize) {
     }
 }
 
-fn start(system: String, first: String, with_tools: bool, thinking: bool) -> Conversation {
+fn start(system_text: String, first: String, with_tools: bool, thinking: bool) -> Conversation {
     Conversation {
-        messages: vec![
-            Message::System(SystemMessage {
-                content: system,
-                image_sources: vec![],
-                placeholders: vec![],
-                tools: None,
-                image_token: IMG.into(),
-            }),
-            user(first),
-        ],
+        messages: vec![system(system_text), user(first)],
         thinking_mode: thinking,
         tools: if with_tools {
             vec![tool("search"), tool("read_file")]
@@ -355,19 +355,7 @@ fn cause_after(
     };
     let mut session = EncodingSession::new(Encoding::new(version).with_tokenizer(tok.clone()));
     let mut conv = start("sys".into(), "hi".into(), tools, true);
-    apply(
-        &mut conv,
-        &Step::ToolRound {
-            reasoning: "r".into(),
-            content: "c".into(),
-            n_calls: 2,
-            args: "a".into(),
-            results: vec!["x".into(), "y".into()],
-            shuffle: false,
-            note: None,
-        },
-        0,
-    );
+    apply(&mut conv, &two_calls(), 0);
     session.encode(&conv).unwrap();
     change(&mut conv);
     session.encode(&conv).unwrap();
@@ -433,26 +421,17 @@ fn divergence_causes_are_named() {
         TurnMerged
     );
     assert_eq!(
-        cause_after(EncodingVersion::V4, true, |c| c.messages.push(
-            Message::System(SystemMessage {
-                content: "late".into(),
-                image_sources: vec![],
-                placeholders: vec![],
-                tools: None,
-                image_token: IMG.into()
-            })
-        )),
+        cause_after(EncodingVersion::V4, true, |c| c
+            .messages
+            .push(system("late".into()))),
         SystemHoisted
     );
     // Without tools, V4.1 drops the reasoning of the answering turn: `A <think>` becomes `A </think>`.
     assert_eq!(
-        cause_after(v41, false, |c| c.messages.push(Message::Assistant(
-            AssistantMessage {
-                content: "done".into(),
-                reasoning_content: Some("why".into()),
-                tool_calls: None,
-                prefix: false
-            }
+        cause_after(v41, false, |c| c.messages.push(assistant(
+            "done".into(),
+            Some("why".into()),
+            None
         ))),
         ReasoningDroppedByTemplate
     );
@@ -465,19 +444,7 @@ fn reordered_results_without_ids_are_named() {
     let mut session =
         EncodingSession::new(Encoding::new(EncodingVersion::V41).with_tokenizer(toks().1.clone()));
     let mut conv = start("sys".into(), "hi".into(), true, true);
-    apply(
-        &mut conv,
-        &Step::ToolRound {
-            reasoning: "r".into(),
-            content: "c".into(),
-            n_calls: 2,
-            args: "a".into(),
-            results: vec!["x".into(), "y".into()],
-            shuffle: false,
-            note: None,
-        },
-        0,
-    );
+    apply(&mut conv, &two_calls(), 0);
     for m in &mut conv.messages {
         if let Message::Tool(t) = m {
             t.tool_call_id = None;
@@ -503,19 +470,7 @@ fn reordered_results_with_ids_keep_the_prompt() {
     ] {
         let mut session = EncodingSession::new(Encoding::new(version).with_tokenizer(tok.clone()));
         let mut conv = start("sys".into(), "hi".into(), true, true);
-        apply(
-            &mut conv,
-            &Step::ToolRound {
-                reasoning: "r".into(),
-                content: "c".into(),
-                n_calls: 2,
-                args: "a".into(),
-                results: vec!["x".into(), "y".into()],
-                shuffle: false,
-                note: None,
-            },
-            0,
-        );
+        apply(&mut conv, &two_calls(), 0);
         session.encode(&conv).unwrap();
         conv.messages.swap(3, 4);
         session.encode(&conv).unwrap();

@@ -21,6 +21,7 @@ use crate::request::ConversationRequest;
 #[serde(rename = "MessagesRequest")]
 pub struct MessagesRequest {
     pub model: String,
+    #[serde(deserialize_with = "crate::body::de_prepared_list")]
     pub messages: Vec<MessagesMessage>,
     #[serde(default, deserialize_with = "de_system")]
     pub system: Option<Vec<String>>,
@@ -238,8 +239,15 @@ impl MessagesRequest {
         crate::body::from_value(v)
     }
 
+    /// Parse and type a body. The message list is typed while it is read, one message at a
+    /// time, so it never exists as a whole JSON value.
     pub fn from_slice(bytes: &[u8]) -> Result<Self, RequestError> {
-        Self::from_value(crate::body::parse_json_keeping(bytes, Self::body_fields())?)
+        let (value, messages) = crate::body::parse_json_preparing::<MessagesMessage>(
+            bytes,
+            Self::body_fields(),
+            "messages",
+        )?;
+        crate::body::with_prepared(messages, || Self::from_value(value))
     }
 
     /// The top-level body fields this request reads; others are ignored.

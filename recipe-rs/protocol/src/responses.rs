@@ -119,11 +119,22 @@ pub enum ResponsesTextFormat {
     JsonObject,
 }
 
-#[derive(Debug)]
 pub enum ResponsesInput {
     Text(String),
-    Items(Vec<Value>),
+    Items(Vec<InputItem>),
 }
+
+impl std::fmt::Debug for ResponsesInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ResponsesInput::Text(t) => f.debug_tuple("Text").field(t).finish(),
+            ResponsesInput::Items(items) => write!(f, "Items({} items)", items.len()),
+        }
+    }
+}
+
+/// One `input` item, read (and so checked) when the request is read.
+pub struct InputItem(Item);
 
 /// Tools are kept as values, but their shape is checked where the field is read, so a broken
 /// tool is reported in the body's member order (as a typed field would be).
@@ -144,20 +155,52 @@ fn de_tool_choice<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::E
     Ok(choice)
 }
 
+/// `input`: a string, or items read one at a time (each as a value, then typed), so the item
+/// list never exists as a whole JSON value. The first item that fails names the error.
 fn de_input<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ResponsesInput>, D::Error> {
-    use serde::de::Error;
-    match Value::deserialize(d)? {
-        Value::Null => Ok(None),
-        Value::String(s) => Ok(Some(ResponsesInput::Text(s))),
-        Value::Array(items) => {
-            for item in &items {
-                check_item(item).map_err(D::Error::custom)?;
-            }
-            Ok(Some(ResponsesInput::Items(items)))
+    d.deserialize_any(InputVisitor)
+}
+
+struct InputVisitor;
+
+const INPUT_SHAPE: &str = "input should be a string or a list of input items";
+
+impl<'de> serde::de::Visitor<'de> for InputVisitor {
+    type Value = Option<ResponsesInput>;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a string or a list of input items")
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Some(ResponsesInput::Text(v.to_owned())))
+    }
+    fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Some(ResponsesInput::Text(v)))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(item) = seq.next_element::<Value>()? {
+            let item = parse_item(item).map_err(serde::de::Error::custom)?;
+            items.push(InputItem(item));
         }
-        _ => Err(D::Error::custom(
-            "input should be a string or a list of input items",
-        )),
+        Ok(Some(ResponsesInput::Items(items)))
+    }
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Err(E::custom(INPUT_SHAPE))
+    }
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Err(E::custom(INPUT_SHAPE))
+    }
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Err(E::custom(INPUT_SHAPE))
+    }
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Err(E::custom(INPUT_SHAPE))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
+        Err(serde::de::Error::custom(INPUT_SHAPE))
     }
 }
 
@@ -392,10 +435,6 @@ fn parse_item(item: Value) -> Result<Item, String> {
         Some("web_search_call") => Ok(Item::Break),
         Some(_) => Ok(Item::Skip),
     }
-}
-
-fn check_item(item: &Value) -> Result<(), String> {
-    parse_item(item.clone()).map(|_| ())
 }
 
 impl ResponsesRequest {
@@ -1127,7 +1166,7 @@ impl CallGroup {
 }
 
 fn convert_items(
-    items: Vec<Value>,
+    items: Vec<InputItem>,
     version: ModelVersion,
     image_token: &str,
     messages: &mut Vec<Message>,
@@ -1137,7 +1176,7 @@ fn convert_items(
 
     for (i, item) in items.into_iter().enumerate() {
         let path = format!("input[{i}]");
-        let item = parse_item(item).map_err(crate::error::ConversionError::invalid)?;
+        let InputItem(item) = item;
         let call_id = match &item {
             Item::FunctionCall(c) => Some(c.call_id.as_str()),
             Item::FunctionCallOutput(id, _) => id.as_deref(),

@@ -9,185 +9,21 @@
 //!   [`PyConversation::into_core`].
 //! * [`message_to_py`], [`image_source_to_py`], [`PyToolCall`] and [`PyToolDefinition`] turn core
 //!   values into Python objects of the right class.
-//! * [`py_to_json`] / [`json_to_py`] convert between Python values and `serde_json::Value` with
-//!   the error types and messages the official package uses.
+//! * Python values become JSON (tool parameters, response schemas) through [`crate::py_json`].
 //!
 //! Every object is immutable from Python, as in the official package.
 
-use pyo3::exceptions::{PyOverflowError, PyRecursionError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::PyBytes;
 use recipe_core::{
     AssistantMessage, Conversation, ImageData, ImageDetail, ImageSource, LatestReminderMessage,
     Message, ReasoningEffort, ResponseFormat, SpecialToken, SystemMessage, ToolCall, ToolChoice,
     ToolDefinition, ToolMessage, UserMessage,
 };
-use serde_json::{Map, Number, Value};
+use serde_json::Value;
 
-// ---------------------------------------------------------------------------------------------
-// JSON <-> Python
-
-/// Deepest container nesting accepted from Python (the same limit serde_json applies to JSON
-/// text): deeper input raises `RecursionError` instead of exhausting the native stack in this
-/// walk, in the renderer or when the value is dropped.
-pub const MAX_JSON_DEPTH: usize = 128;
-
-/// Convert a Python value (None, bool, int, float, str, list, tuple, dict with str keys) to JSON.
-/// Containers nested deeper than [`MAX_JSON_DEPTH`] raise `RecursionError`.
-pub fn py_to_json(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
-    py_to_json_at(obj, 0, true)
-}
-
-/// Like [`py_to_json`], but of a top-level dict only the members named in `keep` are copied; the
-/// others are checked the same way (same errors) and left out.
-pub fn py_to_json_keeping(obj: &Bound<'_, PyAny>, keep: &[&str]) -> PyResult<Value> {
-    let Ok(d) = obj.downcast::<PyDict>() else {
-        return py_to_json(obj);
-    };
-    let mut map = Map::new();
-    for (k, v) in d.iter() {
-        let key = match k.downcast::<PyString>() {
-            Ok(s) => s.to_cow()?,
-            Err(_) => return Err(PyTypeError::new_err("JSON object keys must be str")),
-        };
-        let kept = keep.contains(&key.as_ref());
-        let value = py_to_json_at(&v, 1, kept)?;
-        if kept {
-            map.insert(key.into_owned(), value);
-        }
-    }
-    Ok(Value::Object(map))
-}
-
-/// `store`: build the value; otherwise only check it and return `Null`.
-fn py_to_json_at(obj: &Bound<'_, PyAny>, depth: usize, store: bool) -> PyResult<Value> {
-    if obj.is_none() {
-        return Ok(Value::Null);
-    }
-    if let Ok(b) = obj.downcast::<PyBool>() {
-        return Ok(Value::Bool(b.is_true()));
-    }
-    if obj.is_instance_of::<PyInt>() {
-        if let Ok(v) = obj.extract::<i64>() {
-            return Ok(Value::Number(v.into()));
-        }
-        if let Ok(v) = obj.extract::<u64>() {
-            return Ok(Value::Number(v.into()));
-        }
-        return Err(PyOverflowError::new_err(
-            "integer is outside the JSON number range",
-        ));
-    }
-    if let Ok(f) = obj.downcast::<PyFloat>() {
-        let v = f.value();
-        return match Number::from_f64(v) {
-            Some(n) => Ok(Value::Number(n)),
-            None => Err(PyValueError::new_err(format!(
-                "{v} is not a finite JSON number"
-            ))),
-        };
-    }
-    if let Ok(s) = obj.downcast::<PyString>() {
-        let text = s.to_cow()?;
-        return Ok(if store {
-            Value::String(text.into_owned())
-        } else {
-            Value::Null
-        });
-    }
-    let is_container = obj.is_instance_of::<PyList>()
-        || obj.is_instance_of::<PyTuple>()
-        || obj.is_instance_of::<PyDict>();
-    if is_container && depth >= MAX_JSON_DEPTH {
-        return Err(PyRecursionError::new_err(format!(
-            "JSON input exceeds the maximum nesting depth of {MAX_JSON_DEPTH}"
-        )));
-    }
-    if let Ok(l) = obj.downcast::<PyList>() {
-        let mut out = Vec::with_capacity(if store { l.len() } else { 0 });
-        for x in l.iter() {
-            let v = py_to_json_at(&x, depth + 1, store)?;
-            if store {
-                out.push(v);
-            }
-        }
-        return Ok(if store {
-            Value::Array(out)
-        } else {
-            Value::Null
-        });
-    }
-    if let Ok(t) = obj.downcast::<PyTuple>() {
-        let mut out = Vec::with_capacity(if store { t.len() } else { 0 });
-        for x in t.iter() {
-            let v = py_to_json_at(&x, depth + 1, store)?;
-            if store {
-                out.push(v);
-            }
-        }
-        return Ok(if store {
-            Value::Array(out)
-        } else {
-            Value::Null
-        });
-    }
-    if let Ok(d) = obj.downcast::<PyDict>() {
-        let mut map = Map::with_capacity(if store { d.len() } else { 0 });
-        for (k, v) in d.iter() {
-            let key = match k.downcast::<PyString>() {
-                Ok(s) => s.to_cow()?,
-                Err(_) => return Err(PyTypeError::new_err("JSON object keys must be str")),
-            };
-            let v = py_to_json_at(&v, depth + 1, store)?;
-            if store {
-                map.insert(key.into_owned(), v);
-            }
-        }
-        return Ok(if store {
-            Value::Object(map)
-        } else {
-            Value::Null
-        });
-    }
-    let name = obj.get_type().name()?;
-    Err(PyTypeError::new_err(format!("{name} is not a JSON value")))
-}
-
-/// Convert JSON to the equivalent Python value (objects become dicts, arrays lists).
-pub fn json_to_py(py: Python<'_>, v: &Value) -> PyResult<PyObject> {
-    Ok(match v {
-        Value::Null => py.None(),
-        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any().unbind(),
-        Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                i.into_pyobject(py)?.into_any().unbind()
-            } else if let Some(u) = n.as_u64() {
-                u.into_pyobject(py)?.into_any().unbind()
-            } else {
-                n.as_f64()
-                    .unwrap_or(f64::NAN)
-                    .into_pyobject(py)?
-                    .into_any()
-                    .unbind()
-            }
-        }
-        Value::String(s) => PyString::new(py, s).into_any().unbind(),
-        Value::Array(a) => {
-            let items = a
-                .iter()
-                .map(|x| json_to_py(py, x))
-                .collect::<PyResult<Vec<_>>>()?;
-            PyList::new(py, items)?.into_any().unbind()
-        }
-        Value::Object(m) => {
-            let d = PyDict::new(py);
-            for (k, x) in m {
-                d.set_item(k, json_to_py(py, x)?)?;
-            }
-            d.into_any().unbind()
-        }
-    })
-}
+use crate::py_json::{json_to_py, py_to_json};
 
 // ---------------------------------------------------------------------------------------------
 // Image sources
@@ -557,12 +393,7 @@ impl PyMessage {
     /// The images of a system, user or tool message, in placeholder order.
     #[getter]
     fn image_sources(&self, py: Python<'_>) -> PyResult<Vec<PyObject>> {
-        match &self.inner {
-            Message::System(m) => image_sources_to_py(py, &m.image_sources),
-            Message::User(m) => image_sources_to_py(py, &m.image_sources),
-            Message::Tool(m) => image_sources_to_py(py, &m.image_sources),
-            _ => Ok(Vec::new()),
-        }
+        image_sources_to_py(py, self.inner.image_sources())
     }
     /// Whether an assistant message is a partial turn that generation continues.
     #[getter]
@@ -612,10 +443,17 @@ fn image_token_arg(image_token: Option<String>) -> PyResult<String> {
 }
 
 fn image_sources_arg(srcs: Option<Vec<PyRef<'_, PyImageSource>>>) -> Vec<ImageSource> {
-    srcs.unwrap_or_default()
-        .iter()
-        .map(|s| s.inner.clone())
-        .collect()
+    srcs.map(|s| inners(&s, |s| &s.inner)).unwrap_or_default()
+}
+
+/// The core values behind a list of Python wrappers.
+fn inners<W: pyo3::PyClass, T: Clone>(items: &[PyRef<'_, W>], inner: impl Fn(&W) -> &T) -> Vec<T> {
+    items.iter().map(|w| inner(w).clone()).collect()
+}
+
+/// What a message constructor returns: its (empty) subclass and the base holding `inner`.
+fn message_parts<T>(subclass: T, inner: Message) -> (T, PyMessage) {
+    (subclass, PyMessage { inner })
 }
 
 /// A system message, optionally announcing updated tool schemas (rendered by V4.1 only).
@@ -641,13 +479,8 @@ impl PySystemMessage {
             image_sources_arg(image_sources),
             image_token_arg(image_token)?,
         );
-        msg.tools = tools.map(|ts| ts.iter().map(|t| t.inner.clone()).collect());
-        Ok((
-            PySystemMessage,
-            PyMessage {
-                inner: Message::System(msg),
-            },
-        ))
+        msg.tools = tools.map(|ts| inners(&ts, |t| &t.inner));
+        Ok(message_parts(PySystemMessage, Message::System(msg)))
     }
     /// The tool schemas this message announces, or `None`.
     #[getter]
@@ -681,12 +514,7 @@ impl PyUserMessage {
             image_sources_arg(image_sources),
             image_token_arg(image_token)?,
         );
-        Ok((
-            PyUserMessage,
-            PyMessage {
-                inner: Message::User(msg),
-            },
-        ))
+        Ok(message_parts(PyUserMessage, Message::User(msg)))
     }
 }
 
@@ -709,15 +537,10 @@ impl PyAssistantMessage {
         let msg = AssistantMessage {
             content,
             reasoning_content,
-            tool_calls: tool_calls.map(|cs| cs.iter().map(|c| c.inner.clone()).collect()),
+            tool_calls: tool_calls.map(|cs| inners(&cs, |c| &c.inner)),
             prefix,
         };
-        (
-            PyAssistantMessage,
-            PyMessage {
-                inner: Message::Assistant(msg),
-            },
-        )
+        message_parts(PyAssistantMessage, Message::Assistant(msg))
     }
 }
 
@@ -743,12 +566,7 @@ impl PyToolMessage {
             image_sources_arg(image_sources),
             image_token_arg(image_token)?,
         );
-        Ok((
-            PyToolMessage,
-            PyMessage {
-                inner: Message::Tool(msg),
-            },
-        ))
+        Ok(message_parts(PyToolMessage, Message::Tool(msg)))
     }
 }
 
@@ -760,12 +578,8 @@ pub struct PyLatestReminderMessage;
 impl PyLatestReminderMessage {
     #[new]
     fn new(#[pyo3(from_py_with = crate::args::string)] content: String) -> (Self, PyMessage) {
-        (
-            PyLatestReminderMessage,
-            PyMessage {
-                inner: Message::LatestReminder(LatestReminderMessage { content }),
-            },
-        )
+        let msg = LatestReminderMessage { content };
+        message_parts(PyLatestReminderMessage, Message::LatestReminder(msg))
     }
 }
 
@@ -897,17 +711,9 @@ impl PyConversation {
         };
         Ok(PyConversation {
             inner: Conversation {
-                messages: messages
-                    .unwrap_or_default()
-                    .iter()
-                    .map(|m| m.inner.clone())
-                    .collect(),
+                messages: inners(&messages.unwrap_or_default(), |m| &m.inner),
                 thinking_mode,
-                tools: tools
-                    .unwrap_or_default()
-                    .iter()
-                    .map(|t| t.inner.clone())
-                    .collect(),
+                tools: inners(&tools.unwrap_or_default(), |t| &t.inner),
                 tool_choice,
                 reasoning_effort,
                 response_format,

@@ -12,6 +12,8 @@ pub mod conversation;
 pub mod encoding;
 pub mod images;
 pub mod protocol;
+mod py_json;
+mod py_serde;
 mod session;
 mod stream;
 mod stream_glue;

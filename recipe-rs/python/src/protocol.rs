@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyString};
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyString};
 use serde_json::Value;
 
 use recipe_core::ResponsesEcho;
@@ -20,7 +20,9 @@ use recipe_protocol::{
     WebSearchBehavior,
 };
 
-use crate::conversation::{py_to_json_keeping, PyConversation};
+use crate::conversation::PyConversation;
+use crate::py_json::py_to_json;
+use crate::py_serde::{from_py, from_py_preparing};
 use crate::vocabulary::{PyModelVersion, PyParsingOptions, PySpecialTokens};
 
 // The class is named and placed exactly as the official one (`_native.ConversionError`, a
@@ -50,15 +52,15 @@ fn consumed() -> PyErr {
     PyRuntimeError::new_err("protocol request has been consumed")
 }
 
-/// A request body: JSON text (`str` / `bytes`) or an already-decoded object. Of a top-level
-/// object only the members in `keep` are kept; the others are checked as fully as the kept ones
-/// (same errors) but not copied, so an unused field costs no memory.
-/// JSON text is read by the request's own `from_slice` (which may type parts of it while reading).
+/// A request body: JSON text (`str` / `bytes`) or an already-decoded object.
+/// JSON text is read by the request's own `from_slice`, an object by `from_py` (see
+/// [`crate::py_serde`]); both keep only the top-level fields the request reads (the others are
+/// checked as fully, with the same errors, but not stored), and both type the request without
+/// holding the whole body as one JSON value.
 fn request_from_body<R>(
     body: &Bound<'_, PyAny>,
-    keep: &[&str],
     from_slice: fn(&[u8]) -> Result<R, RequestError>,
-    from_value: fn(Value) -> Result<R, RequestError>,
+    from_py: fn(&Bound<'_, PyAny>) -> PyResult<Result<R, serde_json::Error>>,
 ) -> PyResult<R> {
     if let Ok(s) = body.downcast::<PyString>() {
         let text = s.to_cow()?;
@@ -70,7 +72,41 @@ fn request_from_body<R>(
     if body.downcast::<PyByteArray>().is_ok() {
         return Err(PyTypeError::new_err("bytearray is not a JSON value"));
     }
-    from_value(py_to_json_keeping(body, keep)?).map_err(request_error)
+    from_py(body)?.map_err(|e| request_error(RequestError::Body(e.to_string())))
+}
+
+fn chat_from_py(
+    body: &Bound<'_, PyAny>,
+) -> PyResult<Result<chat::ChatCompletionRequest, serde_json::Error>> {
+    from_py_preparing::<_, chat::ChatCompletionRequestMessage>(body, "messages")
+}
+
+/// As `ResponsesRequest::from_value`: `reasoning` and `text` are also kept as given (non-null),
+/// for the response objects to echo.
+fn responses_from_py(
+    body: &Bound<'_, PyAny>,
+) -> PyResult<Result<responses::ResponsesRequest, serde_json::Error>> {
+    let mut req = match from_py::<responses::ResponsesRequest>(body)? {
+        Ok(req) => req,
+        Err(e) => return Ok(Err(e)),
+    };
+    if let Ok(d) = body.downcast::<PyDict>() {
+        let raw = |key: &str| -> PyResult<Option<Value>> {
+            match d.get_item(key)? {
+                Some(v) if !v.is_none() => py_to_json(&v).map(Some),
+                _ => Ok(None),
+            }
+        };
+        req.raw_reasoning = raw("reasoning")?;
+        req.raw_text = raw("text")?;
+    }
+    Ok(Ok(req))
+}
+
+fn messages_from_py(
+    body: &Bound<'_, PyAny>,
+) -> PyResult<Result<messages::MessagesRequest, serde_json::Error>> {
+    from_py_preparing::<_, messages::MessagesMessage>(body, "messages")
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -540,7 +576,7 @@ impl PyResponsesEcho {
 /// Declares the Python class of one request format: built from a `dict`, `str` or `bytes` body
 /// (a malformed body is a `ValueError`), with its `model` and a `convert` that consumes it.
 macro_rules! request_class {
-    ($(#[$doc:meta])* $py:ident, $name:literal, $request:ty) => {
+    ($(#[$doc:meta])* $py:ident, $name:literal, $request:ty, $from_py:ident) => {
         $(#[$doc])*
         ///
         /// The body is JSON text (`str` or `bytes`) or the decoded object (a `dict`); a body that
@@ -554,12 +590,7 @@ macro_rules! request_class {
         impl $py {
             #[new]
             fn new(body: &Bound<'_, PyAny>) -> PyResult<Self> {
-                let inner = request_from_body(
-                    body,
-                    <$request>::body_fields(),
-                    <$request>::from_slice,
-                    <$request>::from_value,
-                )?;
+                let inner = request_from_body(body, <$request>::from_slice, $from_py)?;
                 Ok($py { inner: Some(inner) })
             }
             /// The requested model name (read it before `convert`).
@@ -585,15 +616,15 @@ macro_rules! request_class {
 
 request_class!(
     /// A Chat Completions request body; `convert` consumes it.
-    PyChatCompletionRequest, "ChatCompletionRequest", chat::ChatCompletionRequest
+    PyChatCompletionRequest, "ChatCompletionRequest", chat::ChatCompletionRequest, chat_from_py
 );
 request_class!(
     /// An OpenAI Responses request body; `convert` consumes it.
-    PyResponsesRequest, "ResponsesRequest", responses::ResponsesRequest
+    PyResponsesRequest, "ResponsesRequest", responses::ResponsesRequest, responses_from_py
 );
 request_class!(
     /// An Anthropic Messages request body; `convert` consumes it.
-    PyMessagesRequest, "MessagesRequest", messages::MessagesRequest
+    PyMessagesRequest, "MessagesRequest", messages::MessagesRequest, messages_from_py
 );
 
 #[pymethods]
