@@ -101,9 +101,11 @@ class ModelRunner:
     @torch.inference_mode()
     def step(self, batch: ScheduledBatch) -> dict[int, int]:
         """Run ``batch`` through the model; return the token sampled for each sequence that finished its prompt."""
-        rows = [i for i in range(len(batch.seqs)) if batch.samples(i)]
         if not batch.seqs:
             return {}
+        # (batch.samples(i), inlined: this runs for every sequence of every step)
+        rows = [i for i, (seq, n) in enumerate(zip(batch.seqs, batch.num_tokens))
+                if seq.num_computed_tokens + n == len(seq.token_ids)]
         seqs = [batch.seqs[i] for i in rows]
         greedy_tokens = getattr(self.model, "greedy_tokens", None)
         if greedy_tokens is not None and all(s.params.greedy and s.params.logprobs is None for s in seqs):

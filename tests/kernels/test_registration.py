@@ -34,6 +34,8 @@ def _samples():
                              torch.rand(2, t, 7, generator=g) > 0.3, torch.randn(4, generator=g), 0.25)
     yield "compress_pool", (torch.randn(5, 4, d, generator=g), torch.randn(5, 4, d, generator=g))
     yield "sample_tokens", (torch.rand(3, 50, generator=g), torch.rand(3, 50, generator=g) + 0.1)
+    yield "decode_layout", (torch.tensor([0, 9, 40]), torch.tensor([[3, 0, 0], [4, 5, 0], [6, 7, 8]]),
+                            torch.tensor([1, 5, 41]), 16, 8, [4, 16])
 
 
 @pytest.mark.parametrize("name,args", list(_samples()), ids=[n for n, _ in _samples()])
