@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from .kv_cache import read_rows, write_rows
-from .layers.rotary_embedding import apply_rotary, apply_rotary_tables, rotary_tables
+from .layers.rotary_embedding import apply_rotary_tables, rotary_tables
 from .module_changes import generation
 
 #: Positions up to which the rotary tables are kept whole (beyond, each step evaluates its own rows).
@@ -63,7 +63,7 @@ class StepLayout:
         self.positions, self.slots, self.block_size, self.window = positions, slots, block_size, window
         self._per_rate: dict[int, dict[str, torch.Tensor]] = {}
         self._rope: dict[tuple[int, torch.dtype], tuple[torch.Tensor, torch.Tensor]] = {}
-        self._tables: dict[tuple[int, torch.dtype, bool], tuple[torch.Tensor, torch.Tensor]] = {}
+        self._tables: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
         self._rank_lists: dict[int, list[int]] = {}
         width = max(len(t) for t in block_tables)
         self.tables = torch.tensor([t + [0] * (width - len(t)) for t in block_tables], dtype=torch.long, device=dev)
@@ -119,6 +119,16 @@ class StepLayout:
             else:
                 info["w"] = torch.empty(0, dtype=torch.long, device=positions.device)
             self._per_rate[rate] = info
+
+    def window_tables(self, module, rate: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """``rotary_tables(module(w * rate, dtype))`` for the windows of ``rate`` this step closes (entry ``w`` is
+        rotated at its window's first position), once per step: the compressor and the indexer's compressor of
+        every layer with that rate share them."""
+        key = (id(module), rate, dtype, "windows")
+        found = self._tables.get(key)
+        if found is None:
+            found = self._tables[key] = rotary_tables(*module(self.rate_info(rate)["w"] * rate, dtype))
+        return found
 
     def rank_ends_list(self, rate: int) -> list[int]:
         """``(rank_ends // rate).tolist()``, once per step and rate."""
@@ -275,23 +285,13 @@ def _compress(comp, kv_proj: torch.Tensor, gate_proj: torch.Tensor, layout: Step
         write_rows(kv_pool, layout.slots, kv_proj)
         write_rows(gate_pool, layout.slots, gate_proj)
     info = layout.rate_info(comp.rate)
-    n = info["w"].numel()
-    if n:
-        r, d = comp.rate, comp.head_dim
-        kv = read_rows(kv_pool, info["window_slots"].flatten()).view(n, r, -1)
-        gate = read_rows(gate_pool, info["window_slots"].flatten()).view(n, r, -1) + comp.ape
-        if comp.overlap:
-            prior_kv = read_rows(kv_pool, info["prior_slots"].flatten()).view(n, r, -1)[..., :d]
-            prior_gate = (read_rows(gate_pool, info["prior_slots"].flatten()).view(n, r, -1) + comp.ape)[..., :d]
-            has = info["has_prior"].view(n, 1, 1)
-            prior_kv = torch.where(has, prior_kv, torch.zeros_like(prior_kv))
-            prior_gate = torch.where(has, prior_gate, torch.full_like(prior_gate, float("-inf")))
-            kv = torch.cat([prior_kv, kv[..., d:]], dim=1)
-            gate = torch.cat([prior_gate, gate[..., d:]], dim=1)
-        pooled = comp.norm(ops.compress_pool(kv, gate))
-        cos, sin = comp.rope(info["w"] * r, pooled.dtype)
-        # Entry w sits in the row of the token closing its window.
-        write_rows(entry_pool, info["entry_out_slots"], apply_rotary(pooled, cos, sin))
+    if info["w"].numel():
+        # Pool, norm and rotate every window the step closes; entry w sits in the row of the token closing it.
+        # (float32 pools: one native call; other pool dtypes: the op's PyTorch composition)
+        c, s = layout.window_tables(comp.rope, comp.rate, kv_pool.dtype)
+        close = ops.compress_windows if kv_pool.dtype == torch.float32 else ops.compress_windows_reference
+        close(entry_pool, kv_pool, gate_pool, comp.ape, info["window_slots"], info["prior_slots"], info["has_prior"],
+              comp.overlap, comp.norm.weight, comp.norm.eps, c, s, info["entry_out_slots"])
     valid = info["entry_valid"]
     if not read:
         return None, valid
