@@ -22,6 +22,7 @@ from .kv_cache import KVCachePool
 from .layers.hyper_connection import hyper_head
 from .model_runner import StepContext
 from .models.deepseek_v4 import hc_sites, run_layers
+from .module_changes import generation
 
 #: Context length used when the caller gives none (the checkpoint's may be 1M tokens).
 DEFAULT_MAX_MODEL_LEN = 8192
@@ -34,10 +35,23 @@ class BatchedDeepseekV4(nn.Module):
         self.config = model.config
         self.greedy_head = ops.GreedyHead(model.head.weight)
         self._plans: tuple | None = None
+        self._generation = generation()
+        #: The compression rates of the layers (compressors and indexers share their layer's rate).
+        self.rates = tuple(sorted({self.config.compress_rate(i) for i in range(self.config.num_hidden_layers)} - {0}))
 
     def plans(self) -> tuple[list, list]:
         """Each layer's hyper-connection sites (``hc_sites``) and :class:`AttentionPlan`, looked up on the first
-        step and kept: a decode step then reads no module attributes per layer."""
+        step and kept: a decode step then reads no module attributes per layer.
+
+        They hold parameter objects. One integer comparison per step (``module_changes.generation``) finds out
+        whether any parameter, buffer or submodule was registered since (a weight replaced by a new object);
+        then the plans and the greedy head are built again from the modules.
+        """
+        if self._generation != generation():
+            self._plans = None
+            if self.model.head.weight is not self.greedy_head.weight:
+                self.greedy_head = ops.GreedyHead(self.model.head.weight)
+            self._generation = generation()
         if self._plans is None:
             layers = list(self.model.layers)
             self._plans = ([hc_sites(layer) for layer in layers], [AttentionPlan.of(layer.attn) for layer in layers])
@@ -60,7 +74,7 @@ class BatchedDeepseekV4(nn.Module):
         """The normed final hidden state of the rows whose logits are wanted (``None``: no rows)."""
         m, c = self.model, self.config
         layout = StepLayout(positions, ctx.slot_mapping, ctx.query_start_loc, ctx.block_tables, ctx.block_size,
-                            c.sliding_window, getattr(ctx, "prompt_lens", None))
+                            c.sliding_window, getattr(ctx, "prompt_lens", None), self.rates)
         streams = m.embed(input_ids).unsqueeze(1).expand(-1, c.hc_mult, -1).contiguous()
         kv = ctx.kv
         sites, attention_plans = self.plans()

@@ -26,7 +26,8 @@ import torch
 import torch.nn.functional as F
 
 from .kv_cache import read_rows, write_rows
-from .layers.rotary_embedding import apply_rotary, apply_rotary_tables, rotary_tables
+from .layers.rotary_embedding import apply_rotary_tables, rotary_tables
+from .module_changes import generation
 
 #: Positions up to which the rotary tables are kept whole (beyond, each step evaluates its own rows).
 _MAX_TABLE_POSITIONS = 1 << 16
@@ -49,13 +50,27 @@ class StepLayout:
 
     ``starts[b]`` tokens of sequence ``b`` are cached; its ``counts[b]`` new tokens
     sit at ``query_start_loc[b]`` in the flat batch and at ``slots`` in the pool.
+    A decode step (one new token per sequence) gets all its indices, and those of
+    every compression rate in ``rates``, from one ``ops.decode_layout`` call; other
+    steps (and decode steps with ``one_call=False``, which the tests compare with it)
+    build them from tensor operations here (``rate_info`` on first use).
     """
 
     def __init__(self, positions: torch.Tensor, slots: torch.Tensor, query_start_loc: list[int],
                  block_tables: list[list[int]], block_size: int, window: int,
-                 prompt_lens: list[int] | None = None) -> None:
+                 prompt_lens: list[int] | None = None, rates: tuple[int, ...] = (), one_call: bool = True) -> None:
         dev = positions.device
         self.positions, self.slots, self.block_size, self.window = positions, slots, block_size, window
+        self._per_rate: dict[int, dict[str, torch.Tensor]] = {}
+        self._rope: dict[tuple[int, torch.dtype], tuple[torch.Tensor, torch.Tensor]] = {}
+        self._tables: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
+        self._rank_lists: dict[int, list[int]] = {}
+        width = max(len(t) for t in block_tables)
+        self.tables = torch.tensor([t + [0] * (width - len(t)) for t in block_tables], dtype=torch.long, device=dev)
+        self.q_index = self.q_rows = None
+        if one_call and query_start_loc[-1] == len(block_tables):  # every sequence adds one token: a decode step
+            self._decode(prompt_lens, rates)
+            return
         counts = [b - a for a, b in zip(query_start_loc[:-1], query_start_loc[1:])]
         self.num_seqs, self.t_max = len(counts), max(counts)
         loc = torch.tensor(query_start_loc[:-1], dtype=torch.long, device=dev)
@@ -68,13 +83,10 @@ class StepLayout:
         if prompt_lens is not None:
             prompt = torch.tensor(prompt_lens, dtype=torch.long, device=dev)
             self.rank_ends = torch.where(self.ends <= prompt, prompt, self.ends)
-        width = max(len(t) for t in block_tables)
-        self.tables = torch.tensor([t + [0] * (width - len(t)) for t in block_tables], dtype=torch.long, device=dev)
         t = torch.arange(self.t_max, device=dev)[None, :]
-        # Every sequence adds the same number of tokens (decode steps): padding is a plain view, and the
-        # gather indices below are not needed.
+        # Every sequence adds the same number of tokens: padding is a plain view, and the gather indices below
+        # are not needed.
         self.uniform = all(n == self.t_max for n in counts)
-        self.q_index = self.q_rows = None
         if not self.uniform:
             q_valid = t < self.counts[:, None]  # [B, Tq]
             self.q_index = (loc[:, None] + t).clamp_max(positions.numel() - 1)  # flat index of (b, t)
@@ -88,9 +100,42 @@ class StepLayout:
         self.key_slots = self.rows_to_slots(key_pos.clamp_max(self.ends[:, None] - 1))
         qp, kp = self.q_pos[:, :, None], key_pos[:, None, :]
         self.window_visible = (k < k_count[:, None])[:, None, :] & (kp <= qp) & (kp > qp - window)  # [B, Tq, K]
-        self._per_rate: dict[int, dict[str, torch.Tensor]] = {}
-        self._rope: dict[tuple[int, torch.dtype], tuple[torch.Tensor, torch.Tensor]] = {}
-        self._tables: dict[tuple[int, torch.dtype, bool], tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def _decode(self, prompt_lens: list[int] | None, rates: tuple[int, ...]) -> None:
+        """A decode step's layout from one ``decode_layout`` call (the same tensors as the general path), with
+        each rate of ``rates``' entry indices computed up front."""
+        positions = self.positions
+        self.num_seqs, self.t_max, self.uniform = positions.numel(), 1, True
+        self.starts, self.ends, self.q_pos = positions, positions + 1, positions[:, None]
+        prompt = None if prompt_lens is None else torch.tensor(prompt_lens, dtype=torch.long, device=positions.device)
+        found = ops.decode_layout(positions, self.tables, prompt, self.block_size, self.window, list(rates))
+        self.rank_ends, self.key_slots, self.window_visible = found[:3]
+        closing = found[-1].tolist()
+        for j, rate in enumerate(rates):
+            entry_slots, entry_valid, threshold = found[3 + 3 * j: 6 + 3 * j]
+            info = {"entry_slots": entry_slots, "entry_valid": entry_valid, "threshold": threshold}
+            if closing[j]:
+                info.update(self._windows(rate))
+            else:
+                info["w"] = torch.empty(0, dtype=torch.long, device=positions.device)
+            self._per_rate[rate] = info
+
+    def window_tables(self, module, rate: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """``rotary_tables(module(w * rate, dtype))`` for the windows of ``rate`` this step closes (entry ``w`` is
+        rotated at its window's first position), once per step: the compressor and the indexer's compressor of
+        every layer with that rate share them."""
+        key = (id(module), rate, dtype, "windows")
+        found = self._tables.get(key)
+        if found is None:
+            found = self._tables[key] = rotary_tables(*module(self.rate_info(rate)["w"] * rate, dtype))
+        return found
+
+    def rank_ends_list(self, rate: int) -> list[int]:
+        """``(rank_ends // rate).tolist()``, once per step and rate."""
+        found = self._rank_lists.get(rate)
+        if found is None:
+            found = self._rank_lists[rate] = (self.rank_ends // rate).tolist()
+        return found
 
     def rope(self, module, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
         """``module(positions, dtype)`` for the step's tokens, computed once per step."""
@@ -155,9 +200,17 @@ class StepLayout:
         }
         if int(n_new.sum()) == 0:  # no window closes in this step (most decode steps)
             info["w"] = torch.empty(0, dtype=torch.long, device=dev)
-            self._per_rate[rate] = info
-            return info
-        # Every window closed in this step, as (sequence, entry index) pairs.
+        else:
+            info.update(self._windows(rate))
+        self._per_rate[rate] = info
+        return info
+
+    def _windows(self, rate: int) -> dict[str, torch.Tensor]:
+        """Every compression window of ``rate`` closed by this step's tokens, as (sequence, entry index) pairs:
+        the entry indices ``w`` and the pool rows the pooling reads and writes."""
+        dev = self.positions.device
+        done, total = self.starts // rate, self.ends // rate
+        n_new = total - done
         win_seq = torch.repeat_interleave(torch.arange(self.num_seqs, device=dev), n_new)
         first = torch.repeat_interleave(done, n_new)
         offset = torch.arange(win_seq.numel(), device=dev) - torch.repeat_interleave(torch.cumsum(n_new, 0) - n_new,
@@ -165,15 +218,13 @@ class StepLayout:
         w = first + offset
         offs = torch.arange(rate, device=dev)[None, :]
         sub = self.tables[win_seq]
-        info.update({
+        return {
             "w": w,
             "window_slots": self.rows_to_slots(w[:, None] * rate + offs, sub),
             "prior_slots": self.rows_to_slots(((w[:, None] - 1) * rate + offs).clamp_min(0), sub),
             "has_prior": w > 0,
             "entry_out_slots": self.rows_to_slots(((w + 1) * rate - 1)[:, None], sub).flatten(),
-        })
-        self._per_rate[rate] = info
-        return info
+        }
 
 
 class FusedLinears:
@@ -193,6 +244,7 @@ class FusedLinears:
             self.offsets.append(self.offsets[-1] + width)
         self._key = None
         self._weight: torch.Tensor | None = None
+        self.generation = generation()  # module registrations seen when the linears were looked up
 
     def __call__(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         return self.full(x).split(self.splits, dim=-1)
@@ -210,7 +262,7 @@ class FusedLinears:
 
 def _input_projections(attn) -> FusedLinears:
     fused = getattr(attn, "fused_inputs", None)
-    if fused is None:
+    if fused is None or fused.generation != generation():
         linears = [attn.wq_a, attn.wkv]
         if attn.compressor is not None:
             linears += [attn.compressor.wkv, attn.compressor.wgate]
@@ -233,23 +285,13 @@ def _compress(comp, kv_proj: torch.Tensor, gate_proj: torch.Tensor, layout: Step
         write_rows(kv_pool, layout.slots, kv_proj)
         write_rows(gate_pool, layout.slots, gate_proj)
     info = layout.rate_info(comp.rate)
-    n = info["w"].numel()
-    if n:
-        r, d = comp.rate, comp.head_dim
-        kv = read_rows(kv_pool, info["window_slots"].flatten()).view(n, r, -1)
-        gate = read_rows(gate_pool, info["window_slots"].flatten()).view(n, r, -1) + comp.ape
-        if comp.overlap:
-            prior_kv = read_rows(kv_pool, info["prior_slots"].flatten()).view(n, r, -1)[..., :d]
-            prior_gate = (read_rows(gate_pool, info["prior_slots"].flatten()).view(n, r, -1) + comp.ape)[..., :d]
-            has = info["has_prior"].view(n, 1, 1)
-            prior_kv = torch.where(has, prior_kv, torch.zeros_like(prior_kv))
-            prior_gate = torch.where(has, prior_gate, torch.full_like(prior_gate, float("-inf")))
-            kv = torch.cat([prior_kv, kv[..., d:]], dim=1)
-            gate = torch.cat([prior_gate, gate[..., d:]], dim=1)
-        pooled = comp.norm(ops.compress_pool(kv, gate))
-        cos, sin = comp.rope(info["w"] * r, pooled.dtype)
-        # Entry w sits in the row of the token closing its window.
-        write_rows(entry_pool, info["entry_out_slots"], apply_rotary(pooled, cos, sin))
+    if info["w"].numel():
+        # Pool, norm and rotate every window the step closes; entry w sits in the row of the token closing it.
+        # (float32 pools: one native call; other pool dtypes: the op's PyTorch composition)
+        c, s = layout.window_tables(comp.rope, comp.rate, kv_pool.dtype)
+        close = ops.compress_windows if kv_pool.dtype == torch.float32 else ops.compress_windows_reference
+        close(entry_pool, kv_pool, gate_pool, comp.ape, info["window_slots"], info["prior_slots"], info["has_prior"],
+              comp.overlap, comp.norm.weight, comp.norm.eps, c, s, info["entry_out_slots"])
     valid = info["entry_valid"]
     if not read:
         return None, valid
@@ -281,7 +323,7 @@ def _index(indexer, projections: tuple, q_latent: torch.Tensor, layout: StepLayo
     threshold = info["threshold"]
     scores = ops.indexer_scores(layout.pad(q), layout.pad(head_weights), pools[2], info["entry_slots"], threshold,
                                 indexer.head_dim**-0.5, indexer.n_heads**-0.5)
-    picked = ops.top_entries(scores, indexer.topk, (layout.rank_ends // indexer.rate).tolist())
+    picked = ops.top_entries(scores, indexer.topk, layout.rank_ends_list(indexer.rate))
     picked = torch.where(picked < threshold[..., None], picked, torch.full_like(picked, n))
     allowed = torch.zeros((b, layout.t_max, n + 1), dtype=torch.bool, device=dev)
     allowed.scatter_(2, picked, True)
@@ -298,11 +340,13 @@ class AttentionPlan:
     A decode step calls ``attention`` once per layer; resolving some thirty module attributes
     (``nn.Module.__getattr__``) and the argument lists of ``ops.attn_front`` / ``ops.attn_back`` on every call
     cost as much as the attention kernel on small models. The plan holds the module's parameter objects, so
-    in-place weight updates (``copy_``, ``load_state_dict``) are seen; a parameter replaced by a new object
-    after the first step is not (build the engine after loading the weights).
+    in-place weight updates (``copy_``, ``load_state_dict``) are seen; a parameter or submodule replaced by a
+    new object is seen through :mod:`..module_changes`: ``of`` rebuilds a plan older than the last module
+    registration.
     """
 
     def __init__(self, attn) -> None:
+        self.generation = generation()
         self.layer_idx = attn.layer_idx
         self.rope = attn.rope
         self.fused = _input_projections(attn)
@@ -323,9 +367,10 @@ class AttentionPlan:
 
     @staticmethod
     def of(attn) -> AttentionPlan:
-        """The plan of ``attn``, built on first use and kept as a plain attribute (no module: never saved)."""
+        """The plan of ``attn``, built on first use (and after a module change) and kept as a plain attribute
+        (no module: never saved)."""
         plan = getattr(attn, "attention_plan", None)
-        if plan is None:
+        if plan is None or plan.generation != generation():
             plan = attn.attention_plan = AttentionPlan(attn)
         return plan
 

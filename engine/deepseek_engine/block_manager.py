@@ -147,8 +147,10 @@ class BlockManager:
         if not self.enable_prefix_caching:
             return
         done = self._num_hashed.get(seq.seq_id, 0)
+        full = min(seq.num_computed_tokens, len(seq.token_ids)) // self.block_size
+        if full <= done:  # no block filled since the last commit (most decode steps)
+            return
         prev = self._last_hash.get(seq.seq_id)
-        full = min(seq.num_computed_tokens, len(seq)) // self.block_size
         for i in range(done, full):
             ids = seq.token_ids[i * self.block_size : (i + 1) * self.block_size]
             prev = chain_hash(prev, ids)

@@ -75,21 +75,23 @@ class ModelRunner:
             ctx_lens.append(begin + n)
         dev = self.device
         logits_indices = None
-        if not all_logits:
+        # Every token sampled (a decode step where each sequence samples): all rows, which ``None`` says without
+        # an index tensor and a gather.
+        if not all_logits and not (len(sample_rows) == len(seqs) == starts[-1]):
             logits_indices = torch.tensor([starts[i + 1] - 1 for i in sample_rows], dtype=torch.long, device=dev)
+        # ids, positions and slots as one tensor, split into three views
+        input_ids, pos, slot_mapping = torch.tensor([ids, positions, slots], dtype=torch.long, device=dev)
         ctx = StepContext(
             kv=self.kv,
             block_size=bs,
             query_start_loc=starts,
             context_lens=ctx_lens,
             block_tables=[s.block_table for s in seqs],
-            slot_mapping=torch.tensor(slots, dtype=torch.long, device=dev),
+            slot_mapping=slot_mapping,
             logits_indices=logits_indices,
             prompt_lens=[s.num_prompt_tokens for s in seqs],
             seq_states=[s.model_state for s in seqs],
         )
-        input_ids = torch.tensor(ids, dtype=torch.long, device=dev)
-        pos = torch.tensor(positions, dtype=torch.long, device=dev)
         return input_ids, pos, ctx
 
     @torch.inference_mode()
@@ -101,9 +103,11 @@ class ModelRunner:
     @torch.inference_mode()
     def step(self, batch: ScheduledBatch) -> dict[int, int]:
         """Run ``batch`` through the model; return the token sampled for each sequence that finished its prompt."""
-        rows = [i for i in range(len(batch.seqs)) if batch.samples(i)]
         if not batch.seqs:
             return {}
+        # (batch.samples(i), inlined: this runs for every sequence of every step)
+        rows = [i for i, (seq, n) in enumerate(zip(batch.seqs, batch.num_tokens))
+                if seq.num_computed_tokens + n == len(seq.token_ids)]
         seqs = [batch.seqs[i] for i in rows]
         greedy_tokens = getattr(self.model, "greedy_tokens", None)
         if greedy_tokens is not None and all(s.params.greedy and s.params.logprobs is None for s in seqs):

@@ -76,18 +76,25 @@ class Scheduler:
         counts: list[int] = []
         preempted = False
 
-        queue = list(self.running)
+        # The running sequences in admission order: running[i:end] are still to be scheduled; preemption takes
+        # the newest of them (running[end - 1]).
+        running, i, end = self.running, 0, len(self.running)
+        slots_per_block = self.block_manager.block_size
         kept: list[Sequence] = []
-        while queue:
-            seq = queue.pop(0)
-            n = min(seq.num_uncomputed_tokens, budget)
+        while i < end:
+            seq = running[i]
+            i += 1
+            n = min(len(seq.token_ids) - seq.num_computed_tokens, budget)
             if n == 0:
                 kept.append(seq)
                 continue
-            while not self.block_manager.ensure_slots(seq, seq.num_computed_tokens + n):
+            needed = seq.num_computed_tokens + n
+            # (Most decode steps stay inside the last block: no block manager call.)
+            while needed > len(seq.block_table) * slots_per_block and not self.block_manager.ensure_slots(seq, needed):
                 preempted = True
-                if queue:
-                    self._preempt(queue.pop())
+                if i < end:
+                    end -= 1
+                    self._preempt(running[end])
                 else:
                     self._preempt(seq)
                     seq = None
@@ -123,10 +130,11 @@ class Scheduler:
         Returns the sequences that finished in this step (their blocks are released).
         """
         finished: list[Sequence] = []
-        for i, seq in enumerate(batch.seqs):
+        commit = self.block_manager.commit
+        for seq, n in zip(batch.seqs, batch.num_tokens):
             token = sampled.get(seq.seq_id)
-            seq.num_computed_tokens += batch.num_tokens[i]
-            self.block_manager.commit(seq)
+            seq.num_computed_tokens += n
+            commit(seq)
             if token is None:
                 continue
             seq.token_ids.append(token)

@@ -131,3 +131,30 @@ def test_weights_changed_in_place_between_steps_are_used():
     after = llm.generate([prompt], params)[0].token_ids
     assert after == greedy(m, torch.tensor(prompt), 12)
     assert after != before
+
+
+def test_weights_replaced_by_new_objects_between_steps_are_used():
+    # Parameters and submodules assigned anew (not edited in place) after the first steps: the kept plans,
+    # stacked MoE weights, fused input projections and the greedy head must follow them.
+    m = load_model(PLAIN)
+    llm = LLM.from_model(m, max_model_len=512, enable_prefix_caching=False)
+    prompt = ref_prompt(0)
+    params = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
+    before = llm.generate([prompt], params)[0].token_ids
+    assert before == ref_output(0)[:12]
+    with torch.no_grad():
+        for layer in m.layers:
+            layer.attn.wo_b.weight = torch.nn.Parameter(layer.attn.wo_b.weight * -1.5)
+            layer.ffn.experts.w2 = torch.nn.Parameter(layer.ffn.experts.w2 * 2.0)
+            layer.hc_ffn_base = torch.nn.Parameter(layer.hc_ffn_base + 0.3)
+            wq_a = torch.nn.Linear(*reversed(layer.attn.wq_a.weight.shape), bias=False)
+            wq_a.weight.copy_(layer.attn.wq_a.weight * 0.5)
+            layer.attn.wq_a = wq_a
+    after = llm.generate([prompt], params)[0].token_ids
+    assert after == greedy(m, torch.tensor(prompt), 12)
+    assert after != before
+    with torch.no_grad():
+        m.head.weight = torch.nn.Parameter(-m.head.weight)
+    flipped = llm.generate([prompt], params)[0].token_ids
+    assert flipped == greedy(m, torch.tensor(prompt), 12)
+    assert flipped != after

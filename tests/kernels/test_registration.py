@@ -34,6 +34,12 @@ def _samples():
                              torch.rand(2, t, 7, generator=g) > 0.3, torch.randn(4, generator=g), 0.25)
     yield "compress_pool", (torch.randn(5, 4, d, generator=g), torch.randn(5, 4, d, generator=g))
     yield "sample_tokens", (torch.rand(3, 50, generator=g), torch.rand(3, 50, generator=g) + 0.1)
+    yield "compress_windows", (torch.randn(4, 4, d, generator=g), torch.randn(4, 4, 2 * d, generator=g),
+                               torch.randn(4, 4, 2 * d, generator=g), torch.randn(4, 2 * d, generator=g),
+                               torch.tensor([[4, 5, 6, 7]]), torch.tensor([[0, 1, 2, 3]]), torch.tensor([True]), True,
+                               torch.rand(d, generator=g), 1e-6, torch.ones(1, 8), torch.zeros(1, 8), torch.tensor([7]))
+    yield "decode_layout", (torch.tensor([0, 9, 40]), torch.tensor([[3, 0, 0], [4, 5, 0], [6, 7, 8]]),
+                            torch.tensor([1, 5, 41]), 16, 8, [4, 16])
 
 
 @pytest.mark.parametrize("name,args", list(_samples()), ids=[n for n, _ in _samples()])

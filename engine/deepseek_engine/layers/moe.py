@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from deepseek_engine.config import DeepseekV4ModelConfig
+from deepseek_engine.module_changes import generation
 
 
 def clamped_swiglu(gate: torch.Tensor, up: torch.Tensor, limit: float) -> torch.Tensor:
@@ -102,19 +103,21 @@ class DeepseekV4MoE(nn.Module):
         return self.experts(x, experts, weights) + self.shared_experts(x)
 
     def _plan(self) -> _DensePlan:
-        """The parameters and settings ``forward`` reads, looked up once (a plain attribute: never saved)."""
+        """The parameters and settings ``forward`` reads, looked up once and again after a module change (a plain
+        attribute: never saved)."""
         plan = getattr(self, "dense_plan", None)
-        if plan is None:
+        if plan is None or plan.generation != generation():
             plan = self.dense_plan = _DensePlan(self)
         return plan
 
     def _stacked(self, plan: _DensePlan | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Router, gate and up weights of all experts (routed, then shared) as one matrix; down weights stacked."""
-        params = (plan or self._plan()).params
-        key = tuple((p.data_ptr(), p._version) for p in params)
+        plan = plan or self._plan()
+        # The plan's generation too: a replacement parameter may reuse a freed address at the same version.
+        key = (plan.generation, *((p.data_ptr(), p._version) for p in plan.params))
         cached = getattr(self, "stacked_weights", None)
         if cached is None or cached[0] != key:
-            router, w1, w3, w2, s1, s3, s2 = (p.detach() for p in params)
+            router, w1, w3, w2, s1, s3, s2 = (p.detach() for p in plan.params)
             with torch.no_grad():
                 up = torch.cat([router, w1.flatten(0, 1), s1, w3.flatten(0, 1), s3], dim=0)
                 down = torch.cat([w2, s2[None]], dim=0).transpose(1, 2).contiguous()  # [E + 1, I, H]
@@ -138,10 +141,11 @@ class DeepseekV4MoE(nn.Module):
 
 class _DensePlan:
     """What ``DeepseekV4MoE`` reads per call: its parameter objects (in-place updates are seen through their
-    versions; a parameter replaced by a new object after the first call is not), its router module and its
-    routing settings."""
+    versions; a replaced parameter through the module-change ``generation``, which makes ``_plan`` build a new
+    plan), its router module and its routing settings."""
 
     def __init__(self, moe: DeepseekV4MoE) -> None:
+        self.generation = generation()
         gate, experts, shared = moe.gate, moe.experts, moe.shared_experts
         self.params = (gate.weight, experts.w1, experts.w3, experts.w2, shared.w1.weight, shared.w3.weight,
                        shared.w2.weight)

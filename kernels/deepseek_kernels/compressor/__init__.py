@@ -1,12 +1,15 @@
-"""``compress_pool(kv, gate)``: pooling of a compressor's window (see ``reference.py``).
+"""``compress_pool(kv, gate)``: pooling of a compressor's window; ``compress_windows``: every window a step
+closes, pooled, normed, rotated and stored in the paged entry pool in one call (see ``reference.py``).
 
-CPU: ``cpu.cpp``; CUDA / Ascend: ``triton.py``.
+CPU: ``cpu.cpp`` (``compress_windows`` runs the code of ``compress_pool``, ``rms_norm`` and ``rope`` on rows it
+gathers itself, float32 pools); CUDA / Ascend: ``triton.py`` for ``compress_pool``, the PyTorch reference for
+``compress_windows`` (a few dozen windows per step: the pooling kernel is the GPU part).
 """
 
 from __future__ import annotations
 
-from .._registry import entry_point, fake, triton_impl
-from .reference import compress_pool_reference
+from .._registry import device_impl, entry_point, fake, triton_impl
+from .reference import compress_pool_reference, compress_windows_reference
 
 
 @fake("compress_pool")
@@ -20,4 +23,16 @@ triton_impl("compress_pool", "compressor.triton", "compress_pool_triton")
 compress_pool = entry_point("compress_pool", compress_pool_reference)
 
 
-__all__ = ["compress_pool", "compress_pool_reference"]
+@fake("compress_windows")
+def _(entry_pool, kv_pool, gate_pool, ape, window_slots, prior_slots, has_prior, overlap, norm_weight, eps, c, s,
+      out_slots):
+    return None
+
+
+device_impl("compress_windows", compress_windows_reference, "PyTorch reference")
+
+
+compress_windows = entry_point("compress_windows", compress_windows_reference)
+
+
+__all__ = ["compress_pool", "compress_pool_reference", "compress_windows", "compress_windows_reference"]

@@ -13,4 +13,5 @@
 #include "../rms_norm/cpu.cpp"
 #include "../rope/cpu.cpp"
 #include "../sampling/cpu.cpp"
+#include "../step_layout/cpu.cpp"
 #include "../v41_compress/cpu.cpp"
