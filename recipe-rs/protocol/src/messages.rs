@@ -879,9 +879,9 @@ fn convert(req: MessagesRequest, options: &ConversionOptions) -> ConvResult<Conv
         MessagesToolChoice::Tool { name } => RequestToolChoice::Named(name),
         MessagesToolChoice::None => RequestToolChoice::None,
     });
-    common::drop_tools_for_none(&mut declared, &choice)?;
+    common::drop_tools_for_none(&mut declared, &choice);
     common::check_tools(&mut declared)?;
-    let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;
+    let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking)?;
     let tools = common::finish_tools(declared)?;
     announce_tools(&mut messages, announced, &tools.tools);
     let stop = req.stop_sequences.unwrap_or_default();

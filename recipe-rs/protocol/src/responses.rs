@@ -978,9 +978,9 @@ fn convert(req: ResponsesRequest, options: &ConversionOptions) -> ConvResult<Con
         },
         Some(_) => None,
     };
-    common::drop_tools_for_none(&mut declared, &choice)?;
+    common::drop_tools_for_none(&mut declared, &choice);
     common::check_tools(&mut declared)?;
-    let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking, true)?;
+    let (declared, tool_choice) = common::apply_tool_choice(declared, choice, thinking)?;
     // The response schema is checked (strict: normalised) before the tool list is finished.
     let strict_response_schema = match req.text.as_ref().and_then(|t| t.format.as_ref()) {
         Some(ResponsesTextFormat::JsonSchema { schema, strict, .. }) => {
