@@ -89,6 +89,12 @@ pub trait RequestFormat {
         declared: &[DeclaredTool],
     ) -> ConvResult<Vec<Message>>;
 
+    /// Whether the request counts as declaring tools for the reasoning policy (then every
+    /// assistant turn after the last user message needs its reasoning).
+    fn declares_tools(&self, declared: &[DeclaredTool]) -> bool {
+        !declared.is_empty()
+    }
+
     /// Checks on the converted messages that come before the tool choice.
     fn check_messages(&mut self, _messages: &[Message]) -> ConvResult<()> {
         Ok(())
@@ -166,7 +172,7 @@ pub fn convert<F: RequestFormat>(
         options.reasoning_content_behavior,
         common::ReasoningField {
             name: F::REASONING_FIELD,
-            tools_declared: !declared.is_empty(),
+            tools_declared: format.declares_tools(&declared),
         },
     )?;
     format.check_messages(&messages)?;

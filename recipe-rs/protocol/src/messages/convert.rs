@@ -23,6 +23,8 @@ pub(super) struct MessagesConversion {
     req: MessagesRequest,
     /// Mid-conversation system messages (by index) and the tools they announce.
     announced: Vec<(usize, Vec<String>)>,
+    /// Whether a server tool (web search) was declared, even if it is left out.
+    server_tools: bool,
 }
 
 impl MessagesConversion {
@@ -30,6 +32,7 @@ impl MessagesConversion {
         MessagesConversion {
             req,
             announced: Vec::new(),
+            server_tools: false,
         }
     }
 }
@@ -67,6 +70,7 @@ impl RequestFormat for MessagesConversion {
                 {
                     return reject(format!("tools[{i}]: server tools are not supported"));
                 }
+                self.server_tools = true;
                 continue;
             }
             let name = obj
@@ -96,6 +100,12 @@ impl RequestFormat for MessagesConversion {
             );
         }
         Ok(declared)
+    }
+
+    /// A declared server tool counts too, though it is left out of the tool list (as the
+    /// official package counts it).
+    fn declares_tools(&self, declared: &[DeclaredTool]) -> bool {
+        !declared.is_empty() || self.server_tools
     }
 
     fn convert_messages(

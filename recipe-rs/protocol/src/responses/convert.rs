@@ -307,10 +307,11 @@ fn convert_items(
                 }
             }
             Item::FunctionCallOutput(None, content) => {
-                // It ends the run of calls before it (which must be answered by then) and
+                // Its parts are read first (their errors come before an unanswered call's);
+                // then it ends the run of calls before it (which must be answered by then) and
                 // stands alone as a tool message.
-                group.close(messages)?;
                 let parts = content_parts(content, &path, version, false, "output")?;
+                group.close(messages)?;
                 let (text, image_sources) = common::join_parts(parts, version, image_token, &path);
                 messages.push(Message::Tool(ToolMessage::from_text(
                     text,
