@@ -730,6 +730,19 @@ def found_by_differential_cases():
                                       {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBE"}}]},
          {"role": "system", "content": "mid system"}, ma],
         dict(drop_reject, responses_web_search="Reject"), tools=[web], output_config={"effort": "minimal"})
+
+    # Two namespaces of one name declaring the same tool: the later flattened name takes the
+    # first free suffix (_1, _2, ...); plain function names are never taken by a namespace.
+    for tools in ([ns("ns", fn("a")), ns("ns", fn("a"))], [ns("ns", fn("a")), ns("ns", fn("a")), ns("ns", fn("a"))],
+                  [fn("ns__a"), ns("ns", fn("a"))], [ns("ns", fn("a")), fn("ns__a")],
+                  [ns("ns", fn("a")), ns("ns", fn("a")), fn("ns__a_1")], [fn("ns__a_1"), ns("ns", fn("a")), ns("ns", fn("a"))],
+                  [ns("ns", fn("a")), ns("ns", fn("a")), ns("ns", fn("a_1"))], [ns("ns", fn("a"), fn("b")), ns("ns", fn("b"), fn("a"))],
+                  [dict(ns("ns", fn("a", description="d1")), description="N1"), dict(ns("ns", fn("a", description="d2")), description="N2")]):
+        for model in (PRO, FLASH):
+            add("responses", {"model": model, "input": "hi", "tools": tools})
+    for name in ("ns__a_1", "ns::a_1", "ns__a"):
+        add("responses", {"model": FLASH, "input": "hi", "tools": [ns("ns", fn("a")), ns("ns", fn("a"))],
+                          "tool_choice": {"type": "function", "name": name}, "reasoning": {"effort": "none"}})
     return cases
 
 

@@ -1,7 +1,7 @@
 //! Declared Responses tools: functions, namespaces (flattened into functions), the
 //! `apply_patch` custom tool and the web search server tools.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use serde_json::{Map, Value};
 
@@ -60,6 +60,7 @@ pub(super) fn declared_tools(
     names_only: bool,
 ) -> ConvResult<(Vec<DeclaredTool>, NamespaceMap)> {
     let mut out = Vec::new();
+    let mut taken = plain_function_names(tools);
     let mut map = NamespaceMap::new();
     for (i, tool) in tools.iter().enumerate() {
         let Some(obj) = tool.as_object() else {
@@ -110,7 +111,8 @@ pub(super) fn declared_tools(
                         }
                         (_, d) => d,
                     };
-                    let full = format!("{ns}{}{local}", rules.namespace_separator);
+                    let base = format!("{ns}{}{local}", rules.namespace_separator);
+                    let full = free_name(base, &mut taken);
                     map.insert(full.clone(), (ns.clone(), local));
                     let tool = function_tool(t, full, description);
                     out.push(tool);
@@ -139,4 +141,32 @@ pub(super) fn declared_tools(
         }
     }
     Ok((out, map))
+}
+
+/// The names of the plain (not namespaced) function tools: a flattened namespace name may not
+/// take one of them.
+fn plain_function_names(tools: &[Value]) -> HashSet<String> {
+    tools
+        .iter()
+        .filter_map(Value::as_object)
+        .filter(|o| o.get("type").and_then(Value::as_str) == Some("function"))
+        .filter_map(|o| str_field(o, "name"))
+        .collect()
+}
+
+/// `base`, or if that is taken (by a plain function or an earlier namespaced tool) the first of
+/// `base_1`, `base_2`, … that is free, as the official package renames a repeated namespaced
+/// tool; the name is then taken.
+fn free_name(base: String, taken: &mut HashSet<String>) -> String {
+    if taken.insert(base.clone()) {
+        return base;
+    }
+    let mut k = 1;
+    loop {
+        let candidate = format!("{base}_{k}");
+        if taken.insert(candidate.clone()) {
+            return candidate;
+        }
+        k += 1;
+    }
 }
