@@ -743,6 +743,15 @@ def found_by_differential_cases():
     for name in ("ns__a_1", "ns::a_1", "ns__a"):
         add("responses", {"model": FLASH, "input": "hi", "tools": [ns("ns", fn("a")), ns("ns", fn("a"))],
                           "tool_choice": {"type": "function", "name": name}, "reasoning": {"effort": "none"}})
+
+    # Refused web search with errors in the input: a web_search tool is refused where the tools
+    # are read (before the input), a web_search tool choice after the input.
+    ws_reject = {"responses_web_search": "Reject"}
+    ftp_message = {"role": "user", "content": ftp_parts}
+    for items in ([u, ftp_message], [u, {"role": "user", "content": [{"type": "input_image", "file_id": "f"}]}], [u, fc], []):
+        add("responses", {"model": FLASH, "input": items, "tools": [{"type": "web_search"}]}, ws_reject)
+        add("responses", {"model": FLASH, "input": items, "tools": [fn("f"), {"type": "web_search_2025_08_26"}]}, ws_reject)
+        add("responses", {"model": FLASH, "input": items, "tools": [fn("f")], "tool_choice": {"type": "web_search"}}, ws_reject)
     return cases
 
 
