@@ -116,33 +116,36 @@ impl RequestFormat for MessagesConversion {
         if self.req.messages.is_empty() {
             return reject("messages: at least one message is required");
         }
-        let (options, version) = (cx.options, cx.version);
-        let image_token = cx.image_token.clone();
-        let mut messages: Vec<Message> = Vec::new();
+        let mut turns = Turns {
+            cx,
+            messages: Vec::new(),
+            announced: Vec::new(),
+        };
         if let Some(system) = self.req.system.take() {
             let text = ImageText::plain(system.join("\n\n"));
-            messages.push(Message::System(SystemMessage::from_text(
-                text,
-                Vec::new(),
-                image_token.as_str(),
-            )));
+            turns.push_system(text, Vec::new());
         }
         let request_messages = std::mem::take(&mut self.req.messages);
-        let mut previous_calls: Vec<String> = Vec::new();
         let n_messages = request_messages.len();
-        // Mid-conversation system messages (by index) and the tools they announce.
-        let mut announced: Vec<(usize, Vec<String>)> = Vec::new();
+        // Calls of the previous turn: the next turn must answer every one of them.
+        let mut previous_calls: Vec<String> = Vec::new();
         for (i, m) in request_messages.into_iter().enumerate() {
             let (role, content) = m.split();
-            let m = Msg { role, content };
             // (An empty system turn is dropped instead.)
-            if m.content.is_empty() && !matches!(m.role, Role::System) {
+            if content.is_empty() && !matches!(role, Role::System) {
                 return reject(format!(
                     "messages.{i}: all messages must have non-empty content"
                 ));
             }
-            let answered_here: Vec<String> = m
-                .content
+            let owed = std::mem::take(&mut previous_calls);
+            if matches!(role, Role::System) {
+                turns.system_turn(content, i, declared)?;
+                if !owed.is_empty() {
+                    return reject(unanswered_calls(&format!("messages.{i}: "), &owed));
+                }
+                continue;
+            }
+            let answered_here: Vec<String> = content
                 .iter()
                 .filter_map(|b| match b {
                     MessagesContentBlock::ToolResult { tool_use_id, .. } => {
@@ -151,190 +154,31 @@ impl RequestFormat for MessagesConversion {
                     _ => None,
                 })
                 .collect();
-            let owed = std::mem::take(&mut previous_calls);
-            let mut calls_here = Vec::new();
-            if matches!(m.role, Role::System) {
-                // A mid-conversation system turn is one message: its text, image and document blocks
-                // joined. V4 has no such turn: the text becomes a user reminder (images as the
-                // unsupported-image text); an empty one leaves nothing to remind of.
-                let (parts, added) = match system_parts(m.content, i, version, declared) {
-                    Ok(p) => p,
-                    Err(e) => return reject(e),
-                };
-                let (text, image_sources) =
-                    common::join_parts(parts, version, &image_token, &format!("messages.{i}"));
-                if version.profile().conversion.system_turn == SystemTurn::System {
-                    if !added.is_empty() {
-                        announced.push((messages.len(), added));
-                    }
-                    messages.push(Message::System(SystemMessage::from_text(
-                        text,
-                        image_sources,
-                        image_token.as_str(),
-                    )));
-                } else if !text.content.is_empty() {
-                    let reminder = ImageText::plain(format!(
-                        "<system-reminder>\n{}\n</system-reminder>",
-                        text.content
-                    ));
-                    messages.push(Message::User(UserMessage::from_text(
-                        reminder,
-                        Vec::new(),
-                        image_token.as_str(),
-                    )));
+            let calls_here = match role {
+                Role::Assistant => turns.assistant_turn(content, i)?,
+                _ => {
+                    turns.user_turn(content, i, role, &owed)?;
+                    Vec::new()
                 }
-                if !owed.is_empty() {
-                    return reject(format!(
-                        "messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
-                        owed.join(", ")
-                    ));
-                }
-                previous_calls = calls_here;
-                continue;
-            }
-            match m.role {
-                Role::User | Role::System => {
-                    let mut texts: Vec<String> = Vec::new();
-                    for (j, block) in m.content.into_iter().enumerate() {
-                        let path = format!("messages.{i}.content[{j}]");
-                        // Blocks are read in order: a misplaced one fails where it stands.
-                        if let Some(e) = block.misplaced_outside_assistant(i, m.role) {
-                            return reject(e);
-                        }
-                        match block {
-                            MessagesContentBlock::Text { text } => texts.push(text),
-                            MessagesContentBlock::Image { source } => {
-                                let validate = common::shows_images(version);
-                                let data = match image_from_source(&source, validate) {
-                                    Ok(d) => d,
-                                    Err(m) => return reject(format!("{path}: {m}")),
-                                };
-                                if let Some(data) = data {
-                                    if !common::shows_images(version) {
-                                        texts.push(common::UNSUPPORTED_IMAGE.to_owned());
-                                    } else {
-                                        flush_user(&mut texts, &mut messages, &image_token, m.role);
-                                        let mut text = ImageText::default();
-                                        text.push_placeholder(&image_token);
-                                        let source = ImageSource {
-                                            data,
-                                            detail: ImageDetail::default(),
-                                            path,
-                                        };
-                                        messages.push(Message::User(UserMessage::from_text(
-                                            text,
-                                            vec![source],
-                                            image_token.as_str(),
-                                        )));
-                                    }
-                                }
-                            }
-                            MessagesContentBlock::Document { source } => {
-                                let mt = source.media_type.unwrap_or_else(|| "unknown".to_owned());
-                                texts.push(format!("[Unsupported document type: {mt}]"));
-                            }
-                            MessagesContentBlock::ToolResult {
-                                tool_use_id,
-                                content,
-                            } => {
-                                if !owed.contains(&tool_use_id) {
-                                    return reject(format!(
-                                        "unexpected `messages.{i}.content.{j}: tool_use_id` found in `tool_result` blocks: {tool_use_id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
-                                    ));
-                                }
-                                flush_user(&mut texts, &mut messages, &image_token, m.role);
-                                let parts = match tool_result_parts(
-                                    content,
-                                    &format!("messages.{i}.content.{j}.tool_result"),
-                                    version,
-                                ) {
-                                    Ok(p) => p,
-                                    Err(e) => return reject(e),
-                                };
-                                let path = format!("messages.{i}.content.{j}.tool_result");
-                                let (text, image_sources) =
-                                    common::join_parts(parts, version, &image_token, &path);
-                                messages.push(Message::Tool(ToolMessage::from_text(
-                                    text,
-                                    Some(tool_use_id),
-                                    image_sources,
-                                    image_token.as_str(),
-                                )));
-                            }
-                            // Rejected above (see `misplaced_outside_assistant`).
-                            MessagesContentBlock::ServerToolUse { .. }
-                            | MessagesContentBlock::WebSearchToolResult { .. }
-                            | MessagesContentBlock::Thinking { .. }
-                            | MessagesContentBlock::ToolUse { .. }
-                            | MessagesContentBlock::ToolAddition { .. } => {}
-                        }
-                        if !texts.is_empty() {
-                            flush_user(&mut texts, &mut messages, &image_token, m.role);
-                        }
-                    }
-                    flush_user(&mut texts, &mut messages, &image_token, m.role);
-                }
-                Role::Assistant => {
-                    let mut texts = Vec::new();
-                    let mut reasoning: Option<String> = None;
-                    let mut calls = Vec::new();
-                    for block in m.content {
-                        match block {
-                            MessagesContentBlock::Text { text } => texts.push(text),
-                            MessagesContentBlock::Thinking { thinking, .. } => {
-                                reasoning = Some(thinking)
-                            }
-                            MessagesContentBlock::ToolUse { id, name, input } => {
-                                calls_here.push(id.clone());
-                                calls.push(ToolCall {
-                                    id,
-                                    name,
-                                    arguments: spaced_json(&input),
-                                });
-                            }
-                            MessagesContentBlock::ServerToolUse { .. }
-                            | MessagesContentBlock::WebSearchToolResult { .. }
-                                if options.messages_web_search == WebSearchBehavior::Reject =>
-                            {
-                                return reject(SERVER_BLOCK_REJECTED);
-                            }
-                            MessagesContentBlock::ToolAddition { .. } => {
-                                return reject(tool_addition_misplaced(i));
-                            }
-                            _ => {}
-                        }
-                    }
-                    messages.push(Message::Assistant(AssistantMessage {
-                        content: texts.join("\n\n"),
-                        reasoning_content: reasoning,
-                        tool_calls: if calls.is_empty() { None } else { Some(calls) },
-                        prefix: false,
-                    }));
-                }
-            }
-            let missing: Vec<&str> = owed
-                .iter()
-                .map(String::as_str)
-                .filter(|id| !answered_here.iter().any(|a| a == id))
+            };
+            let missing: Vec<String> = owed
+                .into_iter()
+                .filter(|id| !answered_here.contains(id))
                 .collect();
             if !missing.is_empty() {
-                return reject(format!(
-                    "messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
-                    missing.join(", ")
-                ));
+                return reject(unanswered_calls(&format!("messages.{i}: "), &missing));
             }
             previous_calls = calls_here;
         }
         // Calls of a final assistant turn are never answered.
         if !previous_calls.is_empty() {
-            return reject(format!(
-                "messages.{}:`tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
-                n_messages - 1,
-                previous_calls.join(", ")
+            return reject(unanswered_calls(
+                &format!("messages.{}:", n_messages - 1),
+                &previous_calls,
             ));
         }
-        self.announced = announced;
-        Ok(messages)
+        self.announced = turns.announced;
+        Ok(turns.messages)
     }
 
     fn tool_choice(&mut self, _cx: &Context) -> ConvResult<Option<RequestToolChoice>> {
@@ -400,11 +244,6 @@ fn announce_tools(
     }
 }
 
-struct Msg {
-    role: Role,
-    content: Vec<MessagesContentBlock>,
-}
-
 fn flush_user(texts: &mut Vec<String>, messages: &mut Vec<Message>, image_token: &str, role: Role) {
     if texts.is_empty() {
         return;
@@ -416,4 +255,195 @@ fn flush_user(texts: &mut Vec<String>, messages: &mut Vec<Message>, image_token:
         _ => Message::User(UserMessage::from_text(text, Vec::new(), image_token)),
     };
     messages.push(msg);
+}
+
+/// The error for calls of the previous turn that `ids` names as unanswered (`at` names the
+/// turn, with the official package's spacing).
+fn unanswered_calls(at: &str, ids: &[String]) -> String {
+    format!(
+        "{at}`tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
+        ids.join(", ")
+    )
+}
+
+/// The conversation messages written from the request's turns, in order.
+struct Turns<'a> {
+    cx: &'a Context<'a>,
+    messages: Vec<Message>,
+    /// Mid-conversation system messages (by index) and the tools they announce.
+    announced: Vec<(usize, Vec<String>)>,
+}
+
+impl Turns<'_> {
+    fn push_system(&mut self, text: ImageText, image_sources: Vec<ImageSource>) {
+        let msg = SystemMessage::from_text(text, image_sources, self.cx.image_token.as_str());
+        self.messages.push(Message::System(msg));
+    }
+
+    /// A mid-conversation system turn (message `i`) is one message: its text, image and
+    /// document blocks joined. V4 has no such turn: the text becomes a user reminder (images as
+    /// the unsupported-image text); an empty one leaves nothing to remind of.
+    fn system_turn(
+        &mut self,
+        content: Vec<MessagesContentBlock>,
+        i: usize,
+        declared: &[DeclaredTool],
+    ) -> ConvResult<()> {
+        let version = self.cx.version;
+        let image_token = self.cx.image_token.as_str();
+        let (parts, added) = system_parts(content, i, version, declared).map_err(invalid)?;
+        let (text, image_sources) =
+            common::join_parts(parts, version, image_token, &format!("messages.{i}"));
+        if version.profile().conversion.system_turn == SystemTurn::System {
+            if !added.is_empty() {
+                self.announced.push((self.messages.len(), added));
+            }
+            self.push_system(text, image_sources);
+        } else if !text.content.is_empty() {
+            let reminder = ImageText::plain(format!(
+                "<system-reminder>\n{}\n</system-reminder>",
+                text.content
+            ));
+            self.messages.push(Message::User(UserMessage::from_text(
+                reminder,
+                Vec::new(),
+                image_token,
+            )));
+        }
+        Ok(())
+    }
+
+    /// A user turn (message `i`): runs of text and document blocks become user messages; each
+    /// image (V4.1) and each tool result (answering one of `owed`) its own message, in order.
+    fn user_turn(
+        &mut self,
+        content: Vec<MessagesContentBlock>,
+        i: usize,
+        role: Role,
+        owed: &[String],
+    ) -> ConvResult<()> {
+        let version = self.cx.version;
+        let image_token = self.cx.image_token.clone();
+        let messages = &mut self.messages;
+        let mut texts: Vec<String> = Vec::new();
+        for (j, block) in content.into_iter().enumerate() {
+            let path = format!("messages.{i}.content[{j}]");
+            // Blocks are read in order: a misplaced one fails where it stands.
+            if let Some(e) = block.misplaced_outside_assistant(i, role) {
+                return reject(e);
+            }
+            match block {
+                MessagesContentBlock::Text { text } => texts.push(text),
+                MessagesContentBlock::Image { source } => {
+                    let validate = common::shows_images(version);
+                    let data = match image_from_source(&source, validate) {
+                        Ok(d) => d,
+                        Err(m) => return reject(format!("{path}: {m}")),
+                    };
+                    if let Some(data) = data {
+                        if !common::shows_images(version) {
+                            texts.push(common::UNSUPPORTED_IMAGE.to_owned());
+                        } else {
+                            flush_user(&mut texts, messages, &image_token, role);
+                            let mut text = ImageText::default();
+                            text.push_placeholder(&image_token);
+                            let source = ImageSource {
+                                data,
+                                detail: ImageDetail::default(),
+                                path,
+                            };
+                            messages.push(Message::User(UserMessage::from_text(
+                                text,
+                                vec![source],
+                                image_token.as_str(),
+                            )));
+                        }
+                    }
+                }
+                MessagesContentBlock::Document { source } => {
+                    let mt = source.media_type.unwrap_or_else(|| "unknown".to_owned());
+                    texts.push(format!("[Unsupported document type: {mt}]"));
+                }
+                MessagesContentBlock::ToolResult {
+                    tool_use_id,
+                    content,
+                } => {
+                    if !owed.contains(&tool_use_id) {
+                        return reject(format!(
+                            "unexpected `messages.{i}.content.{j}: tool_use_id` found in `tool_result` blocks: {tool_use_id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+                        ));
+                    }
+                    flush_user(&mut texts, messages, &image_token, role);
+                    let path = format!("messages.{i}.content.{j}.tool_result");
+                    let parts = tool_result_parts(content, &path, version).map_err(invalid)?;
+                    let (text, image_sources) =
+                        common::join_parts(parts, version, &image_token, &path);
+                    messages.push(Message::Tool(ToolMessage::from_text(
+                        text,
+                        Some(tool_use_id),
+                        image_sources,
+                        image_token.as_str(),
+                    )));
+                }
+                // Rejected above (see `misplaced_outside_assistant`).
+                MessagesContentBlock::ServerToolUse { .. }
+                | MessagesContentBlock::WebSearchToolResult { .. }
+                | MessagesContentBlock::Thinking { .. }
+                | MessagesContentBlock::ToolUse { .. }
+                | MessagesContentBlock::ToolAddition { .. } => {}
+            }
+            if !texts.is_empty() {
+                flush_user(&mut texts, messages, &image_token, role);
+            }
+        }
+        flush_user(&mut texts, messages, &image_token, role);
+        Ok(())
+    }
+
+    /// An assistant turn (message `i`) is one assistant message; returns the IDs of its calls.
+    fn assistant_turn(
+        &mut self,
+        content: Vec<MessagesContentBlock>,
+        i: usize,
+    ) -> ConvResult<Vec<String>> {
+        let mut texts = Vec::new();
+        let mut reasoning: Option<String> = None;
+        let mut calls = Vec::new();
+        let mut ids = Vec::new();
+        for block in content {
+            match block {
+                MessagesContentBlock::Text { text } => texts.push(text),
+                MessagesContentBlock::Thinking { thinking, .. } => reasoning = Some(thinking),
+                MessagesContentBlock::ToolUse { id, name, input } => {
+                    ids.push(id.clone());
+                    calls.push(ToolCall {
+                        id,
+                        name,
+                        arguments: spaced_json(&input),
+                    });
+                }
+                MessagesContentBlock::ServerToolUse { .. }
+                | MessagesContentBlock::WebSearchToolResult { .. }
+                    if self.cx.options.messages_web_search == WebSearchBehavior::Reject =>
+                {
+                    return reject(SERVER_BLOCK_REJECTED);
+                }
+                MessagesContentBlock::ToolAddition { .. } => {
+                    return reject(tool_addition_misplaced(i));
+                }
+                _ => {}
+            }
+        }
+        self.messages.push(Message::Assistant(AssistantMessage {
+            content: texts.join("\n\n"),
+            reasoning_content: reasoning,
+            tool_calls: if calls.is_empty() { None } else { Some(calls) },
+            prefix: false,
+        }));
+        Ok(ids)
+    }
+}
+
+fn invalid(message: String) -> crate::error::ConversionError {
+    crate::error::ConversionError::invalid(message)
 }
