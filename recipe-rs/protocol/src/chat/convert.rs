@@ -327,6 +327,7 @@ fn convert_message(
     })
 }
 
+/// The official message for a string field that must not be empty.
 fn empty_string_error(field: &str) -> String {
     format!("Invalid '{field}': empty string. Expected a string with minimum length 1, but got an empty string instead.")
 }

@@ -73,6 +73,8 @@ pub struct Assembly {
     pub stream: bool,
 }
 
+/// The converted request: the output constraint (tool calls first, else the response format),
+/// the parser settings and the backend's sampling values.
 pub fn assemble(a: Assembly, options: &ConversionOptions) -> ConversationRequest {
     let tools_active = !a.tools.is_empty() && a.tool_choice != ToolChoice::None;
     let required = tools_active && a.tool_choice == ToolChoice::Required;

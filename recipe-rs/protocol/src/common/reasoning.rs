@@ -49,6 +49,8 @@ pub fn apply_reasoning_policy(
     Ok(())
 }
 
+/// Where the output starts in thinking mode: continuing a prefilled answer or reasoning, or at
+/// the start of the reasoning.
 pub fn thinking_stage(messages: &[Message], thinking: bool) -> Option<ThinkingInitialStage> {
     if !thinking {
         return None;

@@ -4,6 +4,7 @@ use recipe_core::ModelVersion;
 
 use crate::error::{reject, ConvResult};
 
+/// Temperature must lie in [0, 2].
 pub fn check_temperature(t: Option<f32>) -> ConvResult<()> {
     match t {
         Some(t) if !(0.0..=2.0).contains(&t) => {
@@ -13,6 +14,7 @@ pub fn check_temperature(t: Option<f32>) -> ConvResult<()> {
     }
 }
 
+/// top_p must lie in (0, 1].
 pub fn check_top_p(p: Option<f32>) -> ConvResult<()> {
     match p {
         Some(p) if !(p > 0.0 && p <= 1.0) => {
@@ -22,6 +24,7 @@ pub fn check_top_p(p: Option<f32>) -> ConvResult<()> {
     }
 }
 
+/// max_tokens must lie in [1, bound].
 pub fn check_max_tokens(m: Option<u32>, bound: u32) -> ConvResult<()> {
     match m {
         Some(m) if m < 1 || m > bound => reject(format!(
@@ -31,6 +34,7 @@ pub fn check_max_tokens(m: Option<u32>, bound: u32) -> ConvResult<()> {
     }
 }
 
+/// Thinking mode always samples at temperature 1.
 pub fn resolve_temperature(thinking: bool, requested: Option<f32>) -> f32 {
     if thinking {
         1.0
@@ -39,6 +43,7 @@ pub fn resolve_temperature(thinking: bool, requested: Option<f32>) -> f32 {
     }
 }
 
+/// The top_p the backend gets (the model version's rule).
 pub fn resolve_top_p(
     version: ModelVersion,
     thinking: bool,

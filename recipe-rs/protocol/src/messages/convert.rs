@@ -244,6 +244,8 @@ fn announce_tools(
     }
 }
 
+/// Push the collected texts (joined by blank lines) as one user message, or one system
+/// message in a system turn.
 fn flush_user(texts: &mut Vec<String>, messages: &mut Vec<Message>, image_token: &str, role: Role) {
     if texts.is_empty() {
         return;
@@ -444,6 +446,7 @@ impl Turns<'_> {
     }
 }
 
+/// A block-level error message as a conversion error.
 fn invalid(message: String) -> crate::error::ConversionError {
     crate::error::ConversionError::invalid(message)
 }

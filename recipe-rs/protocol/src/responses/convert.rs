@@ -156,6 +156,8 @@ fn developer_as_user(version: ModelVersion) -> bool {
     version.profile().conversion.developer_message == DeveloperMessage::User
 }
 
+/// Text and image parts of a message's content or an output (`field` names it in messages:
+/// `content` or `output`); V4.1 refuses images without a usable source, V4 shows them as text.
 fn content_parts(
     content: Content,
     path: &str,
@@ -247,6 +249,8 @@ fn content_parts(
     Ok(parts)
 }
 
+/// The input items as messages, appended to `messages`: calls grouped into assistant turns
+/// with their outputs, reasoning items carried onto the next assistant turn.
 fn convert_items(
     items: Vec<Value>,
     version: ModelVersion,
