@@ -696,6 +696,62 @@ def found_by_differential_cases():
         msg([mu, {"role": "assistant", "content": "x"}], reject, model=model)
         msg([mu, {"role": "assistant", "content": "x"}, mu], reject, model=model, tools=[n_tool])
         msg([mu, {"role": "assistant", "content": "x"}, {"role": "system", "content": "s"}], reject, model=model)
+
+    # Responses: an output without call_id has its parts read before the calls before it are
+    # found unanswered (seed 701 mutated, input[12]).
+    ftp_parts = [{"type": "input_text", "text": "a"}, {"type": "input_image", "image_url": "ftp://bad/a.png"}]
+    no_id = {"type": "function_call_output", "output": "x"}
+    for model in (PRO, FLASH):
+        for items in ([u, fc, dict(no_id, output=ftp_parts)], [u, fc, dict(no_id, output=[{"type": "input_image", "file_id": "f"}])],
+                      [u, fc, dict(no_id, output=[{"type": "input_image"}])], [u, fc, no_id, {"role": "user", "content": ftp_parts}],
+                      [u, fc, dict(fc, call_id="c2"), dict(fco, call_id="c2"), dict(no_id, output=ftp_parts)],
+                      [u, fc, {"role": "user", "content": ftp_parts}]):
+            add("responses", {"model": model, "input": items})
+    add("responses", {"model": FLASH, "input": [
+        u, {"type": "function_call", "call_id": "q10", "name": "f", "arguments": "{}"},
+        {"type": "function_call", "call_id": "a11", "name": "f", "arguments": "{}"},
+        {"type": "function_call", "call_id": "z12", "name": "f", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "z12", "output": "o"}, dict(no_id, output=ftp_parts),
+        {"type": "function_call_output", "call_id": "a11", "output": ""}], "tools": [fn("f")]}, {"responses_web_search": "Reject"})
+
+    # Messages: a declared server tool (dropped from the tool list) still counts as declaring
+    # tools for the reasoning policy (seed 717).
+    web = {"type": "web_search_20250305", "name": "web_search"}
+    drop_reject = dict(reject, messages_web_search="Drop", default_thinking_mode=True)
+    ma = {"role": "assistant", "content": "x"}
+    ms = {"role": "system", "content": "s"}
+    for model in (PRO, FLASH):
+        for messages in ([mu, ma], [mu, ms, ma], [mu, ma, ms], [mu, ma, mu], [ma], [mu, ma, ms, mu]):
+            msg(messages, drop_reject, model=model, tools=[web])
+        msg([mu, ma], drop_reject, model=model, tools=[])
+        msg([mu, ma], dict(drop_reject, default_thinking_mode=False), model=model, tools=[web])
+    msg([{"role": "user", "content": "What is 2+2?"}, {"role": "user", "content": "json"}, ma,
+         {"role": "user", "content": [{"type": "text", "text": "<｜image｜>"},
+                                      {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBE"}}]},
+         {"role": "system", "content": "mid system"}, ma],
+        dict(drop_reject, responses_web_search="Reject"), tools=[web], output_config={"effort": "minimal"})
+
+    # Two namespaces of one name declaring the same tool: the later flattened name takes the
+    # first free suffix (_1, _2, ...); plain function names are never taken by a namespace.
+    for tools in ([ns("ns", fn("a")), ns("ns", fn("a"))], [ns("ns", fn("a")), ns("ns", fn("a")), ns("ns", fn("a"))],
+                  [fn("ns__a"), ns("ns", fn("a"))], [ns("ns", fn("a")), fn("ns__a")],
+                  [ns("ns", fn("a")), ns("ns", fn("a")), fn("ns__a_1")], [fn("ns__a_1"), ns("ns", fn("a")), ns("ns", fn("a"))],
+                  [ns("ns", fn("a")), ns("ns", fn("a")), ns("ns", fn("a_1"))], [ns("ns", fn("a"), fn("b")), ns("ns", fn("b"), fn("a"))],
+                  [dict(ns("ns", fn("a", description="d1")), description="N1"), dict(ns("ns", fn("a", description="d2")), description="N2")]):
+        for model in (PRO, FLASH):
+            add("responses", {"model": model, "input": "hi", "tools": tools})
+    for name in ("ns__a_1", "ns::a_1", "ns__a"):
+        add("responses", {"model": FLASH, "input": "hi", "tools": [ns("ns", fn("a")), ns("ns", fn("a"))],
+                          "tool_choice": {"type": "function", "name": name}, "reasoning": {"effort": "none"}})
+
+    # Refused web search with errors in the input: a web_search tool is refused where the tools
+    # are read (before the input), a web_search tool choice after the input.
+    ws_reject = {"responses_web_search": "Reject"}
+    ftp_message = {"role": "user", "content": ftp_parts}
+    for items in ([u, ftp_message], [u, {"role": "user", "content": [{"type": "input_image", "file_id": "f"}]}], [u, fc], []):
+        add("responses", {"model": FLASH, "input": items, "tools": [{"type": "web_search"}]}, ws_reject)
+        add("responses", {"model": FLASH, "input": items, "tools": [fn("f"), {"type": "web_search_2025_08_26"}]}, ws_reject)
+        add("responses", {"model": FLASH, "input": items, "tools": [fn("f")], "tool_choice": {"type": "web_search"}}, ws_reject)
     return cases
 
 

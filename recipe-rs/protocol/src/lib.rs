@@ -10,6 +10,7 @@
 pub mod body;
 pub mod chat;
 pub mod common;
+pub mod driver;
 pub mod error;
 pub mod messages;
 pub mod options;
