@@ -28,12 +28,10 @@ CASES = [
     # request and are kept: at 10 MB they cost about 2.1x (Chat, Responses) and 2.3x (Messages),
     # down from 5.8x, 5.3x and 3.8x; at 30 MB 2.4-2.9x.
     *[(shape, fmt, "object", 4.0) for shape in SHAPES for fmt in FORMATS],
-    ("nested_arrays", "chat", "text", 4.0),
-    # Read from JSON text, each Chat or Messages message is typed as soon as it is parsed (never
-    # the whole list as a JSON value): about 2.1x / 2.3x at 10 MB and 2.4x / 2.9x at 30 MB, down
-    # from 4.3-4.5x. (Responses text still parses `input` into one JSON value first: ~4.4x.)
-    ("messages", "chat", "text", 4.0),
-    ("messages", "messages", "text", 4.0),
+    # Read from JSON text, every shape in every format: each Chat or Messages message and each
+    # Responses input item is typed as soon as it is parsed (never the whole list as a JSON
+    # value); long message lists cost about 2.1-2.3x at 10 MB, down from 4.3-4.5x.
+    *[(shape, fmt, "text", 4.0) for shape in SHAPES for fmt in FORMATS],
 ]
 
 

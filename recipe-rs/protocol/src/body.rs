@@ -85,7 +85,9 @@ pub fn with_prepared<E: 'static, R>(prepared: Option<Prepared<E>>, f: impl FnOnc
     out
 }
 
-fn take_prepared<E: 'static>() -> Option<Prepared<E>> {
+/// The list [`parse_json_preparing`] read for the field being typed, if there is one (for
+/// fields whose own deserializer is not [`de_prepared_list`]).
+pub(crate) fn take_prepared<E: 'static>() -> Option<Prepared<E>> {
     PREPARED.with(|p| {
         let mut slot = p.borrow_mut();
         match slot.take()?.downcast::<Prepared<E>>() {

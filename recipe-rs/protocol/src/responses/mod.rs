@@ -31,8 +31,12 @@ impl ResponsesRequest {
         Ok(req)
     }
 
+    /// Parse and type a body. The `input` items are typed while they are read, one at a time,
+    /// so the item list never exists as a whole JSON value.
     pub fn from_slice(bytes: &[u8]) -> Result<Self, RequestError> {
-        Self::from_value(crate::body::parse_json_keeping(bytes, Self::body_fields())?)
+        let (value, items) =
+            crate::body::parse_json_preparing::<InputItem>(bytes, Self::body_fields(), "input")?;
+        crate::body::with_prepared(items, || Self::from_value(value))
     }
 
     /// The top-level body fields this request reads (`reasoning` and `text` are echoed back as

@@ -124,6 +124,13 @@ impl std::fmt::Debug for ResponsesInput {
 /// One `input` item, read (and so checked) when the request is read.
 pub struct InputItem(pub(super) Item);
 
+impl<'de> Deserialize<'de> for InputItem {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let item = parse_item(Value::deserialize(d)?).map_err(serde::de::Error::custom)?;
+        Ok(InputItem(item))
+    }
+}
+
 /// Tools are kept as values, but their shape is checked where the field is read, so a broken
 /// tool is reported in the body's member order (as a typed field would be).
 fn de_tools<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Value>>, D::Error> {
@@ -144,7 +151,9 @@ fn de_tool_choice<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::E
 }
 
 /// `input`: a string, or items read one at a time (each as a value, then typed), so the item
-/// list never exists as a whole JSON value. The first item that fails names the error.
+/// list never exists as a whole JSON value. The first item that fails names the error. When
+/// the body was read from text, the items were typed then (see `ResponsesRequest::from_slice`)
+/// and the field holds `null` in their place.
 fn de_input<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ResponsesInput>, D::Error> {
     d.deserialize_any(InputVisitor)
 }
@@ -159,7 +168,12 @@ impl<'de> serde::de::Visitor<'de> for InputVisitor {
         f.write_str("a string or a list of input items")
     }
     fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
+        match crate::body::take_prepared::<InputItem>() {
+            Some(items) => items
+                .map(|i| Some(ResponsesInput::Items(i)))
+                .map_err(E::custom),
+            None => Ok(None),
+        }
     }
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
         Ok(Some(ResponsesInput::Text(v.to_owned())))
