@@ -1,6 +1,14 @@
-"""How recorded fixtures are written: pretty JSON with one value per line, so a re-recorded
-fixture shows as a readable line diff in review (`ensure_ascii=False` keeps control-token
-spellings such as `<｜User｜>` readable instead of escaped).
+"""How recorded fixtures are written, so a re-recorded fixture reads as a line diff in review.
+
+* One member or element per line, indented by one space per level; lists of plain numbers (token
+  IDs, ranges, logprobs) stay on one line, wrapped at about 100 characters, instead of one
+  number per line.
+* `ensure_ascii=False`, so control-token spellings such as `<｜User｜>` stay readable.
+* Every object that records a rendered `prompt` with its `special_ranges` also gets
+  `prompt_marked`: the same prompt with each special range (a real control token) between
+  `⟦` and `⟧`, so a reviewer sees which `<｜User｜>` is a control token and which is text a user
+  typed. It is derived from the other two when the file is written and never read by a test
+  (`test_fixture_layout.py` checks that it agrees with them).
 
 Keys keep their recorded order rather than being sorted: inputs such as tool schemas are rendered
 in their key order, so sorting would change what the fixture asks for. Recording is
@@ -11,10 +19,66 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+#: Wrap width of inline number lists.
+WIDTH = 100
+OPEN, CLOSE = "⟦", "⟧"
+
+
+def mark_prompt(prompt: str, ranges: list) -> str:
+    """`prompt` with each `[start, end)` character range of `ranges` between ⟦ and ⟧."""
+    out, pos = [], 0
+    for start, end in sorted(ranges):
+        out += [prompt[pos:start], OPEN, prompt[start:end], CLOSE]
+        pos = end
+    out.append(prompt[pos:])
+    return "".join(out)
+
+
+def _with_marked_prompts(value):
+    if isinstance(value, list):
+        return [_with_marked_prompts(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {}
+    for k, v in value.items():
+        if k == "prompt_marked":
+            continue
+        out[k] = _with_marked_prompts(v)
+        if k == "special_ranges" and isinstance(value.get("prompt"), str) and isinstance(v, list):
+            out["prompt_marked"] = mark_prompt(value["prompt"], v)
+    return out
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _dump(value, depth: int) -> str:
+    pad, inner = " " * depth, " " * (depth + 1)
+    if isinstance(value, dict) and value:
+        members = [f"{inner}{json.dumps(k, ensure_ascii=False)}: {_dump(v, depth + 1)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(members) + "\n" + pad + "}"
+    if isinstance(value, list) and value:
+        if all(_is_number(v) for v in value):
+            items = [json.dumps(v) for v in value]
+            one_line = "[" + ", ".join(items) + "]"
+            if len(one_line) + depth <= WIDTH:
+                return one_line
+            rows, row = [], []
+            for item in items:
+                if row and len(inner) + len(", ".join([*row, item])) > WIDTH:
+                    rows.append(", ".join(row))
+                    row = []
+                row.append(item)
+            rows.append(", ".join(row))
+            return "[\n" + ",\n".join(inner + r for r in rows) + "\n" + pad + "]"
+        return "[\n" + ",\n".join(inner + _dump(v, depth + 1) for v in value) + "\n" + pad + "]"
+    return json.dumps(value, ensure_ascii=False)
+
 
 def dumps(value) -> str:
     """The fixture text of `value`."""
-    return json.dumps(value, ensure_ascii=False, indent=1) + "\n"
+    return _dump(_with_marked_prompts(value), 0) + "\n"
 
 
 def write(path: str | Path, value) -> None:
@@ -23,7 +87,7 @@ def write(path: str | Path, value) -> None:
 
 
 if __name__ == "__main__":
-    # Rewrite existing fixture files in this layout (their content is unchanged).
+    # Rewrite existing fixture files in this layout (their recorded content is unchanged).
     import sys
 
     for name in sys.argv[1:]:

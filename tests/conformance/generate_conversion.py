@@ -777,6 +777,9 @@ def main() -> int:
     finally:
         tmp_in.unlink(missing_ok=True)
     data = json.loads(OUT.read_text())
+    import fixture_json  # noqa: E402
+
+    fixture_json.write(OUT, data)
     rejected = sum(1 for c in data if c["expected"]["outcome"] != "ok")
     print(f"{len(data)} cases, {rejected} rejected -> {OUT}")
     return 0
