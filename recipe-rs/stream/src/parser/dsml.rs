@@ -63,6 +63,11 @@ pub(super) struct Dsml {
     /// Where each input unit fed since the buffer was last emptied begins in `buf`: value
     /// text is reported one unit portion at a time, like text outside the block.
     unit_starts: std::collections::VecDeque<usize>,
+    /// Where a DSML control token given by ID begins in `buf`. With token input only those
+    /// count as the marker of the closing tag that ends a parameter value: the same spelling
+    /// written out in ordinary tokens is value text, as in the reference. (Between tags the
+    /// reference reads written-out tags too, and so do we.)
+    marker_ids: std::collections::VecDeque<usize>,
     state: DState,
     pub(super) committed: bool,
     pub(super) prev: TextMode,
@@ -170,6 +175,7 @@ impl Dsml {
             at: 0,
             textual: true,
             unit_starts: std::collections::VecDeque::new(),
+            marker_ids: std::collections::VecDeque::new(),
             state: DState::Between,
             committed,
             prev,
@@ -201,6 +207,7 @@ impl Dsml {
     pub(super) fn feed(
         &mut self,
         text: &str,
+        marker_at: Option<usize>,
         tool_calls: &mut usize,
         out: &mut Vec<ParseEvent>,
     ) -> DsmlStatus {
@@ -213,15 +220,21 @@ impl Dsml {
             let at = self.at;
             self.unit_starts.retain(|s| *s > at);
             self.unit_starts.iter_mut().for_each(|s| *s -= at);
+            self.marker_ids.retain(|s| *s >= at);
+            self.marker_ids.iter_mut().for_each(|s| *s -= at);
             self.push_start = self.push_start.saturating_sub(at);
             self.at = 0;
         }
         self.unit_starts.push_back(self.buf.len());
+        if let Some(o) = marker_at {
+            self.marker_ids.push_back(self.buf.len() + o);
+        }
         self.buf.push_str(text);
         let status = self.run(tool_calls, out);
         if self.at >= self.buf.len() {
             self.buf.clear();
             self.unit_starts.clear();
+            self.marker_ids.clear();
             self.at = 0;
             self.push_start = 0;
         }
@@ -242,6 +255,12 @@ impl Dsml {
     fn close_pending(&self, lt: usize, after: &str) -> bool {
         let completed_now = lt < self.push_start && lt + self.close_prefix.len() > self.push_start;
         !completed_now && tag_tail_pending(after)
+    }
+
+    /// Whether the marker spelling at `p` in `buf` counts in a value's closing tag: always with
+    /// text input; with token input only where the DSML control token was given by ID.
+    fn marker_at(&self, p: usize) -> bool {
+        self.textual || self.marker_ids.binary_search(&p).is_ok()
     }
 
     fn rest(&self) -> &str {
@@ -520,16 +539,15 @@ impl Dsml {
             emit_arg(out, self.index, ArgKind::ValueOpen, "\"");
             mode = ValueMode::Str;
         }
-        let r = self.rest();
-        let (end, closed) = match r.find(self.close_prefix.as_str()) {
-            Some(i) => (
-                self.at + i,
-                !self.close_pending(self.at + i, &r[i + self.close_prefix.len()..]),
+        let (end, closed) = match self.next_close() {
+            Some(p) => (
+                p,
+                !self.close_pending(p, &self.buf[p + self.close_prefix.len()..]),
             ),
             // Like text, the input unit whose tail may start the closing tag is held back
             // whole until later input decides.
-            None => match partial_suffix_start(r, &self.close_prefix) {
-                Some(p) => (self.unit_start_of(self.at + p), false),
+            None => match self.close_partial() {
+                Some(p) => (self.unit_start_of(p), false),
                 None => (self.buf.len(), false),
             },
         };
@@ -554,6 +572,33 @@ impl Dsml {
         }
         self.params += 1;
         Flow::Next(DState::SkipToGt(Box::new(DState::InvokeBody)))
+    }
+
+    /// The first closing-tag start at or after `at`.
+    fn next_close(&self) -> Option<usize> {
+        let mut from = self.at;
+        while let Some(i) = self.buf[from..].find(self.close_prefix.as_str()) {
+            if self.marker_at(from + i + 2) {
+                return Some(from + i);
+            }
+            from += i + 1;
+        }
+        None
+    }
+
+    /// Where an unfinished closing-tag start at the end of the input begins.
+    fn close_partial(&self) -> Option<usize> {
+        let r = self.rest();
+        let p = if self.textual {
+            partial_suffix_start(r, &self.close_prefix)
+        } else if r.ends_with("</") {
+            Some(r.len() - 2)
+        } else if r.ends_with('<') {
+            Some(r.len() - 1)
+        } else {
+            None
+        };
+        p.map(|p| self.at + p)
     }
 
     /// The rest of a closing tag, up to its `>`.

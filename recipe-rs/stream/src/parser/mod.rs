@@ -23,6 +23,7 @@ mod held;
 use recipe_core::{ParsingOptions, SpecialToken};
 
 use crate::input::TokenLogprob;
+use crate::json_output::JsonFilter;
 use dsml::{block_open_tags, match_tags, Dsml, DsmlStatus, Match};
 use held::{partial_suffix_start, trim_newlines_end, Joined, Unit};
 
@@ -119,6 +120,9 @@ pub struct Parser {
     block_tags: Vec<String>,
     stops: Vec<String>,
     parse_tool_calls: bool,
+    /// JSON output mode: content goes through this filter, which also matches the stop
+    /// sequences (on the JSON value only) and turns tool-call parsing off inside the value.
+    json: Option<JsonFilter>,
     tool_calls: usize,
     stopped_by: Option<String>,
     eos_seen: bool,
@@ -156,12 +160,8 @@ impl Parser {
             dsml_open: format!("<{dsml}"),
             block_tags: block_open_tags(&dsml),
             dsml,
-            stops: options
-                .stop_sequences
-                .iter()
-                .filter(|s| !s.is_empty())
-                .cloned()
-                .collect(),
+            stops: Vec::new(),
+            json: None,
             parse_tool_calls: options.parse_tool_calls,
             tool_calls: 0,
             stopped_by: None,
@@ -169,6 +169,17 @@ impl Parser {
             last_lt: false,
             last_think_partial: false,
         };
+        let stops: Vec<String> = options
+            .stop_sequences
+            .iter()
+            .filter(|s| !s.is_empty())
+            .cloned()
+            .collect();
+        if options.parse_json_output {
+            p.json = Some(JsonFilter::new(stops));
+        } else {
+            p.stops = stops;
+        }
         if options.starts_in_tool_calls {
             p.mode = Mode::Dsml(Box::new(Dsml::new(
                 &p.dsml,
@@ -196,6 +207,42 @@ impl Parser {
     /// The stop sequence that ended the stream, if one did.
     pub fn stopped_by(&self) -> Option<&str> {
         self.stopped_by.as_deref()
+    }
+
+    /// Whether DSML tool-call blocks are read here: tool-call parsing is on, and no JSON value
+    /// is open in JSON output mode (as in the reference, a block inside it is text).
+    fn tools_on(&self) -> bool {
+        self.parse_tool_calls && !self.json.as_ref().is_some_and(JsonFilter::in_value)
+    }
+
+    /// Whether a tool-call block may begin at `text[upto]`, where `text[pos..upto]` is held
+    /// text not released yet. In JSON output mode that depends on whether the held text before
+    /// it opens (or closes) the JSON value, so a copy of the filter (`ahead`, kept across calls
+    /// with increasing `upto` during one scan) reads ahead over it.
+    fn tools_at(
+        &self,
+        ahead: &mut Option<(JsonFilter, usize)>,
+        mode: TextMode,
+        text: &str,
+        pos: usize,
+        upto: usize,
+    ) -> bool {
+        let Some(j) = &self.json else {
+            return self.parse_tool_calls;
+        };
+        if !self.parse_tool_calls || mode != TextMode::Content {
+            return self.tools_on();
+        }
+        let (f, at) = ahead.get_or_insert_with(|| (j.clone(), pos));
+        if *at < upto {
+            f.look_ahead(&text[*at..upto]);
+            *at = upto;
+        }
+        !f.in_value()
+    }
+
+    fn ended(&self) -> bool {
+        matches!(self.mode, Mode::Ended)
     }
 
     /// Whether parsing is over (stop sequence): later input is an error for the caller.
@@ -266,7 +313,7 @@ impl Parser {
                 self.held.push(Unit { text, logprobs });
                 self.scan(out);
             }
-            Mode::Dsml(_) => self.feed_dsml(&text, textual, out),
+            Mode::Dsml(_) => self.feed_dsml(&text, textual, None, out),
             Mode::Dropped | Mode::Ended => {}
         }
     }
@@ -280,15 +327,17 @@ impl Parser {
     ) {
         if kind == Some(SpecialToken::Eos) {
             // The model ended its turn: release what is held, ignore anything after it.
-            self.end_text(out);
-            self.finish_dsml(out);
+            self.finish(out);
             self.eos_seen = true;
             self.mode = Mode::Ended;
             return;
         }
         match &mut self.mode {
             Mode::Dropped | Mode::Ended => {}
-            Mode::Dsml(_) => self.feed_dsml(&spelling, false, out),
+            Mode::Dsml(_) => {
+                let marker = (kind == Some(SpecialToken::Dsml)).then_some(0);
+                self.feed_dsml(&spelling, false, marker, out)
+            }
             Mode::Text(mode) => {
                 let mode = *mode;
                 if kind == Some(SpecialToken::Dsml)
@@ -310,11 +359,21 @@ impl Parser {
                     } else {
                         before_end
                     };
+                    if !self.tools_at(&mut None, mode, &joined.text, 0, before_end) {
+                        // The text before it opens a JSON value: the token is text there.
+                        let len = joined.text.len();
+                        self.emit_units(mode, &joined, 0, len, out);
+                        self.emit_text(mode, spelling, logprob.into_iter().collect(), out);
+                        return;
+                    }
                     self.emit_units(mode, &joined, 0, before_end, out);
+                    if self.ended() {
+                        return;
+                    }
                     let raw = format!("<{spelling}");
                     let trailing = joined.text[before_end..lt].to_owned();
                     self.mode = Mode::Dsml(Box::new(Dsml::new(&self.dsml, false, mode, trailing)));
-                    self.feed_dsml(&raw, false, out);
+                    self.feed_dsml(&raw, false, Some(1), out);
                     return;
                 }
                 if kind == Some(SpecialToken::ThinkingEnd)
@@ -341,14 +400,10 @@ impl Parser {
                     // In content the token is dropped, as the reference does.
                     return;
                 }
-                // Any other control token is text (its spelling), released as its own unit.
+                // Any other control token is text (its spelling), released at once as its own
+                // unit: as in the reference, no stop sequence matches inside it or across it.
                 let logprobs = logprob.into_iter().collect();
-                self.held_textual = false;
-                self.held.push(Unit {
-                    text: spelling,
-                    logprobs,
-                });
-                self.scan(out);
+                self.emit_text(mode, spelling, logprobs, out);
             }
         }
     }
@@ -356,6 +411,7 @@ impl Parser {
     /// Whether `text` contains a character that can begin (or precede) a marker in `mode`.
     fn may_touch_marker(&self, mode: TextMode, textual: bool, text: &str) -> bool {
         let b = text.as_bytes();
+        // (In JSON output mode too while the value is open: the text may close it.)
         if self.parse_tool_calls && b.iter().any(|&c| c == b'<' || c == b'\n') {
             return true;
         }
@@ -406,6 +462,11 @@ impl Parser {
     pub fn finish(&mut self, out: &mut Vec<ParseEvent>) {
         self.end_text(out);
         self.finish_dsml(out);
+        if !self.ended() {
+            if let Some(j) = &mut self.json {
+                j.finish(out);
+            }
+        }
     }
 
     fn finish_dsml(&mut self, out: &mut Vec<ParseEvent>) {
@@ -423,12 +484,20 @@ impl Parser {
         }
     }
 
-    fn feed_dsml(&mut self, text: &str, textual: bool, out: &mut Vec<ParseEvent>) {
+    /// Feed the block parser; `marker` is where a DSML control token given by ID begins in
+    /// `text`.
+    fn feed_dsml(
+        &mut self,
+        text: &str,
+        textual: bool,
+        marker: Option<usize>,
+        out: &mut Vec<ParseEvent>,
+    ) {
         let Mode::Dsml(d) = &mut self.mode else {
             return;
         };
         d.textual = textual;
-        let status = d.feed(text, &mut self.tool_calls, out);
+        let status = d.feed(text, marker, &mut self.tool_calls, out);
         match status {
             DsmlStatus::Continue => {}
             DsmlStatus::Closed => self.mode = Mode::Dropped,
@@ -459,12 +528,14 @@ impl Parser {
         let mut pos = 0usize;
         // Next occurrence of each marker at or after `pos` (usize::MAX: none).
         let mut next: Vec<Option<usize>> = vec![None; 2 + self.stops.len()];
+        // JSON output mode: the filter run ahead over the held text (see `tools_at`).
+        let mut ahead: Option<(JsonFilter, usize)> = None;
         loop {
             let mode = match &self.mode {
                 Mode::Text(m) => *m,
                 Mode::Dsml(_) => {
                     let rest = text[pos..].to_owned();
-                    self.feed_dsml(&rest, textual, out);
+                    self.feed_dsml(&rest, textual, None, out);
                     return;
                 }
                 _ => return,
@@ -513,6 +584,7 @@ impl Parser {
                             start
                         };
                         self.emit_units(mode, &joined, pos, cut, out);
+                        ahead = None;
                         if mode == TextMode::Reasoning {
                             out.push(ParseEvent::ReasoningEnd);
                             self.mode = Mode::Text(TextMode::Content);
@@ -530,11 +602,13 @@ impl Parser {
                         return;
                     }
                     Marker::Dsml
-                        if matches!(match_tags(&text[start..], &self.block_tags), Match::None) =>
+                        if matches!(match_tags(&text[start..], &self.block_tags), Match::None)
+                            || !self.tools_at(&mut ahead, mode, text, pos, start) =>
                     {
-                        // Prose that only mentions the marker: it stays in the held text, and
-                        // the search goes on after its `<`. Deciding here, without entering the
-                        // block parser, keeps a run of such mentions linear and flat.
+                        // Prose that only mentions the marker (or a block inside a JSON value):
+                        // it stays in the held text, and the search goes on after its `<`.
+                        // Deciding here, without entering the block parser, keeps a run of such
+                        // mentions linear and flat.
                         let from = start + 1;
                         next[1] = Some(
                             text[from..]
@@ -558,6 +632,9 @@ impl Parser {
                             before_end
                         };
                         self.emit_units(mode, &joined, pos, before_end, out);
+                        if self.ended() {
+                            return;
+                        }
                         let lead = text[before_end..start].to_owned();
                         self.mode = Mode::Dsml(Box::new(Dsml::new(&self.dsml, false, mode, lead)));
                         pos = start;
@@ -565,13 +642,17 @@ impl Parser {
                 }
                 continue;
             }
-            // No complete marker: hold from the earliest possible marker start.
+            // No complete marker: hold from the earliest possible marker start. (Inside a JSON
+            // value too, as the reference does, although no block is read there.)
             let hold_from = self.candidate_start(mode, textual, text, pos);
             let cut = match hold_from {
                 None => text.len(),
                 Some(p) => joined.unit_start_of(p).max(pos),
             };
             self.emit_units(mode, &joined, pos, cut, out);
+            if self.ended() {
+                return;
+            }
             if cut < text.len() {
                 self.held = joined.units_from(cut);
             }
@@ -728,7 +809,7 @@ impl Parser {
         logprobs: Vec<TokenLogprob>,
         out: &mut Vec<ParseEvent>,
     ) {
-        if text.is_empty() && !logprobs.is_empty() {
+        if (text.is_empty() && !logprobs.is_empty()) || self.ended() {
             return;
         }
         if text.is_empty() {
@@ -755,26 +836,36 @@ impl Parser {
             }
             self.emitted_any = true;
             for _ in 0..std::mem::take(&mut self.empty_pending) {
-                out.push(match mode {
-                    TextMode::Reasoning => ParseEvent::Reasoning {
-                        text: String::new(),
-                        logprobs: Vec::new(),
-                    },
-                    TextMode::Content => ParseEvent::Content {
-                        text: String::new(),
-                        logprobs: Vec::new(),
-                    },
-                });
+                self.push_delta(mode, String::new(), Vec::new(), out);
             }
         }
         if !text.is_empty() {
             self.last_lt = partial_suffix_start(&text, &self.dsml_open).is_some();
             self.last_think_partial = partial_suffix_start(&text, &self.think_end).is_some();
         }
-        out.push(match mode {
-            TextMode::Reasoning => ParseEvent::Reasoning { text, logprobs },
-            TextMode::Content => ParseEvent::Content { text, logprobs },
-        });
+        self.push_delta(mode, text, logprobs, out);
+    }
+
+    /// One text delta out; in JSON output mode content goes through the filter, which may end
+    /// the stream with a stop sequence.
+    fn push_delta(
+        &mut self,
+        mode: TextMode,
+        text: String,
+        logprobs: Vec<TokenLogprob>,
+        out: &mut Vec<ParseEvent>,
+    ) {
+        match (mode, &mut self.json) {
+            (TextMode::Reasoning, _) => out.push(ParseEvent::Reasoning { text, logprobs }),
+            (TextMode::Content, None) => out.push(ParseEvent::Content { text, logprobs }),
+            (TextMode::Content, Some(j)) => {
+                if let Some(stop) = j.content(&text, logprobs, out) {
+                    self.stopped_by = Some(stop.clone());
+                    out.push(ParseEvent::StopSequence(stop));
+                    self.mode = Mode::Ended;
+                }
+            }
+        }
     }
 }
 
