@@ -17,8 +17,9 @@ SSE names and the accumulated response with random call IDs and wall-clock field
 Mismatches are grouped by a short class key (the first differing field) and the first of each
 class is printed. A case that stream_random.py marks as able to trigger a documented deviation
 (docs/stream-deviations.md) is set aside only when the official output shows that deviation's
-loss (`lossy_deviation`: swallowed text after a `<｜DSML｜` mention, invalid JSON arguments, the
-end-of-sequence spelling in the text, extra JSON-mode spaces); the set-aside cases are counted
+loss (`lossy_deviation`: swallowed text after a `<｜DSML｜` mention, invalid JSON arguments or
+arguments that lost a parameter, the end-of-sequence spelling in the text, extra JSON-mode
+spaces); the set-aside cases are counted
 per deviation. Any other difference is a mismatch. Exit status 1 when anything else differs.
 """
 
@@ -150,6 +151,16 @@ def _valid_json(s: str) -> bool:
         return False
 
 
+def _fewer_parameters(theirs: str, ours: str) -> bool:
+    """Both arguments are JSON objects and the official one lost parameters (deviation 2: an
+    unknown `string` value makes it drop the value and the next parameter's name)."""
+    try:
+        a, b = json.loads(theirs), json.loads(ours)
+    except ValueError:
+        return False
+    return isinstance(a, dict) and isinstance(b, dict) and len(a) < len(b)
+
+
 def lossy_deviation(case: dict, want: dict, got: dict):
     """The documented deviation whose loss the official output shows, or None.
 
@@ -179,7 +190,8 @@ def lossy_deviation(case: dict, want: dict, got: dict):
         b = g["calls"][i] if i < len(g["calls"]) else None
         if b is not None and (a is None or len(w["calls"]) < len(g["calls"])
                               or (a[:-1] == b[:-1] and not _valid_json(a[-1])
-                                  and (_valid_json(b[-1]) or not b[-1].startswith(a[-1])))):
+                                  and (_valid_json(b[-1]) or not b[-1].startswith(a[-1])))
+                              or (a[:-1] == b[:-1] and 2 in devs and _fewer_parameters(a[-1], b[-1]))):
             return 6 if 6 in devs and 2 not in devs else 2 if 2 in devs and 6 not in devs else "2/6"
     if 1 in devs:
         # Everything from an unfinished `<｜DSML｜` on is swallowed by the official package

@@ -8,7 +8,8 @@ An output is assembled from parts the model writes: reasoning, `</think>`, conte
 tool-call block in the V4.1 (` calls`) or V4 (`tool_calls`) dialect, and text after it. Each part
 is drawn from realistic pieces (prose, code, JSON, Unicode) mixed with adversarial ones (control
 token spellings, marker prefixes, `<` and newline runs, unfinished or malformed tags). The same
-output is then fed as text or as token IDs, whole, one character or token per push, or at random
+output is then fed as text or as token IDs (some control tokens written out in ordinary tokens,
+sometimes ending in half a character), whole, one character or token per push, or at random
 cuts, with random prompt usage, finish reasons, logprobs, stop sequences, special-token
 overrides, JSON output mode, namespace maps, echo settings and signatures.
 
@@ -41,6 +42,8 @@ NAMES = ["get_weather", "search", "f", "c_d-e", "gh::create_issue", "mcp__srv__o
 KEYS = ["city", "query", "q", "n", "cfg", "名前", "a b", "k\"q"]
 STOPS = ["STOP", "\n\n", "END", "本d", "<", "Hello", "42", " the", "}", "```", "ok", "é", "</", "\n"]
 FINISHES = ["Stop", "Length", "ContentFilter", None]
+# Token IDs from here on are the added vocabulary (control tokens).
+SPECIAL_IDS = 128000
 
 
 def prose(rng: random.Random, n: int, specials: float = 0.15) -> str:
@@ -254,6 +257,15 @@ def draw_case(rng: random.Random, k: int, tok) -> dict:
     finish = rng.choice(FINISHES)
     if use_tokens:
         ids = tok.encode(text)
+        if rng.random() < 0.2:
+            # Some control tokens written out in ordinary tokens (one character at a time), as a
+            # model may spell one: only a token given by ID is the control token.
+            ids = [i for t in ids
+                   for i in ([j for ch in tok.decode([t]) for j in tok.encode(ch)]
+                             if t >= SPECIAL_IDS and rng.random() < 0.5 else [t])]
+        if rng.random() < 0.05:
+            # The output ends in the first byte of a two-byte-token character.
+            ids.append(tok.encode("\u2028")[0])
         if 1 in ids:
             devs.add(3)
         with_lp = rng.random() < 0.5

@@ -6,6 +6,10 @@
 //! closing fence is kept, the rest is dropped). Prose before the value, and text after a closing
 //! fence, each become one `" "`. Unlike the reference, which writes one space per pushed chunk,
 //! the result does not depend on how the stream was cut.
+//!
+//! As in the reference, stop sequences are matched here, on the text of the value only (from
+//! its `{`/`[`, or from the end of the opening fence up to the closing one), not on the prose,
+//! and the parser reads no tool-call block while a value is open ([`JsonFilter::in_value`]).
 
 use crate::parser::ParseEvent;
 
@@ -17,6 +21,7 @@ enum State {
     AfterFence,
 }
 
+#[derive(Clone)]
 pub struct JsonFilter {
     state: State,
     /// Log probabilities of input not yet attached to an emitted delta (they ride on the first
@@ -25,12 +30,18 @@ pub struct JsonFilter {
     held: String,
     space_before: bool,
     space_after: bool,
+    stops: Vec<String>,
+    /// The stop sequence that ended the value, once one did.
+    stopped: Option<String>,
 }
 
 const FENCES: [&str; 2] = ["```json\n", "```\n"];
 const CLOSE: &str = "\n```";
 
 fn partial_tail(text: &str, pat: &str) -> Option<usize> {
+    if pat.is_empty() {
+        return None;
+    }
     let max = (pat.len() - 1).min(text.len());
     (1..=max).rev().find_map(|len| {
         let start = text.len() - len;
@@ -40,14 +51,46 @@ fn partial_tail(text: &str, pat: &str) -> Option<usize> {
 }
 
 impl JsonFilter {
-    pub fn new() -> Self {
+    /// A filter matching `stops` (non-empty) inside the value.
+    pub fn new(stops: Vec<String>) -> Self {
         JsonFilter {
             state: State::Seeking,
             logprobs: Vec::new(),
             held: String::new(),
             space_before: false,
             space_after: false,
+            stops,
+            stopped: None,
         }
+    }
+
+    /// Whether the JSON value has begun and is not closed (bare, or inside its fence).
+    pub fn in_value(&self) -> bool {
+        matches!(self.state, State::Bare | State::Fenced)
+    }
+
+    /// The stop sequence that ended the stream, once one matched.
+    pub fn stopped(&self) -> Option<&str> {
+        self.stopped.as_deref()
+    }
+
+    /// The earliest complete stop sequence in `t` (the one that ends first): start and end.
+    fn find_stop(&self, t: &str) -> Option<(usize, usize)> {
+        let mut best: Option<(usize, usize)> = None;
+        for st in &self.stops {
+            if let Some(i) = t.find(st.as_str()) {
+                let end = i + st.len();
+                if best.is_none_or(|(_, e)| end < e) {
+                    best = Some((i, end));
+                }
+            }
+        }
+        best
+    }
+
+    /// Where a stop sequence may begin at the end of `t`.
+    fn stop_partial(&self, t: &str) -> Option<usize> {
+        self.stops.iter().filter_map(|s| partial_tail(t, s)).min()
     }
 
     fn emit(&mut self, out: &mut Vec<ParseEvent>, text: &str) {
@@ -84,29 +127,49 @@ impl JsonFilter {
         }
     }
 
-    /// Transform one push's events.
-    pub fn apply(&mut self, events: Vec<ParseEvent>, out: &mut Vec<ParseEvent>) {
-        for ev in events {
-            match ev {
-                ParseEvent::Content { text, logprobs } => {
-                    self.logprobs.extend(logprobs);
-                    let mark = out.len();
-                    if self.state == State::Bare && self.held.is_empty() {
-                        self.emit(out, &text);
-                    } else {
-                        let mut t = std::mem::take(&mut self.held);
-                        t.push_str(&text);
-                        self.feed(&t, false, out);
-                    }
-                    self.attach(out, mark);
-                }
-                other => out.push(other),
-            }
+    /// Record the stop sequence that matched in `t` (the earliest to complete).
+    fn stop(&mut self, t: &str) {
+        if let Some((i, end)) = self.find_stop(t) {
+            self.stopped = Some(t[i..end].to_owned());
         }
+        self.held.clear();
+    }
+
+    /// Advance over `text` as if it were content, discarding the output (the parser uses a copy
+    /// to learn whether held text opens the JSON value).
+    pub fn look_ahead(&mut self, text: &str) {
+        let mut sink = Vec::new();
+        self.content(text, Vec::new(), &mut sink);
+    }
+
+    /// Filter one content delta. Returns the stop sequence when one ended the value.
+    pub fn content(
+        &mut self,
+        text: &str,
+        logprobs: Vec<crate::input::TokenLogprob>,
+        out: &mut Vec<ParseEvent>,
+    ) -> Option<String> {
+        if self.stopped.is_some() {
+            return None;
+        }
+        self.logprobs.extend(logprobs);
+        let mark = out.len();
+        if self.state == State::Bare && self.held.is_empty() && self.stops.is_empty() {
+            self.emit(out, text);
+        } else {
+            let mut t = std::mem::take(&mut self.held);
+            t.push_str(text);
+            self.feed(&t, false, out);
+        }
+        self.attach(out, mark);
+        self.stopped.clone()
     }
 
     /// Flush held text at the end of the stream.
     pub fn finish(&mut self, out: &mut Vec<ParseEvent>) {
+        if self.stopped.is_some() {
+            return;
+        }
         let t = std::mem::take(&mut self.held);
         let mark = out.len();
         if !t.is_empty() {
@@ -119,7 +182,18 @@ impl JsonFilter {
         loop {
             match self.state {
                 State::Bare => {
-                    self.emit(out, t);
+                    if let Some((i, _)) = self.find_stop(t) {
+                        self.emit(out, &t[..i]);
+                        self.stop(t);
+                        return;
+                    }
+                    let cut = if last {
+                        t.len()
+                    } else {
+                        self.stop_partial(t).unwrap_or(t.len())
+                    };
+                    self.emit(out, &t[..cut]);
+                    self.held = t[cut..].to_owned();
                     return;
                 }
                 State::Seeking => {
@@ -160,23 +234,38 @@ impl JsonFilter {
                         }
                     }
                 }
-                State::Fenced => match t.find(CLOSE) {
-                    Some(i) => {
-                        self.emit(out, &t[..i]);
-                        self.state = State::AfterFence;
-                        t = &t[i + CLOSE.len()..];
+                State::Fenced => {
+                    let close = t.find(CLOSE);
+                    // A stop sequence that is complete no later than the closing fence wins.
+                    if let Some((i, end)) = self.find_stop(t) {
+                        if close.is_none_or(|c| end <= c + CLOSE.len()) {
+                            self.emit(out, &t[..i]);
+                            self.stop(t);
+                            return;
+                        }
                     }
-                    None => {
-                        let cut = if last {
-                            t.len()
-                        } else {
-                            partial_tail(t, CLOSE).unwrap_or(t.len())
-                        };
-                        self.emit(out, &t[..cut]);
-                        self.held = t[cut..].to_owned();
-                        return;
+                    match close {
+                        Some(i) => {
+                            self.emit(out, &t[..i]);
+                            self.state = State::AfterFence;
+                            t = &t[i + CLOSE.len()..];
+                        }
+                        None => {
+                            let cut = if last {
+                                t.len()
+                            } else {
+                                [partial_tail(t, CLOSE), self.stop_partial(t)]
+                                    .into_iter()
+                                    .flatten()
+                                    .min()
+                                    .unwrap_or(t.len())
+                            };
+                            self.emit(out, &t[..cut]);
+                            self.held = t[cut..].to_owned();
+                            return;
+                        }
                     }
-                },
+                }
                 State::AfterFence => {
                     if !t.is_empty() {
                         self.prose(true, out);
@@ -185,11 +274,5 @@ impl JsonFilter {
                 }
             }
         }
-    }
-}
-
-impl Default for JsonFilter {
-    fn default() -> Self {
-        Self::new()
     }
 }

@@ -10,7 +10,6 @@ use crate::input::{
     token_display, IdLogprob, InferenceChunk, InferenceFinishReason, PromptUsage, TokenLogprob,
     TopLogprob,
 };
-use crate::json_output::JsonFilter;
 use crate::parser::{ParseEvent, Parser, Piece};
 
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
@@ -48,6 +47,10 @@ enum TokenEntry {
 struct Decoder {
     pending: Vec<u8>,
     pending_lps: Vec<TokenLogprob>,
+    /// How many token IDs the pending bytes came from: they are counted once their text is
+    /// parsed, and never when the stream ends before the character completes (as in the
+    /// reference).
+    pending_ids: u64,
     /// Looked-up tokens: a model's output reuses a small part of the vocabulary, and the
     /// tokenizer's own lookup is comparatively slow.
     cache: std::collections::HashMap<u32, TokenEntry>,
@@ -99,11 +102,25 @@ fn flush_counted(
     }
 }
 
+/// Whether `bytes` end in the first bytes of a character (only the last character is looked at:
+/// bytes that are invalid before it do not stop the wait, as in the reference).
 fn incomplete_tail(bytes: &[u8]) -> bool {
-    match std::str::from_utf8(bytes) {
-        Ok(_) => false,
-        Err(e) => e.error_len().is_none(),
+    let n = bytes.len();
+    for back in 1..=n.min(3) {
+        let b = bytes[n - back];
+        if b & 0xC0 == 0x80 {
+            continue;
+        }
+        let need = match b {
+            0xF0.. => 4,
+            0xE0.. => 3,
+            0xC0.. => 2,
+            _ => 1,
+        };
+        return need > back
+            && std::str::from_utf8(&bytes[n - back..]).is_err_and(|e| e.error_len().is_none());
     }
+    false
 }
 
 pub struct StreamProcessor {
@@ -117,7 +134,6 @@ pub struct StreamProcessor {
     prompt: PromptUsage,
     completion_tokens: u64,
     reasoning: String,
-    json: Option<JsonFilter>,
 }
 
 impl StreamProcessor {
@@ -148,7 +164,6 @@ impl StreamProcessor {
             prompt: PromptUsage::default(),
             completion_tokens: 0,
             reasoning: String::new(),
-            json: options.parse_json_output.then(JsonFilter::new),
         }
     }
 
@@ -238,7 +253,8 @@ impl StreamProcessor {
             self.generator.start(&mut out);
         }
         // Tokens are counted piece by piece as they are parsed: a stop sequence leaves the
-        // pieces after it uncounted, as the reference does.
+        // pieces after it uncounted, and bytes still waiting for the rest of a character are
+        // counted when they are parsed, as the reference does.
         let mut counted = 0u64;
         let mut events = Vec::new();
         self.parser.begin_push();
@@ -248,9 +264,6 @@ impl StreamProcessor {
             if self.parser.is_stopped() {
                 break;
             }
-        }
-        if !self.parser.is_stopped() {
-            counted = token_ids.len() as u64;
         }
         self.completion_tokens += counted;
         self.deliver(events, &mut out);
@@ -271,18 +284,6 @@ impl StreamProcessor {
     }
 
     fn deliver(&mut self, events: Vec<ParseEvent>, out: &mut Vec<StreamItem>) {
-        self.deliver_at(events, false, out)
-    }
-
-    fn deliver_at(&mut self, mut events: Vec<ParseEvent>, last: bool, out: &mut Vec<StreamItem>) {
-        if let Some(j) = &mut self.json {
-            let mut filtered = Vec::with_capacity(events.len());
-            j.apply(events, &mut filtered);
-            if last || self.parser.is_stopped() {
-                j.finish(&mut filtered);
-            }
-            events = filtered;
-        }
         for e in &events {
             if let ParseEvent::Reasoning { text, .. } = e {
                 self.reasoning.push_str(text);
@@ -298,18 +299,14 @@ impl StreamProcessor {
     }
 
     fn end(&mut self, reason: Option<InferenceFinishReason>, out: &mut Vec<StreamItem>) {
+        // Token text still waiting for the rest of a character never completes: the reference
+        // drops it whole (with the complete characters decoded along with it), and so do we.
+        self.decoder.pending.clear();
+        self.decoder.pending_lps.clear();
+        self.decoder.pending_ids = 0;
         let mut events = Vec::new();
-        let mut pieces = Vec::new();
-        flush_text(
-            &mut self.decoder.pending,
-            &mut self.decoder.pending_lps,
-            &mut pieces,
-        );
-        for p in pieces {
-            self.parser.push(p, &mut events);
-        }
         self.parser.finish(&mut events);
-        self.deliver_at(events, true, out);
+        self.deliver(events, out);
         if self.state != State::Open {
             return;
         }
@@ -378,8 +375,9 @@ impl StreamProcessor {
         }
     }
 
-    /// The parser pieces of a token chunk, each with the number of this chunk's IDs it holds
-    /// (a UTF-8 character split across chunks counts where its last byte arrives).
+    /// The parser pieces of a token chunk, each with the number of IDs it holds (IDs whose
+    /// bytes waited in earlier chunks for the rest of a character count with the piece that
+    /// completes it).
     fn decode(
         &mut self,
         ids: &[u32],
@@ -404,7 +402,7 @@ impl StreamProcessor {
         }
         let mut pieces = Vec::new();
         let mut counted = Vec::new();
-        let mut run = 0u64;
+        let mut run = std::mem::take(&mut self.decoder.pending_ids);
         let mut bytes = std::mem::take(&mut self.decoder.pending);
         let mut lps = std::mem::take(&mut self.decoder.pending_lps);
         for ((i, &id), entry) in ids.iter().enumerate().zip(resolved) {
@@ -438,6 +436,7 @@ impl StreamProcessor {
             if incomplete_tail(&bytes) {
                 self.decoder.pending = bytes;
                 self.decoder.pending_lps = lps;
+                self.decoder.pending_ids = run;
             } else {
                 flush_counted(&mut bytes, &mut lps, &mut pieces, &mut counted, &mut run);
             }

@@ -13,10 +13,19 @@
 //! Cost is linear in the input: markers are searched with a per-marker cursor, held text is only
 //! the units from the earliest possible marker start on, and the DSML parser consumes its buffer
 //! from the front.
+//!
+//! Submodules: [`held`] holds the text units kept back and the suffix tests, [`dsml`] the
+//! tool-call block state machine.
+
+mod dsml;
+mod held;
 
 use recipe_core::{ParsingOptions, SpecialToken};
 
 use crate::input::TokenLogprob;
+use crate::json_output::JsonFilter;
+use dsml::{block_open_tags, match_tags, Dsml, DsmlStatus, Match};
+use held::{partial_suffix_start, trim_newlines_end, Joined, Unit};
 
 /// What a piece of tool-call argument text is, for merging consecutive deltas of one kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,11 +91,6 @@ enum TextMode {
     Content,
 }
 
-struct Unit {
-    text: String,
-    logprobs: Vec<TokenLogprob>,
-}
-
 enum Mode {
     Text(TextMode),
     Dsml(Box<Dsml>),
@@ -116,6 +120,9 @@ pub struct Parser {
     block_tags: Vec<String>,
     stops: Vec<String>,
     parse_tool_calls: bool,
+    /// JSON output mode: content goes through this filter, which also matches the stop
+    /// sequences (on the JSON value only) and turns tool-call parsing off inside the value.
+    json: Option<JsonFilter>,
     tool_calls: usize,
     stopped_by: Option<String>,
     eos_seen: bool,
@@ -153,12 +160,8 @@ impl Parser {
             dsml_open: format!("<{dsml}"),
             block_tags: block_open_tags(&dsml),
             dsml,
-            stops: options
-                .stop_sequences
-                .iter()
-                .filter(|s| !s.is_empty())
-                .cloned()
-                .collect(),
+            stops: Vec::new(),
+            json: None,
             parse_tool_calls: options.parse_tool_calls,
             tool_calls: 0,
             stopped_by: None,
@@ -166,6 +169,17 @@ impl Parser {
             last_lt: false,
             last_think_partial: false,
         };
+        let stops: Vec<String> = options
+            .stop_sequences
+            .iter()
+            .filter(|s| !s.is_empty())
+            .cloned()
+            .collect();
+        if options.parse_json_output {
+            p.json = Some(JsonFilter::new(stops));
+        } else {
+            p.stops = stops;
+        }
         if options.starts_in_tool_calls {
             p.mode = Mode::Dsml(Box::new(Dsml::new(
                 &p.dsml,
@@ -193,6 +207,42 @@ impl Parser {
     /// The stop sequence that ended the stream, if one did.
     pub fn stopped_by(&self) -> Option<&str> {
         self.stopped_by.as_deref()
+    }
+
+    /// Whether DSML tool-call blocks are read here: tool-call parsing is on, and no JSON value
+    /// is open in JSON output mode (as in the reference, a block inside it is text).
+    fn tools_on(&self) -> bool {
+        self.parse_tool_calls && !self.json.as_ref().is_some_and(JsonFilter::in_value)
+    }
+
+    /// Whether a tool-call block may begin at `text[upto]`, where `text[pos..upto]` is held
+    /// text not released yet. In JSON output mode that depends on whether the held text before
+    /// it opens (or closes) the JSON value, so a copy of the filter (`ahead`, kept across calls
+    /// with increasing `upto` during one scan) reads ahead over it.
+    fn tools_at(
+        &self,
+        ahead: &mut Option<(JsonFilter, usize)>,
+        mode: TextMode,
+        text: &str,
+        pos: usize,
+        upto: usize,
+    ) -> bool {
+        let Some(j) = &self.json else {
+            return self.parse_tool_calls;
+        };
+        if !self.parse_tool_calls || mode != TextMode::Content {
+            return self.tools_on();
+        }
+        let (f, at) = ahead.get_or_insert_with(|| (j.clone(), pos));
+        if *at < upto {
+            f.look_ahead(&text[*at..upto]);
+            *at = upto;
+        }
+        !f.in_value()
+    }
+
+    fn ended(&self) -> bool {
+        matches!(self.mode, Mode::Ended)
     }
 
     /// Whether parsing is over (stop sequence): later input is an error for the caller.
@@ -263,7 +313,7 @@ impl Parser {
                 self.held.push(Unit { text, logprobs });
                 self.scan(out);
             }
-            Mode::Dsml(_) => self.feed_dsml(&text, textual, out),
+            Mode::Dsml(_) => self.feed_dsml(&text, textual, None, out),
             Mode::Dropped | Mode::Ended => {}
         }
     }
@@ -277,15 +327,17 @@ impl Parser {
     ) {
         if kind == Some(SpecialToken::Eos) {
             // The model ended its turn: release what is held, ignore anything after it.
-            self.end_text(out);
-            self.finish_dsml(out);
+            self.finish(out);
             self.eos_seen = true;
             self.mode = Mode::Ended;
             return;
         }
         match &mut self.mode {
             Mode::Dropped | Mode::Ended => {}
-            Mode::Dsml(_) => self.feed_dsml(&spelling, false, out),
+            Mode::Dsml(_) => {
+                let marker = (kind == Some(SpecialToken::Dsml)).then_some(0);
+                self.feed_dsml(&spelling, false, marker, out)
+            }
             Mode::Text(mode) => {
                 let mode = *mode;
                 if kind == Some(SpecialToken::Dsml)
@@ -307,11 +359,21 @@ impl Parser {
                     } else {
                         before_end
                     };
+                    if !self.tools_at(&mut None, mode, &joined.text, 0, before_end) {
+                        // The text before it opens a JSON value: the token is text there.
+                        let len = joined.text.len();
+                        self.emit_units(mode, &joined, 0, len, out);
+                        self.emit_text(mode, spelling, logprob.into_iter().collect(), out);
+                        return;
+                    }
                     self.emit_units(mode, &joined, 0, before_end, out);
+                    if self.ended() {
+                        return;
+                    }
                     let raw = format!("<{spelling}");
                     let trailing = joined.text[before_end..lt].to_owned();
                     self.mode = Mode::Dsml(Box::new(Dsml::new(&self.dsml, false, mode, trailing)));
-                    self.feed_dsml(&raw, false, out);
+                    self.feed_dsml(&raw, false, Some(1), out);
                     return;
                 }
                 if kind == Some(SpecialToken::ThinkingEnd)
@@ -338,14 +400,10 @@ impl Parser {
                     // In content the token is dropped, as the reference does.
                     return;
                 }
-                // Any other control token is text (its spelling), released as its own unit.
+                // Any other control token is text (its spelling), released at once as its own
+                // unit: as in the reference, no stop sequence matches inside it or across it.
                 let logprobs = logprob.into_iter().collect();
-                self.held_textual = false;
-                self.held.push(Unit {
-                    text: spelling,
-                    logprobs,
-                });
-                self.scan(out);
+                self.emit_text(mode, spelling, logprobs, out);
             }
         }
     }
@@ -353,6 +411,7 @@ impl Parser {
     /// Whether `text` contains a character that can begin (or precede) a marker in `mode`.
     fn may_touch_marker(&self, mode: TextMode, textual: bool, text: &str) -> bool {
         let b = text.as_bytes();
+        // (In JSON output mode too while the value is open: the text may close it.)
         if self.parse_tool_calls && b.iter().any(|&c| c == b'<' || c == b'\n') {
             return true;
         }
@@ -403,6 +462,11 @@ impl Parser {
     pub fn finish(&mut self, out: &mut Vec<ParseEvent>) {
         self.end_text(out);
         self.finish_dsml(out);
+        if !self.ended() {
+            if let Some(j) = &mut self.json {
+                j.finish(out);
+            }
+        }
     }
 
     fn finish_dsml(&mut self, out: &mut Vec<ParseEvent>) {
@@ -420,12 +484,20 @@ impl Parser {
         }
     }
 
-    fn feed_dsml(&mut self, text: &str, textual: bool, out: &mut Vec<ParseEvent>) {
+    /// Feed the block parser; `marker` is where a DSML control token given by ID begins in
+    /// `text`.
+    fn feed_dsml(
+        &mut self,
+        text: &str,
+        textual: bool,
+        marker: Option<usize>,
+        out: &mut Vec<ParseEvent>,
+    ) {
         let Mode::Dsml(d) = &mut self.mode else {
             return;
         };
         d.textual = textual;
-        let status = d.feed(text, &mut self.tool_calls, out);
+        let status = d.feed(text, marker, &mut self.tool_calls, out);
         match status {
             DsmlStatus::Continue => {}
             DsmlStatus::Closed => self.mode = Mode::Dropped,
@@ -456,12 +528,14 @@ impl Parser {
         let mut pos = 0usize;
         // Next occurrence of each marker at or after `pos` (usize::MAX: none).
         let mut next: Vec<Option<usize>> = vec![None; 2 + self.stops.len()];
+        // JSON output mode: the filter run ahead over the held text (see `tools_at`).
+        let mut ahead: Option<(JsonFilter, usize)> = None;
         loop {
             let mode = match &self.mode {
                 Mode::Text(m) => *m,
                 Mode::Dsml(_) => {
                     let rest = text[pos..].to_owned();
-                    self.feed_dsml(&rest, textual, out);
+                    self.feed_dsml(&rest, textual, None, out);
                     return;
                 }
                 _ => return,
@@ -510,6 +584,7 @@ impl Parser {
                             start
                         };
                         self.emit_units(mode, &joined, pos, cut, out);
+                        ahead = None;
                         if mode == TextMode::Reasoning {
                             out.push(ParseEvent::ReasoningEnd);
                             self.mode = Mode::Text(TextMode::Content);
@@ -527,11 +602,13 @@ impl Parser {
                         return;
                     }
                     Marker::Dsml
-                        if matches!(match_tags(&text[start..], &self.block_tags), Match::None) =>
+                        if matches!(match_tags(&text[start..], &self.block_tags), Match::None)
+                            || !self.tools_at(&mut ahead, mode, text, pos, start) =>
                     {
-                        // Prose that only mentions the marker: it stays in the held text, and
-                        // the search goes on after its `<`. Deciding here, without entering the
-                        // block parser, keeps a run of such mentions linear and flat.
+                        // Prose that only mentions the marker (or a block inside a JSON value):
+                        // it stays in the held text, and the search goes on after its `<`.
+                        // Deciding here, without entering the block parser, keeps a run of such
+                        // mentions linear and flat.
                         let from = start + 1;
                         next[1] = Some(
                             text[from..]
@@ -555,6 +632,9 @@ impl Parser {
                             before_end
                         };
                         self.emit_units(mode, &joined, pos, before_end, out);
+                        if self.ended() {
+                            return;
+                        }
                         let lead = text[before_end..start].to_owned();
                         self.mode = Mode::Dsml(Box::new(Dsml::new(&self.dsml, false, mode, lead)));
                         pos = start;
@@ -562,13 +642,17 @@ impl Parser {
                 }
                 continue;
             }
-            // No complete marker: hold from the earliest possible marker start.
+            // No complete marker: hold from the earliest possible marker start. (Inside a JSON
+            // value too, as the reference does, although no block is read there.)
             let hold_from = self.candidate_start(mode, textual, text, pos);
             let cut = match hold_from {
                 None => text.len(),
                 Some(p) => joined.unit_start_of(p).max(pos),
             };
             self.emit_units(mode, &joined, pos, cut, out);
+            if self.ended() {
+                return;
+            }
             if cut < text.len() {
                 self.held = joined.units_from(cut);
             }
@@ -725,7 +809,7 @@ impl Parser {
         logprobs: Vec<TokenLogprob>,
         out: &mut Vec<ParseEvent>,
     ) {
-        if text.is_empty() && !logprobs.is_empty() {
+        if (text.is_empty() && !logprobs.is_empty()) || self.ended() {
             return;
         }
         if text.is_empty() {
@@ -752,699 +836,36 @@ impl Parser {
             }
             self.emitted_any = true;
             for _ in 0..std::mem::take(&mut self.empty_pending) {
-                out.push(match mode {
-                    TextMode::Reasoning => ParseEvent::Reasoning {
-                        text: String::new(),
-                        logprobs: Vec::new(),
-                    },
-                    TextMode::Content => ParseEvent::Content {
-                        text: String::new(),
-                        logprobs: Vec::new(),
-                    },
-                });
+                self.push_delta(mode, String::new(), Vec::new(), out);
             }
         }
         if !text.is_empty() {
             self.last_lt = partial_suffix_start(&text, &self.dsml_open).is_some();
             self.last_think_partial = partial_suffix_start(&text, &self.think_end).is_some();
         }
-        out.push(match mode {
-            TextMode::Reasoning => ParseEvent::Reasoning { text, logprobs },
-            TextMode::Content => ParseEvent::Content { text, logprobs },
-        });
-    }
-}
-
-/// Held units joined into one string, with unit boundaries.
-struct Joined {
-    text: String,
-    ends: Vec<usize>,
-    logprobs: Vec<Vec<TokenLogprob>>,
-    /// Offset from which each unit's logprobs are still unreported (its start).
-    lp_from: Vec<usize>,
-}
-
-impl Joined {
-    fn new(units: Vec<Unit>) -> Self {
-        let mut text = String::new();
-        let mut ends = Vec::with_capacity(units.len());
-        let mut logprobs = Vec::with_capacity(units.len());
-        let mut lp_from = Vec::with_capacity(units.len());
-        if units.len() == 1 {
-            let u = units.into_iter().next().unwrap_or(Unit {
-                text: String::new(),
-                logprobs: Vec::new(),
-            });
-            ends.push(u.text.len());
-            lp_from.push(0);
-            logprobs.push(u.logprobs);
-            return Joined {
-                text: u.text,
-                ends,
-                logprobs,
-                lp_from,
-            };
-        }
-        for u in units {
-            lp_from.push(text.len());
-            text.push_str(&u.text);
-            ends.push(text.len());
-            logprobs.push(u.logprobs);
-        }
-        Joined {
-            text,
-            ends,
-            logprobs,
-            lp_from,
-        }
+        self.push_delta(mode, text, logprobs, out);
     }
 
-    /// Start offset of the unit that contains byte `p`.
-    fn unit_start_of(&self, p: usize) -> usize {
-        let mut start = 0;
-        for end in &self.ends {
-            if p < *end {
-                return start;
-            }
-            start = *end;
-        }
-        start
-    }
-
-    /// The units from offset `cut` (a unit start, or inside the first remaining unit) on.
-    fn units_from(self, cut: usize) -> Vec<Unit> {
-        let mut out = Vec::new();
-        let mut start = 0usize;
-        for (i, (end, lps)) in self.ends.iter().zip(self.logprobs).enumerate() {
-            let unit_start = start;
-            start = *end;
-            if *end < cut || (*end == cut && unit_start < cut) {
-                continue;
-            }
-            let a = unit_start.max(cut);
-            let lps = if a <= self.lp_from[i] {
-                lps
-            } else {
-                Vec::new()
-            };
-            out.push(Unit {
-                text: self.text[a..*end].to_owned(),
-                logprobs: lps,
-            });
-        }
-        out
-    }
-}
-
-/// Byte offset where the trailing run of `\n` of `s` begins, and the run's length.
-fn trim_newlines_end(s: &str) -> (usize, usize) {
-    let trimmed = s.trim_end_matches('\n').len();
-    (trimmed, s.len() - trimmed)
-}
-
-/// The earliest start of a non-empty suffix of `text` that is a proper prefix of `pat`.
-fn partial_suffix_start(text: &str, pat: &str) -> Option<usize> {
-    if pat.is_empty() {
-        return None;
-    }
-    let max = (pat.len() - 1).min(text.len());
-    // Longest candidate first gives the earliest start.
-    for len in (1..=max).rev() {
-        let start = text.len() - len;
-        if !text.is_char_boundary(start) {
-            continue;
-        }
-        if pat.as_bytes().starts_with(&text.as_bytes()[start..]) {
-            return Some(start);
-        }
-    }
-    None
-}
-
-// ------------------------------------------------------------------------------------------
-// DSML tool-call blocks
-// ------------------------------------------------------------------------------------------
-
-enum DsmlStatus {
-    Continue,
-    Closed,
-    Failed,
-}
-
-#[derive(Clone, Debug)]
-enum ValueMode {
-    /// `string="true"` before its opening quote is written: when the whole `string="true`
-    /// attribute came in the same input unit as the tag's `>`, the quote waits while all that
-    /// follows the tag could still be the closing tag (as in the reference).
-    StrUnopened,
-    /// `string="true"`: JSON-string-escaped between quotes.
-    Str,
-    /// `string="false"`: copied verbatim.
-    Raw,
-    /// No or an unknown `string` attribute: collected, then written as JSON if it parses as
-    /// JSON, otherwise as a JSON string.
-    Buffered(String),
-}
-
-#[derive(Clone, Debug)]
-enum DState {
-    /// Between tags (top level or inside the calls block).
-    Between,
-    InvokeName(String),
-    InvokeTagEnd,
-    InvokeBody,
-    KeyStart,
-    Key,
-    AfterKey,
-    Attrs(String),
-    Value(ValueMode),
-    /// Skip to the `>` that ends a closing tag, then go to the given state.
-    SkipToGt(Box<DState>),
-}
-
-struct Dsml {
-    buf: String,
-    /// Consumed prefix of `buf`.
-    at: usize,
-    /// Whether the latest input came from a text chunk (control tokens spelled out) rather
-    /// than from token IDs (control tokens arrive as their own pieces).
-    textual: bool,
-    /// Where each input unit fed since the buffer was last emptied begins in `buf`: value
-    /// text is reported one unit portion at a time, like text outside the block.
-    unit_starts: std::collections::VecDeque<usize>,
-    state: DState,
-    committed: bool,
-    prev: TextMode,
-    /// Everything fed while not committed (to give back as text).
-    raw: String,
-    /// Newlines that preceded the block start (dropped when the block commits).
-    lead: String,
-    index: usize,
-    params: usize,
-    open_tags: Vec<String>,
-    invoke_tags: Vec<String>,
-    close_calls_tags: Vec<String>,
-    param_tags: Vec<String>,
-    close_prefix: String,
-    /// Whether the parameter tag being read showed `string="t` before the current push: the
-    /// reference then writes the value's opening quote as soon as the tag ends.
-    string_seen_before: bool,
-    /// Where the current push's text begins in `buf` (0 when the block began in this push).
-    push_start: usize,
-}
-
-fn escape_json(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    recipe_core::encoding::json::escape_str_into(&mut out, s);
-    out
-}
-
-fn emit_arg(out: &mut Vec<ParseEvent>, index: usize, kind: ArgKind, text: &str) {
-    if text.is_empty() {
-        return;
-    }
-    if let Some(ParseEvent::ToolCallArgs {
-        index: i,
-        kind: k,
-        text: t,
-    }) = out.last_mut()
-    {
-        if *i == index && *k == kind && kind == ArgKind::Key {
-            t.push_str(text);
-            return;
-        }
-    }
-    out.push(ParseEvent::ToolCallArgs {
-        index,
-        kind,
-        text: text.to_owned(),
-    });
-}
-
-enum Match {
-    /// A whole tag matched; its length in bytes.
-    Full(usize),
-    Partial,
-    None,
-}
-
-fn match_tags(s: &str, tags: &[String]) -> Match {
-    let mut partial = false;
-    for t in tags {
-        if s.starts_with(t.as_str()) {
-            return Match::Full(t.len());
-        }
-        if t.starts_with(s) {
-            partial = true;
-        }
-    }
-    if partial {
-        Match::Partial
-    } else {
-        Match::None
-    }
-}
-
-/// The tags that may open a tool-call block: a calls tag or an invoke tag, in both dialects.
-fn block_open_tags(d: &str) -> Vec<String> {
-    let mut tags = open_calls_tags(d);
-    tags.extend(invoke_open_tags(d));
-    tags
-}
-
-fn open_calls_tags(d: &str) -> Vec<String> {
-    ["calls>", "tool_calls>"]
-        .iter()
-        .flat_map(|a| [format!("<{d} {a}"), format!("<{d}{a}")])
-        .collect()
-}
-
-fn invoke_open_tags(d: &str) -> Vec<String> {
-    vec![
-        format!("<{d} invoke name=\""),
-        format!("<{d}invoke name=\""),
-    ]
-}
-
-impl Dsml {
-    fn new(d: &str, committed: bool, prev: TextMode, lead: String) -> Self {
-        let both = |a: &str| vec![format!("<{d} {a}"), format!("<{d}{a}")];
-        let open_tags = open_calls_tags(d);
-        let invoke_tags = invoke_open_tags(d);
-        let mut close_calls_tags = vec![format!("</{d} calls>"), format!("</{d}calls>")];
-        close_calls_tags.extend([format!("</{d} tool_calls>"), format!("</{d}tool_calls>")]);
-        let param_tags = both("parameter name=");
-        Dsml {
-            buf: String::new(),
-            at: 0,
-            textual: true,
-            unit_starts: std::collections::VecDeque::new(),
-            state: DState::Between,
-            committed,
-            prev,
-            raw: String::new(),
-            lead,
-            index: 0,
-            params: 0,
-            open_tags,
-            invoke_tags,
-            close_calls_tags,
-            param_tags,
-            close_prefix: format!("</{d}"),
-            string_seen_before: false,
-            push_start: 0,
-        }
-    }
-
-    fn commit(&mut self, out: &mut Vec<ParseEvent>) {
-        if !self.committed {
-            self.committed = true;
-            self.raw = String::new();
-            self.lead = String::new();
-            if self.prev == TextMode::Reasoning {
-                out.push(ParseEvent::ReasoningEnd);
-            }
-        }
-    }
-
-    fn feed(
+    /// One text delta out; in JSON output mode content goes through the filter, which may end
+    /// the stream with a stop sequence.
+    fn push_delta(
         &mut self,
-        text: &str,
-        tool_calls: &mut usize,
+        mode: TextMode,
+        text: String,
+        logprobs: Vec<TokenLogprob>,
         out: &mut Vec<ParseEvent>,
-    ) -> DsmlStatus {
-        if !self.committed {
-            self.raw.push_str(text);
-        }
-        // Drop the consumed prefix now and then so the buffer stays small.
-        if self.at > 0 && self.at * 2 >= self.buf.len() {
-            self.buf.drain(..self.at);
-            let at = self.at;
-            self.unit_starts.retain(|s| *s > at);
-            self.unit_starts.iter_mut().for_each(|s| *s -= at);
-            self.push_start = self.push_start.saturating_sub(at);
-            self.at = 0;
-        }
-        self.unit_starts.push_back(self.buf.len());
-        self.buf.push_str(text);
-        let status = self.run(tool_calls, out);
-        if self.at >= self.buf.len() {
-            self.buf.clear();
-            self.unit_starts.clear();
-            self.at = 0;
-            self.push_start = 0;
-        }
-        status
-    }
-
-    /// A new push begins: what is buffered from now on arrived in it.
-    fn begin_push(&mut self) {
-        self.string_seen_before =
-            matches!(&self.state, DState::Attrs(a) if a.contains("string=\"t"));
-        self.push_start = self.buf.len();
-    }
-
-    /// Whether a closing tag whose `<` is at `lt` in `buf`, followed by `after`, must wait for
-    /// its `>` when a name follows the marker. As in the reference, a tag begun in an earlier
-    /// push whose marker is completed by the current one counts at once; a tag whose marker
-    /// came whole in one push waits.
-    fn close_pending(&self, lt: usize, after: &str) -> bool {
-        let completed_now = lt < self.push_start && lt + self.close_prefix.len() > self.push_start;
-        !completed_now && tag_tail_pending(after)
-    }
-
-    fn rest(&self) -> &str {
-        &self.buf[self.at..]
-    }
-
-    /// Start (in `buf`) of the input unit that holds byte `p`, but not before `at`.
-    fn unit_start_of(&self, p: usize) -> usize {
-        let i = self.unit_starts.partition_point(|s| *s <= p);
-        let s = if i == 0 { 0 } else { self.unit_starts[i - 1] };
-        s.max(self.at)
-    }
-
-    /// Report `buf[from..to]` as parameter value text, one delta per input-unit portion.
-    fn emit_value(&self, mode: &mut ValueMode, from: usize, to: usize, out: &mut Vec<ParseEvent>) {
-        if from >= to {
-            return;
-        }
-        if let ValueMode::Buffered(b) = mode {
-            b.push_str(&self.buf[from..to]);
-            return;
-        }
-        let first = self.unit_starts.partition_point(|s| *s <= from);
-        let mut a = from;
-        for &s in self
-            .unit_starts
-            .iter()
-            .skip(first)
-            .take_while(|s| **s < to)
-            .chain(std::iter::once(&to))
-        {
-            let piece = &self.buf[a..s];
-            if !piece.is_empty() {
-                let text = if matches!(mode, ValueMode::Raw) {
-                    piece.to_owned()
-                } else {
-                    escape_json(piece)
-                };
-                out.push(ParseEvent::ToolCallArgs {
-                    index: self.index,
-                    kind: ArgKind::Value,
-                    text,
-                });
-            }
-            a = s;
-        }
-    }
-
-    fn skip_ws(&mut self) {
-        let r = self.rest();
-        let n = r.len() - r.trim_start().len();
-        self.at += n;
-    }
-
-    /// Skip garbage up to the next `<` (at least one character).
-    fn skip_garbage(&mut self) {
-        let r = self.rest();
-        let first = r.chars().next().map_or(0, char::len_utf8);
-        let n = r[first..].find('<').map_or(r.len(), |i| i + first);
-        self.at += n;
-    }
-
-    fn run(&mut self, tool_calls: &mut usize, out: &mut Vec<ParseEvent>) -> DsmlStatus {
-        loop {
-            let state = std::mem::replace(&mut self.state, DState::Between);
-            match state {
-                DState::Between => {
-                    if self.committed {
-                        self.skip_ws();
-                    }
-                    if self.rest().is_empty() {
-                        self.state = DState::Between;
-                        return DsmlStatus::Continue;
-                    }
-                    let r = self.rest();
-                    if let Match::Full(n) = match_tags(r, &self.open_tags) {
-                        self.at += n;
-                        self.commit(out);
-                        continue;
-                    }
-                    if let Match::Full(n) = match_tags(r, &self.invoke_tags) {
-                        self.at += n;
-                        self.commit(out);
-                        self.state = DState::InvokeName(String::new());
-                        continue;
-                    }
-                    if self.committed {
-                        if let Match::Full(n) = match_tags(r, &self.close_calls_tags) {
-                            self.at += n;
-                            return DsmlStatus::Closed;
-                        }
-                    }
-                    let partial = [&self.open_tags, &self.invoke_tags, &self.close_calls_tags]
-                        .iter()
-                        .any(|tags| matches!(match_tags(r, tags), Match::Partial));
-                    if partial {
-                        self.state = DState::Between;
-                        return DsmlStatus::Continue;
-                    }
-                    if !self.committed {
-                        return DsmlStatus::Failed;
-                    }
-                    self.skip_garbage();
-                    self.state = DState::Between;
+    ) {
+        match (mode, &mut self.json) {
+            (TextMode::Reasoning, _) => out.push(ParseEvent::Reasoning { text, logprobs }),
+            (TextMode::Content, None) => out.push(ParseEvent::Content { text, logprobs }),
+            (TextMode::Content, Some(j)) => {
+                if let Some(stop) = j.content(&text, logprobs, out) {
+                    self.stopped_by = Some(stop.clone());
+                    out.push(ParseEvent::StopSequence(stop));
+                    self.mode = Mode::Ended;
                 }
-                DState::InvokeName(mut name) => {
-                    let r = self.rest();
-                    match r.find('"') {
-                        None => {
-                            name.push_str(r);
-                            self.at = self.buf.len();
-                            self.state = DState::InvokeName(name);
-                            return DsmlStatus::Continue;
-                        }
-                        Some(i) => {
-                            name.push_str(&r[..i]);
-                            self.at += i + 1;
-                            self.index = *tool_calls;
-                            *tool_calls += 1;
-                            self.params = 0;
-                            out.push(ParseEvent::ToolCallStart {
-                                index: self.index,
-                                name,
-                            });
-                            self.state = DState::InvokeTagEnd;
-                        }
-                    }
-                }
-                DState::InvokeTagEnd => match self.rest().find('>') {
-                    None => {
-                        self.at = self.buf.len();
-                        self.state = DState::InvokeTagEnd;
-                        return DsmlStatus::Continue;
-                    }
-                    Some(i) => {
-                        self.at += i + 1;
-                        self.state = DState::InvokeBody;
-                    }
-                },
-                DState::InvokeBody => {
-                    self.skip_ws();
-                    let r = self.rest();
-                    if r.is_empty() {
-                        self.state = DState::InvokeBody;
-                        return DsmlStatus::Continue;
-                    }
-                    if let Match::Full(n) = match_tags(r, &self.param_tags) {
-                        self.at += n;
-                        let (kind, text) = if self.params == 0 {
-                            (ArgKind::Open, "{")
-                        } else {
-                            (ArgKind::Separator, ", ")
-                        };
-                        emit_arg(out, self.index, kind, text);
-                        self.state = DState::KeyStart;
-                        continue;
-                    }
-                    if r.starts_with(self.close_prefix.as_str()) {
-                        if self.close_pending(self.at, &r[self.close_prefix.len()..]) {
-                            self.state = DState::InvokeBody;
-                            return DsmlStatus::Continue;
-                        }
-                        self.at += self.close_prefix.len();
-                        if self.params == 0 {
-                            emit_arg(out, self.index, ArgKind::Empty, "{}");
-                        } else {
-                            emit_arg(out, self.index, ArgKind::Close, "}");
-                        }
-                        self.state = DState::SkipToGt(Box::new(DState::Between));
-                        continue;
-                    }
-                    if matches!(match_tags(r, &self.param_tags), Match::Partial)
-                        || self.close_prefix.starts_with(r)
-                    {
-                        self.state = DState::InvokeBody;
-                        return DsmlStatus::Continue;
-                    }
-                    self.skip_garbage();
-                    self.state = DState::InvokeBody;
-                }
-                DState::KeyStart => {
-                    let r = self.rest();
-                    match r.chars().next() {
-                        None => {
-                            self.state = DState::KeyStart;
-                            return DsmlStatus::Continue;
-                        }
-                        Some('"') => {
-                            self.at += 1;
-                            emit_arg(out, self.index, ArgKind::Key, "\"");
-                            self.state = DState::Key;
-                        }
-                        Some(_) => {
-                            // An unquoted name: read it up to whitespace or `>`.
-                            emit_arg(out, self.index, ArgKind::Key, "\"");
-                            self.state = DState::Key;
-                        }
-                    }
-                }
-                DState::Key => {
-                    let r = self.rest();
-                    match r.find('"') {
-                        None => {
-                            let s = escape_json(r);
-                            emit_arg(out, self.index, ArgKind::Key, &s);
-                            self.at = self.buf.len();
-                            self.state = DState::Key;
-                            return DsmlStatus::Continue;
-                        }
-                        Some(i) => {
-                            let mut s = escape_json(&r[..i]);
-                            s.push('"');
-                            emit_arg(out, self.index, ArgKind::Key, &s);
-                            self.at += i + 1;
-                            self.state = DState::AfterKey;
-                        }
-                    }
-                }
-                DState::AfterKey => {
-                    if self.rest().is_empty() {
-                        self.state = DState::AfterKey;
-                        return DsmlStatus::Continue;
-                    }
-                    emit_arg(out, self.index, ArgKind::Colon, ": ");
-                    self.state = DState::Attrs(String::new());
-                }
-                DState::Attrs(mut attrs) => {
-                    let r = self.rest();
-                    match r.find('>') {
-                        None => {
-                            attrs.push_str(r);
-                            self.at = self.buf.len();
-                            self.state = DState::Attrs(attrs);
-                            return DsmlStatus::Continue;
-                        }
-                        Some(i) => {
-                            attrs.push_str(&r[..i]);
-                            self.at += i + 1;
-                            self.state = DState::Value(string_attr(&attrs));
-                        }
-                    }
-                }
-                DState::Value(mut mode) => {
-                    if let ValueMode::StrUnopened = mode {
-                        let r = self.rest();
-                        // With token IDs the marker in a closing tag is a control token of its
-                        // own, so only `<` can still grow into one here.
-                        let prefix = if self.textual {
-                            self.close_prefix.as_str()
-                        } else {
-                            "</"
-                        };
-                        if !self.string_seen_before
-                            && !r.is_empty()
-                            && r.len() < prefix.len()
-                            && prefix.starts_with(r)
-                        {
-                            // Only the start of a closing tag follows: wait before opening.
-                            self.state = DState::Value(mode);
-                            return DsmlStatus::Continue;
-                        }
-                        emit_arg(out, self.index, ArgKind::ValueOpen, "\"");
-                        mode = ValueMode::Str;
-                    }
-                    let r = self.rest();
-                    let (end, closed) = match r.find(self.close_prefix.as_str()) {
-                        Some(i) => (
-                            self.at + i,
-                            !self.close_pending(self.at + i, &r[i + self.close_prefix.len()..]),
-                        ),
-                        // Like text, the input unit whose tail may start the closing tag is held
-                        // back whole until later input decides.
-                        None => match partial_suffix_start(r, &self.close_prefix) {
-                            Some(p) => (self.unit_start_of(self.at + p), false),
-                            None => (self.buf.len(), false),
-                        },
-                    };
-                    self.emit_value(&mut mode, self.at, end, out);
-                    self.at = end;
-                    if !closed {
-                        self.state = DState::Value(mode);
-                        return DsmlStatus::Continue;
-                    }
-                    self.at += self.close_prefix.len();
-                    match mode {
-                        ValueMode::Str => emit_arg(out, self.index, ArgKind::ValueClose, "\""),
-                        ValueMode::StrUnopened | ValueMode::Raw => {}
-                        ValueMode::Buffered(b) => {
-                            if serde_json::from_str::<serde_json::Value>(&b).is_ok() {
-                                emit_arg(out, self.index, ArgKind::Value, &b);
-                            } else {
-                                emit_arg(out, self.index, ArgKind::ValueOpen, "\"");
-                                emit_arg(out, self.index, ArgKind::Value, &escape_json(&b));
-                                emit_arg(out, self.index, ArgKind::ValueClose, "\"");
-                            }
-                        }
-                    }
-                    self.params += 1;
-                    self.state = DState::SkipToGt(Box::new(DState::InvokeBody));
-                }
-                DState::SkipToGt(next) => match self.rest().find('>') {
-                    None => {
-                        self.at = self.buf.len();
-                        self.state = DState::SkipToGt(next);
-                        return DsmlStatus::Continue;
-                    }
-                    Some(i) => {
-                        self.at += i + 1;
-                        self.state = *next;
-                    }
-                },
             }
         }
-    }
-}
-
-/// Whether a closing tag must wait before it is reported: as the reference does, a closing tag
-/// counts as soon as `</｜DSML｜` is seen when nothing or a space follows, but a V4-style name
-/// written right after it (`</｜DSML｜parameter`) is only settled by its `>`.
-fn tag_tail_pending(after: &str) -> bool {
-    !after.is_empty() && !after.starts_with(' ') && !after.contains('>')
-}
-
-/// The value mode named by a parameter tag's attributes (` string="true"` and so on).
-fn string_attr(attrs: &str) -> ValueMode {
-    let Some(i) = attrs.find("string=\"") else {
-        return ValueMode::Buffered(String::new());
-    };
-    let rest = &attrs[i + "string=\"".len()..];
-    let value = rest.split('"').next().unwrap_or("");
-    match value {
-        "true" => ValueMode::StrUnopened,
-        "false" => ValueMode::Raw,
-        _ => ValueMode::Buffered(String::new()),
     }
 }
 

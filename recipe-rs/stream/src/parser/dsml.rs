@@ -1,0 +1,638 @@
+//! DSML tool-call blocks: a state machine fed the text that follows a `<｜DSML｜` spelling (or
+//! the DSML control token), one method per state. Until the block's first tag is complete it
+//! only collects what it was fed, so the caller can give it back as text when no block follows.
+
+use super::held::partial_suffix_start;
+use super::{ArgKind, ParseEvent, TextMode};
+
+/// What the block parser needs next.
+pub(super) enum DsmlStatus {
+    /// More input.
+    Continue,
+    /// The calls block closed: everything after it is dropped.
+    Closed,
+    /// No block opened here after all: the input was text.
+    Failed,
+}
+
+#[derive(Clone, Debug)]
+enum ValueMode {
+    /// `string="true"` before its opening quote is written: when the whole `string="true`
+    /// attribute came in the same input unit as the tag's `>`, the quote waits while all that
+    /// follows the tag could still be the closing tag (as in the reference).
+    StrUnopened,
+    /// `string="true"`: JSON-string-escaped between quotes.
+    Str,
+    /// `string="false"`: copied verbatim.
+    Raw,
+    /// No or an unknown `string` attribute: collected, then written as JSON if it parses as
+    /// JSON, otherwise as a JSON string.
+    Buffered(String),
+}
+
+/// What one state method decided: go on in the next state, wait for more input in it, or stop.
+enum Flow {
+    Next(DState),
+    Wait(DState),
+    Done(DsmlStatus),
+}
+
+#[derive(Clone, Debug)]
+enum DState {
+    /// Between tags (top level or inside the calls block).
+    Between,
+    InvokeName(String),
+    InvokeTagEnd,
+    InvokeBody,
+    KeyStart,
+    Key,
+    AfterKey,
+    Attrs(String),
+    Value(ValueMode),
+    /// Skip to the `>` that ends a closing tag, then go to the given state.
+    SkipToGt(Box<DState>),
+}
+
+pub(super) struct Dsml {
+    buf: String,
+    /// Consumed prefix of `buf`.
+    at: usize,
+    /// Whether the latest input came from a text chunk (control tokens spelled out) rather
+    /// than from token IDs (control tokens arrive as their own pieces).
+    pub(super) textual: bool,
+    /// Where each input unit fed since the buffer was last emptied begins in `buf`: value
+    /// text is reported one unit portion at a time, like text outside the block.
+    unit_starts: std::collections::VecDeque<usize>,
+    /// Where a DSML control token given by ID begins in `buf`. With token input only those
+    /// count as the marker of the closing tag that ends a parameter value: the same spelling
+    /// written out in ordinary tokens is value text, as in the reference. (Between tags the
+    /// reference reads written-out tags too, and so do we.)
+    marker_ids: std::collections::VecDeque<usize>,
+    state: DState,
+    pub(super) committed: bool,
+    pub(super) prev: TextMode,
+    /// Everything fed while not committed (to give back as text).
+    pub(super) raw: String,
+    /// Newlines that preceded the block start (dropped when the block commits).
+    pub(super) lead: String,
+    index: usize,
+    params: usize,
+    open_tags: Vec<String>,
+    invoke_tags: Vec<String>,
+    close_calls_tags: Vec<String>,
+    param_tags: Vec<String>,
+    close_prefix: String,
+    /// Whether the parameter tag being read showed `string="t` before the current push: the
+    /// reference then writes the value's opening quote as soon as the tag ends.
+    string_seen_before: bool,
+    /// Where the current push's text begins in `buf` (0 when the block began in this push).
+    push_start: usize,
+}
+
+fn escape_json(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    recipe_core::encoding::json::escape_str_into(&mut out, s);
+    out
+}
+
+fn emit_arg(out: &mut Vec<ParseEvent>, index: usize, kind: ArgKind, text: &str) {
+    if text.is_empty() {
+        return;
+    }
+    if let Some(ParseEvent::ToolCallArgs {
+        index: i,
+        kind: k,
+        text: t,
+    }) = out.last_mut()
+    {
+        if *i == index && *k == kind && kind == ArgKind::Key {
+            t.push_str(text);
+            return;
+        }
+    }
+    out.push(ParseEvent::ToolCallArgs {
+        index,
+        kind,
+        text: text.to_owned(),
+    });
+}
+
+pub(super) enum Match {
+    /// A whole tag matched; its length in bytes.
+    Full(usize),
+    Partial,
+    None,
+}
+
+pub(super) fn match_tags(s: &str, tags: &[String]) -> Match {
+    let mut partial = false;
+    for t in tags {
+        if s.starts_with(t.as_str()) {
+            return Match::Full(t.len());
+        }
+        if t.starts_with(s) {
+            partial = true;
+        }
+    }
+    if partial {
+        Match::Partial
+    } else {
+        Match::None
+    }
+}
+
+/// The tags that may open a tool-call block: a calls tag or an invoke tag, in both dialects.
+pub(super) fn block_open_tags(d: &str) -> Vec<String> {
+    let mut tags = open_calls_tags(d);
+    tags.extend(invoke_open_tags(d));
+    tags
+}
+
+fn open_calls_tags(d: &str) -> Vec<String> {
+    ["calls>", "tool_calls>"]
+        .iter()
+        .flat_map(|a| [format!("<{d} {a}"), format!("<{d}{a}")])
+        .collect()
+}
+
+fn invoke_open_tags(d: &str) -> Vec<String> {
+    vec![
+        format!("<{d} invoke name=\""),
+        format!("<{d}invoke name=\""),
+    ]
+}
+
+impl Dsml {
+    pub(super) fn new(d: &str, committed: bool, prev: TextMode, lead: String) -> Self {
+        let both = |a: &str| vec![format!("<{d} {a}"), format!("<{d}{a}")];
+        let open_tags = open_calls_tags(d);
+        let invoke_tags = invoke_open_tags(d);
+        let mut close_calls_tags = vec![format!("</{d} calls>"), format!("</{d}calls>")];
+        close_calls_tags.extend([format!("</{d} tool_calls>"), format!("</{d}tool_calls>")]);
+        let param_tags = both("parameter name=");
+        Dsml {
+            buf: String::new(),
+            at: 0,
+            textual: true,
+            unit_starts: std::collections::VecDeque::new(),
+            marker_ids: std::collections::VecDeque::new(),
+            state: DState::Between,
+            committed,
+            prev,
+            raw: String::new(),
+            lead,
+            index: 0,
+            params: 0,
+            open_tags,
+            invoke_tags,
+            close_calls_tags,
+            param_tags,
+            close_prefix: format!("</{d}"),
+            string_seen_before: false,
+            push_start: 0,
+        }
+    }
+
+    fn commit(&mut self, out: &mut Vec<ParseEvent>) {
+        if !self.committed {
+            self.committed = true;
+            self.raw = String::new();
+            self.lead = String::new();
+            if self.prev == TextMode::Reasoning {
+                out.push(ParseEvent::ReasoningEnd);
+            }
+        }
+    }
+
+    pub(super) fn feed(
+        &mut self,
+        text: &str,
+        marker_at: Option<usize>,
+        tool_calls: &mut usize,
+        out: &mut Vec<ParseEvent>,
+    ) -> DsmlStatus {
+        if !self.committed {
+            self.raw.push_str(text);
+        }
+        // Drop the consumed prefix now and then so the buffer stays small.
+        if self.at > 0 && self.at * 2 >= self.buf.len() {
+            self.buf.drain(..self.at);
+            let at = self.at;
+            self.unit_starts.retain(|s| *s > at);
+            self.unit_starts.iter_mut().for_each(|s| *s -= at);
+            self.marker_ids.retain(|s| *s >= at);
+            self.marker_ids.iter_mut().for_each(|s| *s -= at);
+            self.push_start = self.push_start.saturating_sub(at);
+            self.at = 0;
+        }
+        self.unit_starts.push_back(self.buf.len());
+        if let Some(o) = marker_at {
+            self.marker_ids.push_back(self.buf.len() + o);
+        }
+        self.buf.push_str(text);
+        let status = self.run(tool_calls, out);
+        if self.at >= self.buf.len() {
+            self.buf.clear();
+            self.unit_starts.clear();
+            self.marker_ids.clear();
+            self.at = 0;
+            self.push_start = 0;
+        }
+        status
+    }
+
+    /// A new push begins: what is buffered from now on arrived in it.
+    pub(super) fn begin_push(&mut self) {
+        self.string_seen_before =
+            matches!(&self.state, DState::Attrs(a) if a.contains("string=\"t"));
+        self.push_start = self.buf.len();
+    }
+
+    /// Whether a closing tag whose `<` is at `lt` in `buf`, followed by `after`, must wait for
+    /// its `>` when a name follows the marker. As in the reference, a tag begun in an earlier
+    /// push whose marker is completed by the current one counts at once; a tag whose marker
+    /// came whole in one push waits.
+    fn close_pending(&self, lt: usize, after: &str) -> bool {
+        let completed_now = lt < self.push_start && lt + self.close_prefix.len() > self.push_start;
+        !completed_now && tag_tail_pending(after)
+    }
+
+    /// Whether the marker spelling at `p` in `buf` counts in a value's closing tag: always with
+    /// text input; with token input only where the DSML control token was given by ID.
+    fn marker_at(&self, p: usize) -> bool {
+        self.textual || self.marker_ids.binary_search(&p).is_ok()
+    }
+
+    fn rest(&self) -> &str {
+        &self.buf[self.at..]
+    }
+
+    /// Start (in `buf`) of the input unit that holds byte `p`, but not before `at`.
+    fn unit_start_of(&self, p: usize) -> usize {
+        let i = self.unit_starts.partition_point(|s| *s <= p);
+        let s = if i == 0 { 0 } else { self.unit_starts[i - 1] };
+        s.max(self.at)
+    }
+
+    /// Report `buf[from..to]` as parameter value text, one delta per input-unit portion.
+    fn emit_value(&self, mode: &mut ValueMode, from: usize, to: usize, out: &mut Vec<ParseEvent>) {
+        if from >= to {
+            return;
+        }
+        if let ValueMode::Buffered(b) = mode {
+            b.push_str(&self.buf[from..to]);
+            return;
+        }
+        let first = self.unit_starts.partition_point(|s| *s <= from);
+        let mut a = from;
+        for &s in self
+            .unit_starts
+            .iter()
+            .skip(first)
+            .take_while(|s| **s < to)
+            .chain(std::iter::once(&to))
+        {
+            let piece = &self.buf[a..s];
+            if !piece.is_empty() {
+                let text = if matches!(mode, ValueMode::Raw) {
+                    piece.to_owned()
+                } else {
+                    escape_json(piece)
+                };
+                out.push(ParseEvent::ToolCallArgs {
+                    index: self.index,
+                    kind: ArgKind::Value,
+                    text,
+                });
+            }
+            a = s;
+        }
+    }
+
+    fn skip_ws(&mut self) {
+        let r = self.rest();
+        let n = r.len() - r.trim_start().len();
+        self.at += n;
+    }
+
+    /// Skip garbage up to the next `<` (at least one character).
+    fn skip_garbage(&mut self) {
+        let r = self.rest();
+        let first = r.chars().next().map_or(0, char::len_utf8);
+        let n = r[first..].find('<').map_or(r.len(), |i| i + first);
+        self.at += n;
+    }
+
+    /// Run the state machine over the buffered input until it needs more or the block ends.
+    fn run(&mut self, tool_calls: &mut usize, out: &mut Vec<ParseEvent>) -> DsmlStatus {
+        loop {
+            let state = std::mem::replace(&mut self.state, DState::Between);
+            let flow = match state {
+                DState::Between => self.between(out),
+                DState::InvokeName(name) => self.invoke_name(name, tool_calls, out),
+                DState::InvokeTagEnd => self.invoke_tag_end(),
+                DState::InvokeBody => self.invoke_body(out),
+                DState::KeyStart => self.key_start(out),
+                DState::Key => self.key(out),
+                DState::AfterKey => self.after_key(out),
+                DState::Attrs(attrs) => self.attrs(attrs),
+                DState::Value(mode) => self.value(mode, out),
+                DState::SkipToGt(next) => self.skip_to_gt(next),
+            };
+            match flow {
+                Flow::Next(next) => self.state = next,
+                Flow::Wait(next) => {
+                    self.state = next;
+                    return DsmlStatus::Continue;
+                }
+                Flow::Done(status) => return status,
+            }
+        }
+    }
+
+    /// Between tags: a calls tag, an invoke tag, or (inside the block) the closing calls tag.
+    /// Before the block committed, anything that cannot grow into an opening tag fails it.
+    fn between(&mut self, out: &mut Vec<ParseEvent>) -> Flow {
+        if self.committed {
+            self.skip_ws();
+        }
+        if self.rest().is_empty() {
+            return Flow::Wait(DState::Between);
+        }
+        let r = self.rest();
+        if let Match::Full(n) = match_tags(r, &self.open_tags) {
+            self.at += n;
+            self.commit(out);
+            return Flow::Next(DState::Between);
+        }
+        if let Match::Full(n) = match_tags(r, &self.invoke_tags) {
+            self.at += n;
+            self.commit(out);
+            return Flow::Next(DState::InvokeName(String::new()));
+        }
+        if self.committed {
+            if let Match::Full(n) = match_tags(r, &self.close_calls_tags) {
+                self.at += n;
+                return Flow::Done(DsmlStatus::Closed);
+            }
+        }
+        let partial = [&self.open_tags, &self.invoke_tags, &self.close_calls_tags]
+            .iter()
+            .any(|tags| matches!(match_tags(r, tags), Match::Partial));
+        if partial {
+            return Flow::Wait(DState::Between);
+        }
+        if !self.committed {
+            return Flow::Done(DsmlStatus::Failed);
+        }
+        self.skip_garbage();
+        Flow::Next(DState::Between)
+    }
+
+    /// The tool name up to its closing quote; the call starts there.
+    fn invoke_name(
+        &mut self,
+        mut name: String,
+        tool_calls: &mut usize,
+        out: &mut Vec<ParseEvent>,
+    ) -> Flow {
+        let r = self.rest();
+        let Some(i) = r.find('"') else {
+            name.push_str(r);
+            self.at = self.buf.len();
+            return Flow::Wait(DState::InvokeName(name));
+        };
+        name.push_str(&r[..i]);
+        self.at += i + 1;
+        self.index = *tool_calls;
+        *tool_calls += 1;
+        self.params = 0;
+        out.push(ParseEvent::ToolCallStart {
+            index: self.index,
+            name,
+        });
+        Flow::Next(DState::InvokeTagEnd)
+    }
+
+    /// The rest of the invoke tag, up to its `>`.
+    fn invoke_tag_end(&mut self) -> Flow {
+        match self.rest().find('>') {
+            None => {
+                self.at = self.buf.len();
+                Flow::Wait(DState::InvokeTagEnd)
+            }
+            Some(i) => {
+                self.at += i + 1;
+                Flow::Next(DState::InvokeBody)
+            }
+        }
+    }
+
+    /// Inside an invoke: a parameter tag opens (or continues) the arguments object, a closing
+    /// tag ends it.
+    fn invoke_body(&mut self, out: &mut Vec<ParseEvent>) -> Flow {
+        self.skip_ws();
+        let r = self.rest();
+        if r.is_empty() {
+            return Flow::Wait(DState::InvokeBody);
+        }
+        if let Match::Full(n) = match_tags(r, &self.param_tags) {
+            self.at += n;
+            let (kind, text) = if self.params == 0 {
+                (ArgKind::Open, "{")
+            } else {
+                (ArgKind::Separator, ", ")
+            };
+            emit_arg(out, self.index, kind, text);
+            return Flow::Next(DState::KeyStart);
+        }
+        if r.starts_with(self.close_prefix.as_str()) {
+            if self.close_pending(self.at, &r[self.close_prefix.len()..]) {
+                return Flow::Wait(DState::InvokeBody);
+            }
+            self.at += self.close_prefix.len();
+            if self.params == 0 {
+                emit_arg(out, self.index, ArgKind::Empty, "{}");
+            } else {
+                emit_arg(out, self.index, ArgKind::Close, "}");
+            }
+            return Flow::Next(DState::SkipToGt(Box::new(DState::Between)));
+        }
+        if matches!(match_tags(r, &self.param_tags), Match::Partial)
+            || self.close_prefix.starts_with(r)
+        {
+            return Flow::Wait(DState::InvokeBody);
+        }
+        self.skip_garbage();
+        Flow::Next(DState::InvokeBody)
+    }
+
+    /// The first character of a parameter name: its opening quote, or (unquoted) the name.
+    fn key_start(&mut self, out: &mut Vec<ParseEvent>) -> Flow {
+        match self.rest().chars().next() {
+            None => return Flow::Wait(DState::KeyStart),
+            Some('"') => self.at += 1,
+            // An unquoted name: read like a quoted one, from its first character.
+            Some(_) => {}
+        }
+        emit_arg(out, self.index, ArgKind::Key, "\"");
+        Flow::Next(DState::Key)
+    }
+
+    /// The parameter name up to its closing quote, JSON-escaped as it arrives.
+    fn key(&mut self, out: &mut Vec<ParseEvent>) -> Flow {
+        let r = self.rest();
+        let Some(i) = r.find('"') else {
+            let s = escape_json(r);
+            emit_arg(out, self.index, ArgKind::Key, &s);
+            self.at = self.buf.len();
+            return Flow::Wait(DState::Key);
+        };
+        let mut s = escape_json(&r[..i]);
+        s.push('"');
+        emit_arg(out, self.index, ArgKind::Key, &s);
+        self.at += i + 1;
+        Flow::Next(DState::AfterKey)
+    }
+
+    /// After the name's closing quote: the colon goes out once more input arrives.
+    fn after_key(&mut self, out: &mut Vec<ParseEvent>) -> Flow {
+        if self.rest().is_empty() {
+            return Flow::Wait(DState::AfterKey);
+        }
+        emit_arg(out, self.index, ArgKind::Colon, ": ");
+        Flow::Next(DState::Attrs(String::new()))
+    }
+
+    /// The parameter tag's attributes up to its `>`; they choose how the value is written.
+    fn attrs(&mut self, mut attrs: String) -> Flow {
+        let r = self.rest();
+        let Some(i) = r.find('>') else {
+            attrs.push_str(r);
+            self.at = self.buf.len();
+            return Flow::Wait(DState::Attrs(attrs));
+        };
+        attrs.push_str(&r[..i]);
+        self.at += i + 1;
+        Flow::Next(DState::Value(string_attr(&attrs)))
+    }
+
+    /// A parameter value up to its closing tag.
+    fn value(&mut self, mut mode: ValueMode, out: &mut Vec<ParseEvent>) -> Flow {
+        if let ValueMode::StrUnopened = mode {
+            let r = self.rest();
+            // With token IDs the marker in a closing tag is a control token of its own, so
+            // only `<` can still grow into one here.
+            let prefix = if self.textual {
+                self.close_prefix.as_str()
+            } else {
+                "</"
+            };
+            if !self.string_seen_before
+                && !r.is_empty()
+                && r.len() < prefix.len()
+                && prefix.starts_with(r)
+            {
+                // Only the start of a closing tag follows: wait before opening.
+                return Flow::Wait(DState::Value(mode));
+            }
+            emit_arg(out, self.index, ArgKind::ValueOpen, "\"");
+            mode = ValueMode::Str;
+        }
+        let (end, closed) = match self.next_close() {
+            Some(p) => (
+                p,
+                !self.close_pending(p, &self.buf[p + self.close_prefix.len()..]),
+            ),
+            // Like text, the input unit whose tail may start the closing tag is held back
+            // whole until later input decides.
+            None => match self.close_partial() {
+                Some(p) => (self.unit_start_of(p), false),
+                None => (self.buf.len(), false),
+            },
+        };
+        self.emit_value(&mut mode, self.at, end, out);
+        self.at = end;
+        if !closed {
+            return Flow::Wait(DState::Value(mode));
+        }
+        self.at += self.close_prefix.len();
+        match mode {
+            ValueMode::Str => emit_arg(out, self.index, ArgKind::ValueClose, "\""),
+            ValueMode::StrUnopened | ValueMode::Raw => {}
+            ValueMode::Buffered(b) => {
+                if serde_json::from_str::<serde_json::Value>(&b).is_ok() {
+                    emit_arg(out, self.index, ArgKind::Value, &b);
+                } else {
+                    emit_arg(out, self.index, ArgKind::ValueOpen, "\"");
+                    emit_arg(out, self.index, ArgKind::Value, &escape_json(&b));
+                    emit_arg(out, self.index, ArgKind::ValueClose, "\"");
+                }
+            }
+        }
+        self.params += 1;
+        Flow::Next(DState::SkipToGt(Box::new(DState::InvokeBody)))
+    }
+
+    /// The first closing-tag start at or after `at`.
+    fn next_close(&self) -> Option<usize> {
+        let mut from = self.at;
+        while let Some(i) = self.buf[from..].find(self.close_prefix.as_str()) {
+            if self.marker_at(from + i + 2) {
+                return Some(from + i);
+            }
+            from += i + 1;
+        }
+        None
+    }
+
+    /// Where an unfinished closing-tag start at the end of the input begins.
+    fn close_partial(&self) -> Option<usize> {
+        let r = self.rest();
+        let p = if self.textual {
+            partial_suffix_start(r, &self.close_prefix)
+        } else if r.ends_with("</") {
+            Some(r.len() - 2)
+        } else if r.ends_with('<') {
+            Some(r.len() - 1)
+        } else {
+            None
+        };
+        p.map(|p| self.at + p)
+    }
+
+    /// The rest of a closing tag, up to its `>`.
+    fn skip_to_gt(&mut self, next: Box<DState>) -> Flow {
+        match self.rest().find('>') {
+            None => {
+                self.at = self.buf.len();
+                Flow::Wait(DState::SkipToGt(next))
+            }
+            Some(i) => {
+                self.at += i + 1;
+                Flow::Next(*next)
+            }
+        }
+    }
+}
+
+/// Whether a closing tag must wait before it is reported: as the reference does, a closing tag
+/// counts as soon as `</｜DSML｜` is seen when nothing or a space follows, but a V4-style name
+/// written right after it (`</｜DSML｜parameter`) is only settled by its `>`.
+fn tag_tail_pending(after: &str) -> bool {
+    !after.is_empty() && !after.starts_with(' ') && !after.contains('>')
+}
+
+/// The value mode named by a parameter tag's attributes (` string="true"` and so on).
+fn string_attr(attrs: &str) -> ValueMode {
+    let Some(i) = attrs.find("string=\"") else {
+        return ValueMode::Buffered(String::new());
+    };
+    let rest = &attrs[i + "string=\"".len()..];
+    let value = rest.split('"').next().unwrap_or("");
+    match value {
+        "true" => ValueMode::StrUnopened,
+        "false" => ValueMode::Raw,
+        _ => ValueMode::Buffered(String::new()),
+    }
+}
