@@ -49,6 +49,15 @@ def _with_marked_prompts(value):
     return out
 
 
+def recorded(value):
+    """`value` without the review-only `prompt_marked` members: what was actually recorded."""
+    if isinstance(value, list):
+        return [recorded(v) for v in value]
+    if isinstance(value, dict):
+        return {k: recorded(v) for k, v in value.items() if k != "prompt_marked"}
+    return value
+
+
 def _is_number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 

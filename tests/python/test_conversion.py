@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 import deepseek_recipe as d
+import fixture_json
 import pytest
 from conversion_case_runner import run_case
 
@@ -53,9 +54,7 @@ def _normalised(outcome):
     (docs/conversion-deviations.md), so that message is compared without the call ID. The
     fixture's `prompt_marked` is a review aid derived from the prompt and its ranges
     (fixture_json.py, checked by test_fixture_layout.py), not a result, so it is left out."""
-    if isinstance(outcome.get("rendered"), dict):
-        outcome = {**outcome, "rendered": {k: v for k, v in outcome["rendered"].items() if k != "prompt_marked"}}
-    text = json.dumps(outcome, ensure_ascii=False)
+    text = json.dumps(fixture_json.recorded(outcome), ensure_ascii=False)
     return json.loads(_UNANSWERED.sub("No tool output found for tool call <id>.", text))
 
 

@@ -11,7 +11,9 @@ import fixture_json
 import pytest
 
 CONFORMANCE = Path(__file__).resolve().parents[1] / "conformance"
-FILES = sorted([*CONFORMANCE.glob("encoding/*.json"), CONFORMANCE / "conversion" / "cases.json",
+# encoding/random_seeded.json keeps one ASCII-escaped case per line: its random texts hold lone
+# surrogates, which UTF-8 text cannot carry.
+FILES = sorted([*CONFORMANCE.glob("encoding/cases_*.json"), CONFORMANCE / "conversion" / "cases.json",
                 *CONFORMANCE.glob("stream/*.json")])
 
 
