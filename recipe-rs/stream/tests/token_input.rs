@@ -250,3 +250,19 @@ fn tokens_waiting_for_the_rest_of_a_character_count_once_parsed() {
     // followed by the start of another still waits.
     assert_eq!(completion_tokens(&[vec![A, HALF_CHAR], vec![HALF_CHAR]]), 0);
 }
+
+#[test]
+fn a_think_end_token_in_content_ends_the_dropping_of_leading_newlines() {
+    // Thinking off: the `</think>` token is dropped, and the newlines after it are content
+    // (only the newlines before any output are dropped). Found by the SGLang differential.
+    let opts = ParsingOptions::default();
+    const THINK_END: u32 = 128822;
+    const NEWLINES: u32 = 271;
+    const HI: u32 = 23166;
+    let (got, _) = run(&opts, &[vec![THINK_END, NEWLINES, HI]]);
+    assert_eq!(got, v(&[&["\n\nHi"], &["fin:stop"]]));
+    let (got, _) = run(&opts, &[vec![NEWLINES, THINK_END, NEWLINES, HI]]);
+    assert_eq!(got, v(&[&["\n\nHi"], &["fin:stop"]]));
+    let (got, _) = run(&opts, &[vec![THINK_END], vec![NEWLINES], vec![HI]]);
+    assert_eq!(got, v(&[&[], &[], &["\n\n", "Hi"], &["fin:stop"]]));
+}

@@ -396,8 +396,11 @@ impl Parser {
                         self.mode = Mode::Text(TextMode::Content);
                         self.strip_leading_newlines = true;
                         self.strip_keeps_empty = false;
+                    } else {
+                        // In content the token is dropped, as the reference does, and it ends
+                        // the dropping of leading newlines: the newlines after it are kept.
+                        self.strip_leading_newlines = false;
                     }
-                    // In content the token is dropped, as the reference does.
                     return;
                 }
                 // Any other control token is text (its spelling), released at once as its own
@@ -590,6 +593,9 @@ impl Parser {
                             self.mode = Mode::Text(TextMode::Content);
                             self.strip_leading_newlines = true;
                             self.strip_keeps_empty = false;
+                        } else {
+                            // Dropped in content; the newlines after it are kept.
+                            self.strip_leading_newlines = false;
                         }
                         pos = end;
                     }
