@@ -14,43 +14,24 @@ use super::{call_id, AlwaysNull, EmptyArray, EmptyObject, FinishKind, StreamItem
 use crate::input::PromptUsage;
 use crate::parser::ParseEvent;
 
-/// Declares [`MessagesEvent`] from one list: each variant's wire `type` is both its serde tag
-/// and what [`MessagesEvent::event_type`] returns (the SSE event name).
-macro_rules! messages_events {
-    ($($(#[$doc:meta])* $variant:ident = $name:literal { $($field:ident: $ty:ty),* $(,)? })*) => {
-        /// One Anthropic Messages stream event.
-        #[derive(Clone, Debug, PartialEq, Serialize)]
-        #[serde(tag = "type")]
-        pub enum MessagesEvent {
-            $($(#[$doc])* #[serde(rename = $name)] $variant { $($field: $ty),* },)*
-        }
-
-        impl MessagesEvent {
-            /// The event's `type`, which is also its SSE event name.
-            pub fn event_type(&self) -> &'static str {
-                match self {
-                    $(MessagesEvent::$variant { .. } => $name,)*
-                }
-            }
-        }
-    };
-}
-
-messages_events! {
-    /// The stream opened: the message, with no content yet.
-    MessageStart = "message_start" { message: MessageObject }
-    /// A content block opened at `index` (empty).
-    ContentBlockStart = "content_block_start" { index: usize, content_block: ContentBlock }
-    /// Sent once, after the first block opens.
-    Ping = "ping" {}
-    /// More of the block at `index`.
-    ContentBlockDelta = "content_block_delta" { index: usize, delta: BlockDelta }
-    /// The block at `index` is complete.
-    ContentBlockStop = "content_block_stop" { index: usize }
-    /// Why the message ended, with the final usage.
-    MessageDelta = "message_delta" { delta: StopDelta, usage: MessagesUsage }
-    /// The stream ended.
-    MessageStop = "message_stop" {}
+wire_events! {
+    /// One Anthropic Messages stream event.
+    MessagesEvent {
+        /// The stream opened: the message, with no content yet.
+        MessageStart = "message_start" { message: MessageObject }
+        /// A content block opened at `index` (empty).
+        ContentBlockStart = "content_block_start" { index: usize, content_block: ContentBlock }
+        /// Sent once, after the first block opens.
+        Ping = "ping" {}
+        /// More of the block at `index`.
+        ContentBlockDelta = "content_block_delta" { index: usize, delta: BlockDelta }
+        /// The block at `index` is complete.
+        ContentBlockStop = "content_block_stop" { index: usize }
+        /// Why the message ended, with the final usage.
+        MessageDelta = "message_delta" { delta: StopDelta, usage: MessagesUsage }
+        /// The stream ended.
+        MessageStop = "message_stop" {}
+    }
 }
 
 impl MessagesEvent {

@@ -11,6 +11,30 @@
 //! straight from its typed form to JSON text ([`WireJson`]): no `serde_json::Value`
 //! tree is built on the per-token path, which is where a gateway spends its time.
 
+/// Declares a stream event enum from one list: each variant's wire `type` is both its serde tag
+/// and what the enum's `event_type()` returns (the SSE event name), so the two cannot drift.
+macro_rules! wire_events {
+    ($(#[$enum_doc:meta])* $enum:ident {
+        $($(#[$doc:meta])* $variant:ident = $name:literal { $($field:ident: $ty:ty),* $(,)? })*
+    }) => {
+        $(#[$enum_doc])*
+        #[derive(Clone, Debug, PartialEq, Serialize)]
+        #[serde(tag = "type")]
+        pub enum $enum {
+            $($(#[$doc])* #[serde(rename = $name)] $variant { $($field: $ty),* },)*
+        }
+
+        impl $enum {
+            /// The event's `type`, which is also its SSE event name.
+            pub fn event_type(&self) -> &'static str {
+                match self {
+                    $($enum::$variant { .. } => $name,)*
+                }
+            }
+        }
+    };
+}
+
 pub mod chat;
 pub mod messages;
 pub mod responses;

@@ -22,83 +22,64 @@ use super::{
 use crate::input::{PromptUsage, TokenLogprob};
 use crate::parser::ParseEvent;
 
-/// Declares [`ResponsesEvent`] from one list: each variant's wire `type` is both its serde tag
-/// and what [`ResponsesEvent::event_type`] returns (the SSE event name).
-macro_rules! responses_events {
-    ($($(#[$doc:meta])* $variant:ident = $name:literal { $($field:ident: $ty:ty),* $(,)? })*) => {
-        /// One Responses stream event.
-        #[derive(Clone, Debug, PartialEq, Serialize)]
-        #[serde(tag = "type")]
-        pub enum ResponsesEvent {
-            $($(#[$doc])* #[serde(rename = $name)] $variant { $($field: $ty),* },)*
+wire_events! {
+    /// One Responses stream event.
+    ResponsesEvent {
+        /// The stream opened; the response is `in_progress` with no output.
+        Created = "response.created" { response: Arc<ResponseObject>, sequence_number: u64 }
+        /// Sent right after `response.created`, with the same response.
+        InProgress = "response.in_progress" { response: Arc<ResponseObject>, sequence_number: u64 }
+        /// An output item opened (empty, `in_progress`).
+        OutputItemAdded = "response.output_item.added" {
+            item: OutputItem, output_index: usize, sequence_number: u64
         }
-
-        impl ResponsesEvent {
-            /// The event's `type`, which is also its SSE event name.
-            pub fn event_type(&self) -> &'static str {
-                match self {
-                    $(ResponsesEvent::$variant { .. } => $name,)*
-                }
-            }
+        /// The text part of a reasoning item or message opened (empty).
+        ContentPartAdded = "response.content_part.added" {
+            content_index: u32, item_id: Arc<str>, output_index: usize, part: ContentPart,
+            sequence_number: u64
         }
-    };
-}
-
-responses_events! {
-    /// The stream opened; the response is `in_progress` with no output.
-    Created = "response.created" { response: Arc<ResponseObject>, sequence_number: u64 }
-    /// Sent right after `response.created`, with the same response.
-    InProgress = "response.in_progress" { response: Arc<ResponseObject>, sequence_number: u64 }
-    /// An output item opened (empty, `in_progress`).
-    OutputItemAdded = "response.output_item.added" {
-        item: OutputItem, output_index: usize, sequence_number: u64
+        /// More reasoning text.
+        ReasoningDelta = "response.reasoning_text.delta" {
+            content_index: u32, delta: String, item_id: Arc<str>, output_index: usize,
+            sequence_number: u64
+        }
+        /// More answer text, with the log probabilities of its tokens.
+        TextDelta = "response.output_text.delta" {
+            content_index: u32, delta: String, item_id: Arc<str>, logprobs: Vec<TokenLogprob>,
+            output_index: usize, sequence_number: u64
+        }
+        /// More of a function call's arguments.
+        ArgumentsDelta = "response.function_call_arguments.delta" {
+            delta: String, item_id: Arc<str>, output_index: usize, sequence_number: u64
+        }
+        /// A reasoning item's whole text.
+        ReasoningDone = "response.reasoning_text.done" {
+            content_index: u32, item_id: Arc<str>, output_index: usize, sequence_number: u64,
+            text: String
+        }
+        /// A message's whole text.
+        TextDone = "response.output_text.done" {
+            content_index: u32, item_id: Arc<str>, logprobs: Vec<TokenLogprob>, output_index: usize,
+            sequence_number: u64, text: String
+        }
+        /// A function call's whole arguments.
+        ArgumentsDone = "response.function_call_arguments.done" {
+            arguments: String, item_id: Arc<str>, output_index: usize, sequence_number: u64
+        }
+        /// The text part of a reasoning item or message, complete.
+        ContentPartDone = "response.content_part.done" {
+            content_index: u32, item_id: Arc<str>, output_index: usize, part: ContentPart,
+            sequence_number: u64
+        }
+        /// An output item, complete.
+        OutputItemDone = "response.output_item.done" {
+            item: OutputItem, output_index: usize, sequence_number: u64
+        }
+        /// The stream ended normally; the response holds every output item and the usage.
+        Completed = "response.completed" { response: Arc<ResponseObject>, sequence_number: u64 }
+        /// The stream ended at the token limit or a content filter.
+        Incomplete = "response.incomplete" { response: Arc<ResponseObject>, sequence_number: u64 }
     }
-    /// The text part of a reasoning item or message opened (empty).
-    ContentPartAdded = "response.content_part.added" {
-        content_index: u32, item_id: Arc<str>, output_index: usize, part: ContentPart,
-        sequence_number: u64
-    }
-    /// More reasoning text.
-    ReasoningDelta = "response.reasoning_text.delta" {
-        content_index: u32, delta: String, item_id: Arc<str>, output_index: usize,
-        sequence_number: u64
-    }
-    /// More answer text, with the log probabilities of its tokens.
-    TextDelta = "response.output_text.delta" {
-        content_index: u32, delta: String, item_id: Arc<str>, logprobs: Vec<TokenLogprob>,
-        output_index: usize, sequence_number: u64
-    }
-    /// More of a function call's arguments.
-    ArgumentsDelta = "response.function_call_arguments.delta" {
-        delta: String, item_id: Arc<str>, output_index: usize, sequence_number: u64
-    }
-    /// A reasoning item's whole text.
-    ReasoningDone = "response.reasoning_text.done" {
-        content_index: u32, item_id: Arc<str>, output_index: usize, sequence_number: u64,
-        text: String
-    }
-    /// A message's whole text.
-    TextDone = "response.output_text.done" {
-        content_index: u32, item_id: Arc<str>, logprobs: Vec<TokenLogprob>, output_index: usize,
-        sequence_number: u64, text: String
-    }
-    /// A function call's whole arguments.
-    ArgumentsDone = "response.function_call_arguments.done" {
-        arguments: String, item_id: Arc<str>, output_index: usize, sequence_number: u64
-    }
-    /// The text part of a reasoning item or message, complete.
-    ContentPartDone = "response.content_part.done" {
-        content_index: u32, item_id: Arc<str>, output_index: usize, part: ContentPart,
-        sequence_number: u64
-    }
-    /// An output item, complete.
-    OutputItemDone = "response.output_item.done" {
-        item: OutputItem, output_index: usize, sequence_number: u64
-    }
-    /// The stream ended normally; the response holds every output item and the usage.
-    Completed = "response.completed" { response: Arc<ResponseObject>, sequence_number: u64 }
-    /// The stream ended at the token limit or a content filter.
-    Incomplete = "response.incomplete" { response: Arc<ResponseObject>, sequence_number: u64 }
 }
 
 impl ResponsesEvent {

@@ -391,16 +391,7 @@ impl Parser {
                     _ => return,
                 };
                 if kind == Some(SpecialToken::ThinkingEnd) {
-                    if mode == TextMode::Reasoning {
-                        out.push(ParseEvent::ReasoningEnd);
-                        self.mode = Mode::Text(TextMode::Content);
-                        self.strip_leading_newlines = true;
-                        self.strip_keeps_empty = false;
-                    } else {
-                        // In content the token is dropped, as the reference does, and it ends
-                        // the dropping of leading newlines: the newlines after it are kept.
-                        self.strip_leading_newlines = false;
-                    }
+                    self.think_end_seen(mode, out);
                     return;
                 }
                 // Any other control token is text (its spelling), released at once as its own
@@ -408,6 +399,21 @@ impl Parser {
                 let logprobs = logprob.into_iter().collect();
                 self.emit_text(mode, spelling, logprobs, out);
             }
+        }
+    }
+
+    /// A `</think>` (token or text) was read in `mode`, and what came before it was released.
+    /// In reasoning it ends the reasoning, and the newlines that open the content are dropped.
+    /// In content it is dropped, as the reference does, and it ends the dropping of leading
+    /// newlines: the newlines after it are content.
+    fn think_end_seen(&mut self, mode: TextMode, out: &mut Vec<ParseEvent>) {
+        if mode == TextMode::Reasoning {
+            out.push(ParseEvent::ReasoningEnd);
+            self.mode = Mode::Text(TextMode::Content);
+            self.strip_leading_newlines = true;
+            self.strip_keeps_empty = false;
+        } else {
+            self.strip_leading_newlines = false;
         }
     }
 
@@ -588,15 +594,7 @@ impl Parser {
                         };
                         self.emit_units(mode, &joined, pos, cut, out);
                         ahead = None;
-                        if mode == TextMode::Reasoning {
-                            out.push(ParseEvent::ReasoningEnd);
-                            self.mode = Mode::Text(TextMode::Content);
-                            self.strip_leading_newlines = true;
-                            self.strip_keeps_empty = false;
-                        } else {
-                            // Dropped in content; the newlines after it are kept.
-                            self.strip_leading_newlines = false;
-                        }
+                        self.think_end_seen(mode, out);
                         pos = end;
                     }
                     Marker::Stop(i) => {
