@@ -25,7 +25,7 @@ enum State {
 pub struct JsonFilter {
     state: State,
     /// Log probabilities of input not yet attached to an emitted delta (they ride on the first
-    /// delta emitted after them, as in the reference).
+    /// delta emitted after them in the same push, as in the reference).
     logprobs: Vec<crate::input::TokenLogprob>,
     held: String,
     space_before: bool,
@@ -62,6 +62,12 @@ impl JsonFilter {
             stops,
             stopped: None,
         }
+    }
+
+    /// A new push begins: log probabilities of earlier pushes whose text the filter dropped
+    /// are dropped with it (the reference attaches them only within their own push).
+    pub fn begin_push(&mut self) {
+        self.logprobs.clear();
     }
 
     /// Whether the JSON value has begun and is not closed (bare, or inside its fence).

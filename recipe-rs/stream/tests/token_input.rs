@@ -266,3 +266,47 @@ fn a_think_end_token_in_content_ends_the_dropping_of_leading_newlines() {
     let (got, _) = run(&opts, &[vec![THINK_END], vec![NEWLINES], vec![HI]]);
     assert_eq!(got, v(&[&[], &[], &["\n\n", "Hi"], &["fin:stop"]]));
 }
+
+#[test]
+fn json_mode_drops_the_log_probabilities_of_text_it_dropped_in_earlier_pushes() {
+    // JSON output mode, one token per push (tool calls not parsed, so nothing is held between
+    // pushes): the fence tokens are filtered out, and their log probabilities go with them; the
+    // first delta of the value carries only its own.
+    let opts = ParsingOptions {
+        parse_json_output: true,
+        parse_tool_calls: false,
+        ..ParsingOptions::default()
+    };
+    let tok = tokenizer();
+    let mut sp = StreamProcessor::new(chat(false), &opts, Some(tokenizer()));
+    let mut carried = Vec::new();
+    for piece in ["```", "json", "\n", "{\"", "a\"", ": 1}"] {
+        let ids = tok.encode_with_special(piece).unwrap();
+        let logprobs = ids.iter().map(|_| (-1.0, Vec::new())).collect();
+        let items = sp
+            .push(InferenceChunk::Tokens {
+                token_ids: ids,
+                logprobs: Some(logprobs),
+            })
+            .unwrap();
+        for i in items {
+            let v = i.to_value();
+            for lp in v["choices"][0]["logprobs"]["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                carried.push(lp["token"].as_str().unwrap_or_default().to_owned());
+            }
+        }
+    }
+    assert_eq!(
+        carried.first().map(String::as_str),
+        Some("{\""),
+        "{carried:?}"
+    );
+    assert!(
+        !carried.iter().any(|t| t == "```" || t == "json"),
+        "{carried:?}"
+    );
+}

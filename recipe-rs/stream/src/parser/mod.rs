@@ -266,6 +266,9 @@ impl Parser {
         if let Mode::Dsml(d) = &mut self.mode {
             d.begin_push();
         }
+        if let Some(j) = &mut self.json {
+            j.begin_push();
+        }
     }
 
     pub fn push(&mut self, piece: Piece, out: &mut Vec<ParseEvent>) {
