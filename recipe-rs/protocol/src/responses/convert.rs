@@ -346,32 +346,18 @@ fn convert_items(
                     "content",
                 )?;
                 if !matches!(role, Role::Assistant) {
+                    // Reasoning not followed by an assistant message stands as its own turn.
                     if let Some(r) = pending_reasoning.take() {
-                        messages.push(Message::Assistant(AssistantMessage {
-                            content: String::new(),
-                            reasoning_content: Some(r),
-                            tool_calls: None,
-                            prefix: false,
-                        }));
+                        messages.push(reasoning_turn(r));
                     }
                 }
                 let (text, image_sources) = common::join_parts(parts, version, image_token, &path);
                 match role {
-                    Role::User => {
-                        if let Some(r) = pending_reasoning.take() {
-                            messages.push(Message::Assistant(AssistantMessage {
-                                content: String::new(),
-                                reasoning_content: Some(r),
-                                tool_calls: None,
-                                prefix: false,
-                            }));
-                        }
-                        messages.push(Message::User(UserMessage::from_text(
-                            text,
-                            image_sources,
-                            image_token,
-                        )))
-                    }
+                    Role::User => messages.push(Message::User(UserMessage::from_text(
+                        text,
+                        image_sources,
+                        image_token,
+                    ))),
                     Role::Developer if developer_as_user(version) => messages.push(Message::User(
                         UserMessage::from_text(text, image_sources, image_token),
                     )),
@@ -404,12 +390,17 @@ fn convert_items(
     }
     group.close(messages)?;
     if let Some(r) = pending_reasoning.take() {
-        messages.push(Message::Assistant(AssistantMessage {
-            content: String::new(),
-            reasoning_content: Some(r),
-            tool_calls: None,
-            prefix: false,
-        }));
+        messages.push(reasoning_turn(r));
     }
     Ok(())
+}
+
+/// An assistant turn that holds only carried-over reasoning.
+fn reasoning_turn(reasoning: String) -> Message {
+    Message::Assistant(AssistantMessage {
+        content: String::new(),
+        reasoning_content: Some(reasoning),
+        tool_calls: None,
+        prefix: false,
+    })
 }
