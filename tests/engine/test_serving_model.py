@@ -113,10 +113,11 @@ def test_batched_decode_logprobs_match_full_forward():
             assert lp.logprob == pytest.approx(float(full[len(prompt) - 1 + k, token]), abs=1e-4), (len(prompt), k)
 
 
-def test_weights_changed_in_place_between_steps_are_used():
-    # The batched model looks each layer's parameters up once and keeps stacked copies of them; a weight
-    # changed in place afterwards must still be what later steps compute with (the per-sequence path
-    # reads the modules directly).
+def _edit_weights_between_generates(edit):
+    """Generate 12 greedy tokens, apply `edit(model)` (under no_grad), generate again. Checks the
+    first run against the reference and the second against the per-sequence path (which reads the
+    modules directly), and that the edit changed the output. Returns (model, llm, prompt, params,
+    second output)."""
     m = load_model(PLAIN)
     llm = LLM.from_model(m, max_model_len=512, enable_prefix_caching=False)
     prompt = ref_prompt(0)
@@ -124,25 +125,29 @@ def test_weights_changed_in_place_between_steps_are_used():
     before = llm.generate([prompt], params)[0].token_ids
     assert before == ref_output(0)[:12]
     with torch.no_grad():
+        edit(m)
+    after = llm.generate([prompt], params)[0].token_ids
+    assert after == greedy(m, torch.tensor(prompt), 12)
+    assert after != before
+    return m, llm, prompt, params, after
+
+
+def test_weights_changed_in_place_between_steps_are_used():
+    # The batched model looks each layer's parameters up once and keeps stacked copies of them; a weight
+    # changed in place afterwards must still be what later steps compute with.
+    def edit(m):
         for layer in m.layers:
             layer.attn.wo_b.weight.mul_(-1.5)
             layer.ffn.experts.w2.mul_(2.0)
             layer.hc_ffn_base.add_(0.3)
-    after = llm.generate([prompt], params)[0].token_ids
-    assert after == greedy(m, torch.tensor(prompt), 12)
-    assert after != before
+
+    _edit_weights_between_generates(edit)
 
 
 def test_weights_replaced_by_new_objects_between_steps_are_used():
     # Parameters and submodules assigned anew (not edited in place) after the first steps: the kept plans,
     # stacked MoE weights, fused input projections and the greedy head must follow them.
-    m = load_model(PLAIN)
-    llm = LLM.from_model(m, max_model_len=512, enable_prefix_caching=False)
-    prompt = ref_prompt(0)
-    params = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
-    before = llm.generate([prompt], params)[0].token_ids
-    assert before == ref_output(0)[:12]
-    with torch.no_grad():
+    def edit(m):
         for layer in m.layers:
             layer.attn.wo_b.weight = torch.nn.Parameter(layer.attn.wo_b.weight * -1.5)
             layer.ffn.experts.w2 = torch.nn.Parameter(layer.ffn.experts.w2 * 2.0)
@@ -150,9 +155,8 @@ def test_weights_replaced_by_new_objects_between_steps_are_used():
             wq_a = torch.nn.Linear(*reversed(layer.attn.wq_a.weight.shape), bias=False)
             wq_a.weight.copy_(layer.attn.wq_a.weight * 0.5)
             layer.attn.wq_a = wq_a
-    after = llm.generate([prompt], params)[0].token_ids
-    assert after == greedy(m, torch.tensor(prompt), 12)
-    assert after != before
+
+    m, llm, prompt, params, after = _edit_weights_between_generates(edit)
     with torch.no_grad():
         m.head.weight = torch.nn.Parameter(-m.head.weight)
     flipped = llm.generate([prompt], params)[0].token_ids
