@@ -205,6 +205,42 @@ fn dsml_tags_written_out_in_ordinary_tokens_are_argument_text() {
 }
 
 #[test]
+fn closing_tags_written_out_in_ordinary_tokens_are_skipped_between_tags() {
+    // Observed on the reference: a closing invoke or calls tag whose marker is written out is
+    // stray text, so the invoke stays open (a second invoke tag inside it is stray text too)
+    // and the block goes on; opening tags written out are read as tags.
+    let pushes = [
+        "\n\n<§tool_calls>\n<§invoke name=\"a\">\n",
+        "<§parameter name=\"q\" string=\"true\">x</§parameter>\n",
+        "</¤parameter>\n</¤invoke>\n",
+        "<§invoke name=\"b\">\n",
+        "<¤parameter name=\"r\" string=\"true\">y</§parameter>\n",
+        "</§invoke>\n",
+        "</¤tool_calls>",
+        "<¤invoke name=\"c\">\n</§invoke>\n",
+        "</§tool_calls>",
+        "after",
+    ];
+    let chunks: Vec<Vec<u32>> = pushes.iter().map(|p| mix(p)).collect();
+    let (got, err) = run(&ParsingOptions::default(), &chunks);
+    assert!(err.is_none());
+    let want: &[&[&str]] = &[
+        &["n:a"],
+        &["a:{", "a:\"q\"", "a:: ", "a:\"", "a:x", "a:\""],
+        &[],
+        &[],
+        &["a:, ", "a:\"r\"", "a:: ", "a:\"", "a:y", "a:\""],
+        &["a:}"],
+        &[],
+        &["n:c", "a:{}"],
+        &[],
+        &[],
+        &["fin:stop"],
+    ];
+    assert_eq!(got, v(want));
+}
+
+#[test]
 fn newlines_before_the_think_end_token_are_not_reasoning() {
     let tok = tokenizer();
     let opts = ParsingOptions {

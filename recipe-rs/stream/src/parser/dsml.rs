@@ -65,8 +65,8 @@ pub(super) struct Dsml {
     unit_starts: std::collections::VecDeque<usize>,
     /// Where a DSML control token given by ID begins in `buf`. With token input only those
     /// count as the marker of the closing tag that ends a parameter value: the same spelling
-    /// written out in ordinary tokens is value text, as in the reference. (Between tags the
-    /// reference reads written-out tags too, and so do we.)
+    /// written out in ordinary tokens is value text, and between tags it is skipped like other
+    /// stray text, as in the reference. (Written-out opening tags are read as tags.)
     marker_ids: std::collections::VecDeque<usize>,
     state: DState,
     pub(super) committed: bool,
@@ -263,6 +263,14 @@ impl Dsml {
         self.textual || self.marker_ids.binary_search(&p).is_ok()
     }
 
+    /// Whether the closing tag whose `<` is at `lt` in `buf` has a marker that counts. With
+    /// token input a closing tag written out in ordinary tokens is not a tag anywhere in the
+    /// block (the reference skips it like any other stray text), while written-out opening tags
+    /// are read as tags.
+    fn close_marker_at(&self, lt: usize) -> bool {
+        self.marker_at(lt + 2)
+    }
+
     fn rest(&self) -> &str {
         &self.buf[self.at..]
     }
@@ -370,7 +378,7 @@ impl Dsml {
             self.commit(out);
             return Flow::Next(DState::InvokeName(String::new()));
         }
-        if self.committed {
+        if self.committed && self.close_marker_at(self.at) {
             if let Match::Full(n) = match_tags(r, &self.close_calls_tags) {
                 self.at += n;
                 return Flow::Done(DsmlStatus::Closed);
@@ -446,7 +454,7 @@ impl Dsml {
             emit_arg(out, self.index, kind, text);
             return Flow::Next(DState::KeyStart);
         }
-        if r.starts_with(self.close_prefix.as_str()) {
+        if r.starts_with(self.close_prefix.as_str()) && self.close_marker_at(self.at) {
             if self.close_pending(self.at, &r[self.close_prefix.len()..]) {
                 return Flow::Wait(DState::InvokeBody);
             }
@@ -578,7 +586,7 @@ impl Dsml {
     fn next_close(&self) -> Option<usize> {
         let mut from = self.at;
         while let Some(i) = self.buf[from..].find(self.close_prefix.as_str()) {
-            if self.marker_at(from + i + 2) {
+            if self.close_marker_at(from + i) {
                 return Some(from + i);
             }
             from += i + 1;
