@@ -260,9 +260,13 @@ def draw_case(rng: random.Random, k: int, tok) -> dict:
         if rng.random() < 0.2:
             # Some control tokens written out in ordinary tokens (one character at a time), as a
             # model may spell one: only a token given by ID is the control token.
-            ids = [i for t in ids
-                   for i in ([j for ch in tok.decode([t]) for j in tok.encode(ch)]
-                             if t >= SPECIAL_IDS and rng.random() < 0.5 else [t])]
+            spelled = [t >= SPECIAL_IDS and rng.random() < 0.5 for t in ids]
+            if parse_tools and any(s and tok.decode([t]) == d for t, s in zip(ids, spelled)):
+                # A block whose opening marker is written out is prose, and a later `<` with the
+                # marker by ID that opens no block is swallowed by the official package.
+                devs.add(1)
+            ids = [i for t, s in zip(ids, spelled)
+                   for i in ([j for ch in tok.decode([t]) for j in tok.encode(ch)] if s else [t])]
         if rng.random() < 0.05:
             # The output ends in the first byte of a two-byte-token character.
             ids.append(tok.encode("\u2028")[0])

@@ -241,6 +241,38 @@ fn closing_tags_written_out_in_ordinary_tokens_are_skipped_between_tags() {
 }
 
 #[test]
+fn a_string_value_opening_with_a_lt_slash_token_waits_for_the_next_token() {
+    // `true"></` in one push: the `</` could still be the closing tag (if the marker token
+    // follows), so the value's opening quote waits, as on the reference.
+    let head = mix("\n\n<§tool_calls>\n<§invoke name=\"s\">\n<§parameter name=\"q\" string=\"");
+    let tok = tokenizer();
+    let attr = tok.encode_with_special("true\"></").unwrap();
+    let head_deltas = ["n:s", "a:{", "a:\"q\"", "a:: "];
+    let (got, _) = run(
+        &ParsingOptions::default(),
+        &[head.clone(), attr.clone(), mix("abc</§parameter>\n")],
+    );
+    assert_eq!(
+        got,
+        v(&[
+            &head_deltas,
+            &[],
+            &["a:\"", "a:</", "a:abc", "a:\""],
+            &["fin:stop"]
+        ])
+    );
+    // The marker token follows: the value is empty.
+    let (got, _) = run(
+        &ParsingOptions::default(),
+        &[head, attr, mix("§parameter>\n")],
+    );
+    assert_eq!(
+        got,
+        v(&[&head_deltas, &[], &["a:\"", "a:\""], &["fin:stop"]])
+    );
+}
+
+#[test]
 fn newlines_before_the_think_end_token_are_not_reasoning() {
     let tok = tokenizer();
     let opts = ParsingOptions {

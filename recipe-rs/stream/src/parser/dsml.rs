@@ -536,11 +536,10 @@ impl Dsml {
             } else {
                 "</"
             };
-            if !self.string_seen_before
-                && !r.is_empty()
-                && r.len() < prefix.len()
-                && prefix.starts_with(r)
-            {
+            // With text input a whole marker would be the closing tag itself; with token input
+            // `</` is still undecided until the next token shows whether the marker follows.
+            let undecided = r.len() < prefix.len() || !self.textual;
+            if !self.string_seen_before && !r.is_empty() && undecided && prefix.starts_with(r) {
                 // Only the start of a closing tag follows: wait before opening.
                 return Flow::Wait(DState::Value(mode));
             }
