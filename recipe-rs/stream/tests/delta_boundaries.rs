@@ -414,3 +414,80 @@ fn a_string_value_opens_at_a_token_holding_the_tags_end_and_a_lt() {
     push(first.to_vec());
     assert_eq!(push(vec![*last, tag_end[0]]), 0);
 }
+
+#[test]
+fn a_closing_tag_counts_once_its_name_can_no_longer_match() {
+    let param = "<｜DSML｜parameter name=\"q\" string=\"true\">x</｜DSML｜parameter>\n";
+    // In an invoke: only what can still become `invoke`, whitespace and `>` waits.
+    for (tail, waits) in [
+        ("invoke", true),
+        ("i", true),
+        ("invoke ", true),
+        ("invoke x", false),
+        ("in-", false),
+        ("inVoke", false),
+        ("param", false),
+        ("9", false),
+        ("<｜DSML｜x", false),
+    ] {
+        let first = format!("{CALL}{param}</｜DSML｜{tail}");
+        let got = arg_deltas(&[&first, "y"]);
+        let closed: &[&str] = &["}"];
+        let (now, later) = if waits {
+            (&[][..], closed)
+        } else {
+            (closed, &[][..])
+        };
+        assert_eq!(got[0][6..], *now, "{tail:?}");
+        assert_eq!(got[1], later, "{tail:?}");
+    }
+    // After a value: the same with `parameter`.
+    let head = format!("{CALL}<｜DSML｜parameter name=\"q\" string=\"true\">x");
+    for (tail, waits) in [
+        ("p", true),
+        ("parameter ", true),
+        ("pa-", false),
+        ("inv", false),
+    ] {
+        let first = format!("{head}</｜DSML｜{tail}");
+        let got = arg_deltas(&[&first, "y"]);
+        let quote: &[&str] = &["\""];
+        let (now, later) = if waits {
+            (&[][..], quote)
+        } else {
+            (quote, &[][..])
+        };
+        assert_eq!(got[0][5..], *now, "{tail:?}");
+        assert_eq!(got[1], later, "{tail:?}");
+    }
+}
+
+#[test]
+fn the_end_of_the_stream_settles_what_a_block_held_back() {
+    // A closing tag still waiting for its name counts.
+    let got = arg_deltas(&[&format!("{CALL}</｜DSML｜invoke")]);
+    assert_eq!(got, v(&[&[], &["{}"]]));
+    let got = arg_deltas(&[
+        &format!("{CALL}<｜DSML｜parameter name=\"q\" string=\"true\">ab"),
+        "</｜DSML｜parameter",
+    ]);
+    assert_eq!(got[1..], v(&[&[], &["\""]]));
+    // Value text held for a possible closing tag is written out, per pushed unit.
+    let got = arg_deltas(&[
+        &format!("{CALL}<｜DSML｜parameter name=\"q\" string=\"true\">ab"),
+        "</｜DS",
+    ]);
+    assert_eq!(got[1..], v(&[&[], &["</｜DS"]]));
+    let got = arg_deltas(&[&format!(
+        "{CALL}<｜DSML｜parameter name=\"q\" string=\"false\">ab<"
+    )]);
+    assert_eq!(got, v(&[&["{", "\"q\"", ": "], &["ab<"]]));
+    // A `string="true"` value not opened yet opens first.
+    let got = arg_deltas(&[&format!(
+        "{CALL}<｜DSML｜parameter name=\"q\" string=\"true\"><"
+    )]);
+    assert_eq!(got, v(&[&["{", "\"q\"", ": "], &["\"", "<"]]));
+    // An unfinished marker between tags is dropped.
+    let got = arg_deltas(&[&format!("{CALL}</｜DSM")]);
+    assert_eq!(got, v(&[&[], &[]]));
+}

@@ -248,13 +248,13 @@ impl Dsml {
         self.push_start = self.buf.len();
     }
 
-    /// Whether a closing tag whose `<` is at `lt` in `buf`, followed by `after`, must wait for
-    /// its `>` when a name follows the marker. As in the reference, a tag begun in an earlier
-    /// push whose marker is completed by the current one counts at once; a tag whose marker
-    /// came whole in one push waits.
-    fn close_pending(&self, lt: usize, after: &str) -> bool {
+    /// Whether the closing `name` tag whose `<` is at `lt` in `buf` must wait for more input
+    /// before it counts. As in the reference, a tag begun in an earlier push whose marker is
+    /// completed by the current one counts at once; otherwise it waits while what follows the
+    /// marker can still grow into `name>` (see [`tag_tail_pending`]).
+    fn close_pending(&self, lt: usize, name: &str) -> bool {
         let completed_now = lt < self.push_start && lt + self.close_prefix.len() > self.push_start;
-        !completed_now && tag_tail_pending(after)
+        !completed_now && tag_tail_pending(&self.buf[lt + self.close_prefix.len()..], name)
     }
 
     /// Whether the marker spelling at `p` in `buf` counts in a value's closing tag: always with
@@ -455,15 +455,11 @@ impl Dsml {
             return Flow::Next(DState::KeyStart);
         }
         if r.starts_with(self.close_prefix.as_str()) && self.close_marker_at(self.at) {
-            if self.close_pending(self.at, &r[self.close_prefix.len()..]) {
+            if self.close_pending(self.at, "invoke") {
                 return Flow::Wait(DState::InvokeBody);
             }
             self.at += self.close_prefix.len();
-            if self.params == 0 {
-                emit_arg(out, self.index, ArgKind::Empty, "{}");
-            } else {
-                emit_arg(out, self.index, ArgKind::Close, "}");
-            }
+            self.close_arguments(out);
             return Flow::Next(DState::SkipToGt(Box::new(DState::Between)));
         }
         if matches!(match_tags(r, &self.param_tags), Match::Partial)
@@ -547,10 +543,7 @@ impl Dsml {
             mode = ValueMode::Str;
         }
         let (end, closed) = match self.next_close() {
-            Some(p) => (
-                p,
-                !self.close_pending(p, &self.buf[p + self.close_prefix.len()..]),
-            ),
+            Some(p) => (p, !self.close_pending(p, "parameter")),
             // Like text, the input unit whose tail may start the closing tag is held back
             // whole until later input decides.
             None => match self.close_partial() {
@@ -564,6 +557,22 @@ impl Dsml {
             return Flow::Wait(DState::Value(mode));
         }
         self.at += self.close_prefix.len();
+        self.end_value(mode, out);
+        Flow::Next(DState::SkipToGt(Box::new(DState::InvokeBody)))
+    }
+
+    /// The arguments object of the current call ends (`{}` when it had no parameter).
+    fn close_arguments(&self, out: &mut Vec<ParseEvent>) {
+        if self.params == 0 {
+            emit_arg(out, self.index, ArgKind::Empty, "{}");
+        } else {
+            emit_arg(out, self.index, ArgKind::Close, "}");
+        }
+    }
+
+    /// A parameter value ends: its closing quote, or (no usable `string` attribute) the whole
+    /// collected value.
+    fn end_value(&mut self, mode: ValueMode, out: &mut Vec<ParseEvent>) {
         match mode {
             ValueMode::Str => emit_arg(out, self.index, ArgKind::ValueClose, "\""),
             ValueMode::StrUnopened | ValueMode::Raw => {}
@@ -578,7 +587,38 @@ impl Dsml {
             }
         }
         self.params += 1;
-        Flow::Next(DState::SkipToGt(Box::new(DState::InvokeBody)))
+    }
+
+    /// The stream ended inside the block. As the reference does, a closing tag still waiting
+    /// for its name counts, and value text held back for a possible closing tag is written out
+    /// (a `string="true"` value's opening quote with it).
+    pub(super) fn finish(&mut self, out: &mut Vec<ParseEvent>) {
+        let state = std::mem::replace(&mut self.state, DState::Between);
+        match state {
+            DState::InvokeBody => {
+                if self.rest().starts_with(self.close_prefix.as_str())
+                    && self.close_marker_at(self.at)
+                {
+                    self.close_arguments(out);
+                }
+            }
+            DState::Value(mut mode) => {
+                if let ValueMode::StrUnopened = mode {
+                    emit_arg(out, self.index, ArgKind::ValueOpen, "\"");
+                    mode = ValueMode::Str;
+                }
+                match self.next_close() {
+                    Some(p) => {
+                        self.emit_value(&mut mode, self.at, p, out);
+                        self.end_value(mode, out);
+                    }
+                    None if matches!(mode, ValueMode::Buffered(_)) => {}
+                    None => self.emit_value(&mut mode, self.at, self.buf.len(), out),
+                }
+            }
+            _ => {}
+        }
+        self.at = self.buf.len();
     }
 
     /// The first closing-tag start at or after `at`.
@@ -623,11 +663,19 @@ impl Dsml {
     }
 }
 
-/// Whether a closing tag must wait before it is reported: as the reference does, a closing tag
-/// counts as soon as `</｜DSML｜` is seen when nothing or a space follows, but a V4-style name
-/// written right after it (`</｜DSML｜parameter`) is only settled by its `>`.
-fn tag_tail_pending(after: &str) -> bool {
-    !after.is_empty() && !after.starts_with(' ') && !after.contains('>')
+/// Whether a closing tag whose marker is followed by `after` must wait before it is reported.
+/// As in the reference, the tag counts as soon as `</｜DSML｜` is seen when nothing follows it,
+/// and as soon as what follows can no longer become the expected V4-style name and its `>`
+/// (`parameter`, then optional whitespace, then `>`): `</｜DSML｜ parameter` (a space first) or
+/// `</｜DSML｜pa-` count at once, `</｜DSML｜para` and `</｜DSML｜parameter ` wait.
+fn tag_tail_pending(after: &str, name: &str) -> bool {
+    if after.is_empty() {
+        return false;
+    }
+    if after.len() <= name.len() {
+        return name.as_bytes().starts_with(after.as_bytes());
+    }
+    after.starts_with(name) && after[name.len()..].chars().all(char::is_whitespace)
 }
 
 /// The value mode named by a parameter tag's attributes (` string="true"` and so on).

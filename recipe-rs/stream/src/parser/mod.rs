@@ -492,6 +492,7 @@ impl Parser {
                 self.emit_text(prev, format!("{lead}{raw}"), Vec::new(), out);
                 return;
             }
+            d.finish(out);
             self.mode = Mode::Dropped;
         }
     }
