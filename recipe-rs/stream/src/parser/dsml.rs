@@ -595,12 +595,11 @@ impl Dsml {
     pub(super) fn finish(&mut self, out: &mut Vec<ParseEvent>) {
         let state = std::mem::replace(&mut self.state, DState::Between);
         match state {
-            DState::InvokeBody => {
+            DState::InvokeBody
                 if self.rest().starts_with(self.close_prefix.as_str())
-                    && self.close_marker_at(self.at)
-                {
-                    self.close_arguments(out);
-                }
+                    && self.close_marker_at(self.at) =>
+            {
+                self.close_arguments(out);
             }
             DState::Value(mut mode) => {
                 if let ValueMode::StrUnopened = mode {
