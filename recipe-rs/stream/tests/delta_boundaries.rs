@@ -491,3 +491,26 @@ fn the_end_of_the_stream_settles_what_a_block_held_back() {
     let got = arg_deltas(&[&format!("{CALL}</｜DSM")]);
     assert_eq!(got, v(&[&[], &[]]));
 }
+
+#[test]
+fn a_newline_after_an_unfinished_think_end_spread_over_units_is_released_at_the_next_one() {
+    // `<` and `/` arrive as separate units: together they are the unfinished spelling, so the
+    // newline after them is reasoning text, released once the next `</` shows it cannot end
+    // the reasoning.
+    let got = deltas(
+        Some(ThinkingInitialStage::ReasoningStart),
+        &["x", "<", "/", "\n", "<", "/", "t", "q"],
+    );
+    let want: &[&[&str]] = &[
+        &["r:x"],
+        &[],
+        &[],
+        &["r:<", "r:/"],
+        &[],
+        &["r:\n"],
+        &[],
+        &["r:<", "r:/", "r:t", "r:q"],
+        &[],
+    ];
+    assert_eq!(got, v(want));
+}

@@ -132,6 +132,9 @@ pub struct Parser {
     /// Whether the text released last ended with an unfinished `</think>` spelling (the newline
     /// after it is reasoning text, not one of the newlines that end reasoning).
     last_think_partial: bool,
+    /// The end of the text released so far (as long as the longest marker), so the two flags
+    /// above see a marker start spread over several released units.
+    released_tail: String,
 }
 
 /// Marker kinds the text scanner looks for.
@@ -168,6 +171,7 @@ impl Parser {
             eos_seen: false,
             last_lt: false,
             last_think_partial: false,
+            released_tail: String::new(),
         };
         let stops: Vec<String> = options
             .stop_sequences
@@ -848,10 +852,25 @@ impl Parser {
             }
         }
         if !text.is_empty() {
-            self.last_lt = partial_suffix_start(&text, &self.dsml_open).is_some();
-            self.last_think_partial = partial_suffix_start(&text, &self.think_end).is_some();
+            self.remember_released(&text);
         }
         self.push_delta(mode, text, logprobs, out);
+    }
+
+    /// Note the end of the released text and whether it ends with an unfinished marker.
+    fn remember_released(&mut self, text: &str) {
+        let keep = self.dsml_open.len().max(self.think_end.len());
+        self.released_tail.push_str(text);
+        if self.released_tail.len() > keep {
+            let mut cut = self.released_tail.len() - keep;
+            while !self.released_tail.is_char_boundary(cut) {
+                cut += 1;
+            }
+            self.released_tail.drain(..cut);
+        }
+        let tail = self.released_tail.as_str();
+        self.last_lt = partial_suffix_start(tail, &self.dsml_open).is_some();
+        self.last_think_partial = partial_suffix_start(tail, &self.think_end).is_some();
     }
 
     /// One text delta out; in JSON output mode content goes through the filter, which may end
