@@ -378,3 +378,31 @@ fn json_mode_drops_the_log_probabilities_of_text_it_dropped_in_earlier_pushes() 
         "{carried:?}"
     );
 }
+
+#[test]
+fn a_written_out_bar_after_lt_is_not_an_unfinished_marker_with_token_input() {
+    // With token IDs the DSML marker is a token of its own, so `<` then a written-out `｜` is
+    // plain text: the newline after it is held like any newline that may precede a block.
+    const LT: u32 = 30;
+    const BAR: u32 = 28217;
+    const NEWLINE: u32 = 201;
+    const THINKING: u32 = 77291;
+    const GT: u32 = 32;
+    let chunks: Vec<Vec<u32>> = [A, LT, BAR, NEWLINE, LT, THINKING, GT]
+        .iter()
+        .map(|t| vec![*t])
+        .collect();
+    let (got, err) = run(&ParsingOptions::default(), &chunks);
+    assert!(err.is_none());
+    let want: &[&[&str]] = &[
+        &["a"],
+        &[],
+        &["<", "｜"],
+        &[],
+        &[],
+        &["\n", "<", "thinking"],
+        &[">"],
+        &["fin:stop"],
+    ];
+    assert_eq!(got, v(want));
+}

@@ -313,6 +313,7 @@ impl Parser {
                 if self.held.is_empty() && !self.may_touch_marker(mode, textual, &text) {
                     // Common case: nothing held and nothing in this unit that could begin a
                     // marker, so it is released as is.
+                    self.held_textual = textual;
                     self.emit_text(mode, text, logprobs, out);
                     return;
                 }
@@ -869,7 +870,12 @@ impl Parser {
             self.released_tail.drain(..cut);
         }
         let tail = self.released_tail.as_str();
-        self.last_lt = partial_suffix_start(tail, &self.dsml_open).is_some();
+        // With token IDs the marker is a token of its own: only a `<` can still precede it.
+        self.last_lt = if self.held_textual {
+            partial_suffix_start(tail, &self.dsml_open).is_some()
+        } else {
+            tail.ends_with('<')
+        };
         self.last_think_partial = partial_suffix_start(tail, &self.think_end).is_some();
     }
 
