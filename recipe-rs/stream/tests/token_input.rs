@@ -406,3 +406,16 @@ fn a_written_out_bar_after_lt_is_not_an_unfinished_marker_with_token_input() {
     ];
     assert_eq!(got, v(want));
 }
+
+#[test]
+fn newlines_before_a_block_after_a_written_out_bar_are_dropped() {
+    // `a<｜` then newlines, then a block opened by the DSML token: `<｜` is not an unfinished
+    // marker with token input, so every newline before the block is dropped.
+    let tok = tokenizer();
+    let mut first = vec![A, 30, 28217];
+    first.extend(tok.encode_with_special("\n\n\n").unwrap());
+    let block = mix("<§tool_calls>\n<§invoke name=\"f\">\n</§invoke>\n</§tool_calls>");
+    let (got, err) = run(&ParsingOptions::default(), &[first, block]);
+    assert!(err.is_none());
+    assert_eq!(got, v(&[&[], &["a<｜", "n:f", "a:{}"], &["fin:stop"]]));
+}

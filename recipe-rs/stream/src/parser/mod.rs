@@ -356,11 +356,9 @@ impl Parser {
                     let joined = self.take_joined();
                     let lt = joined.text.len() - 1;
                     let (before_end, _) = trim_newlines_end(&joined.text[..lt]);
-                    let after_partial = if before_end > 0 {
-                        partial_suffix_start(&joined.text[..before_end], &self.dsml_open).is_some()
-                    } else {
-                        self.last_lt
-                    };
+                    // Token input: only a `<` could have begun a marker there.
+                    let after_partial =
+                        self.ends_with_dsml_partial(false, &joined.text[..before_end]);
                     // The first newline after an unfinished marker start stays text.
                     let before_end = if after_partial && before_end < lt {
                         before_end + 1
