@@ -111,10 +111,12 @@ impl JsonFilter {
         }
     }
 
-    /// A new push begins: log probabilities of earlier pushes whose text the filter dropped
-    /// are dropped with it (the reference attaches them only within their own push).
+    /// A new push begins: log probabilities of earlier pushes whose text the filter dropped, or
+    /// still holds before the value, are dropped with it (the reference attaches them only
+    /// within their own push).
     pub fn begin_push(&mut self) {
         self.logprobs.clear();
+        self.held_logprobs.clear();
     }
 
     /// Whether the JSON value has begun and is not closed (bare, or inside its fence).
