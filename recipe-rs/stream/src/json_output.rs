@@ -111,12 +111,10 @@ impl JsonFilter {
         }
     }
 
-    /// A new push begins: log probabilities of earlier pushes whose text the filter dropped, or
-    /// still holds before the value, are dropped with it (the reference attaches them only
-    /// within their own push).
+    /// A new push begins: log probabilities of earlier pushes whose text the filter dropped
+    /// are dropped with it (the reference attaches them only within their own push).
     pub fn begin_push(&mut self) {
         self.logprobs.clear();
-        self.held_logprobs.clear();
     }
 
     /// Whether the JSON value has begun and is not closed (bare, or inside its fence).
@@ -171,14 +169,17 @@ impl JsonFilter {
         }
     }
 
-    /// Give every delta emitted since `mark` the pending log probabilities: the reference
-    /// repeats a unit's log probabilities on each piece it is split into.
+    /// Give every delta emitted since `mark` the pending log probabilities (unless it carries
+    /// its own): the reference repeats a unit's log probabilities on each piece it is split
+    /// into.
     fn attach(&mut self, out: &mut [ParseEvent], mark: usize) {
         if out.len() > mark {
             let lps = std::mem::take(&mut self.logprobs);
             for ev in &mut out[mark..] {
                 if let ParseEvent::Content { logprobs, .. } = ev {
-                    *logprobs = lps.clone();
+                    if logprobs.is_empty() {
+                        *logprobs = lps.clone();
+                    }
                 }
             }
         }
@@ -196,11 +197,16 @@ impl JsonFilter {
         }
     }
 
-    /// Advance over `text` as if it were content, discarding the output (the parser uses a copy
-    /// to learn whether held text opens the JSON value).
-    pub fn look_ahead(&mut self, text: &str) {
-        let mut sink = Vec::new();
-        self.content(text, Vec::new(), &mut sink);
+    /// Held units before the value are released: when they were prose, their space goes out
+    /// with their own log probabilities (otherwise those are dropped, as in the reference).
+    fn held_prose(&mut self, prose: bool, logprobs: Vec<TokenLogprob>, out: &mut Vec<ParseEvent>) {
+        if prose && !self.space_before {
+            self.space_before = true;
+            out.push(ParseEvent::Content {
+                text: " ".to_owned(),
+                logprobs,
+            });
+        }
     }
 
     /// Filter one content delta (the value's text in it counts as one unit). Returns the stop
@@ -281,16 +287,17 @@ impl JsonFilter {
                             self.held_logprobs.extend(logprobs);
                             return None;
                         }
-                        self.logprobs.extend(held_logprobs);
-                        if !held.is_empty() {
-                            self.prose(false, out);
-                        }
+                        self.held_prose(!held.is_empty(), held_logprobs, out);
                         self.held = text.to_owned();
                         self.held_logprobs = logprobs;
                         return None;
                     }
                 }
-                self.logprobs.extend(held_logprobs);
+                let prose = match find_open(&t) {
+                    Some((start, _)) => start > 0,
+                    None => true,
+                };
+                self.held_prose(prose && !held.is_empty(), held_logprobs, out);
                 self.logprobs.extend(logprobs);
                 match find_open(&t) {
                     Some((start, end)) => {

@@ -331,3 +331,80 @@ fn control_tokens_inside_the_value_are_text() {
     let want = after_value(&[&[], &["\n"], &["\n", "<"], &["x"], &["fin:stop"]]);
     assert_eq!(got, want);
 }
+
+/// Each push's content deltas with the tokens of the log probabilities they carry; every push
+/// is a list of pieces, each encoded on its own.
+fn run_logprobs(pushes: &[&[&str]]) -> Vec<Vec<(String, Vec<String>)>> {
+    let opts = ParsingOptions {
+        parse_tool_calls: false,
+        ..json_options(&[])
+    };
+    let tok = tokenizer();
+    let mut sp = StreamProcessor::new(chat(), &opts, Some(tokenizer()));
+    let mut all = Vec::new();
+    for pieces in pushes {
+        let mut ids = Vec::new();
+        for p in *pieces {
+            ids.extend(tok.encode_with_special(p).unwrap());
+        }
+        let logprobs = ids.iter().map(|_| (-1.0, Vec::new())).collect();
+        let items = sp
+            .push(InferenceChunk::Tokens {
+                token_ids: ids,
+                logprobs: Some(logprobs),
+            })
+            .unwrap();
+        let mut got = Vec::new();
+        for i in items {
+            let v = i.to_value();
+            let choice = &v["choices"][0];
+            if let Some(text) = choice["delta"]["content"]
+                .as_str()
+                .filter(|t| !t.is_empty())
+            {
+                let tokens = choice["logprobs"]["content"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|lp| lp["token"].as_str().unwrap_or_default().to_owned())
+                    .collect();
+                got.push((text.to_owned(), tokens));
+            }
+        }
+        all.push(got);
+    }
+    all
+}
+
+fn lp(text: &str, tokens: &[&str]) -> (String, Vec<String>) {
+    (
+        text.to_owned(),
+        tokens.iter().map(|t| (*t).to_owned()).collect(),
+    )
+}
+
+#[test]
+fn held_prose_keeps_its_own_log_probabilities() {
+    // Prose held while a fence may begin: its space carries the prose's log probabilities when
+    // it goes out with the next push; the newline that completes the fence carries nothing.
+    let got = run_logprobs(&[&["Here", ":\n", "```", "json"], &["\n"], &["{\"", "a"]]);
+    let want = vec![
+        vec![],
+        vec![lp(" ", &["Here", ":\n", "```", "json"])],
+        vec![lp("{\"a", &["{\"", "a"])],
+    ];
+    assert_eq!(got, want);
+    // A held fence start without prose goes out as nothing: its log probabilities are dropped.
+    let got = run_logprobs(&[&["```"], &["json", "\n", "{\"", "k"]]);
+    let want = vec![vec![], vec![lp("{\"k", &["json", "\n", "{\"", "k"])]];
+    assert_eq!(got, want);
+    // The unit that closes the fence repeats its log probabilities on the value's part and on
+    // the space for the text after the fence.
+    let got = run_logprobs(&[&["```", "json", "\n", "[", "1"], &["]\n", "```\n", "Done"]]);
+    let rest = ["]\n", "```\n", "Done"];
+    let want = vec![
+        vec![lp("[1", &["```", "json", "\n", "[", "1"])],
+        vec![lp("]", &rest), lp(" ", &rest)],
+    ];
+    assert_eq!(got, want);
+}
