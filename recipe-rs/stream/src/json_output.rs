@@ -95,6 +95,55 @@ fn find_open(t: &str) -> Option<(usize, usize)> {
     }
 }
 
+/// Where the value opens in a long held text, read once whatever the number of lookups: the
+/// next `{`/`[` and the next of each opening fence at or after a position are kept and looked
+/// for again only once passed.
+#[derive(Default)]
+pub struct OpeningSearch {
+    next: [Option<usize>; 3],
+}
+
+impl OpeningSearch {
+    /// Where the value would open if `text[pos..]` came next as content, as an offset in
+    /// `text` just after its opening (see [`JsonFilter::opens_at`]).
+    pub fn find(&mut self, filter: &JsonFilter, text: &str, pos: usize) -> Option<usize> {
+        if filter.state != State::Seeking {
+            return filter.opens_at(&text[pos..]).map(|k| pos + k);
+        }
+        // A fence may begin in the filter's held text and end in the first bytes here.
+        let mut head = (pos + 2 * FENCES[0].len()).min(text.len());
+        while !text.is_char_boundary(head) {
+            head += 1;
+        }
+        if let Some(k) = filter.opens_at(&text[pos..head]) {
+            return Some(pos + k);
+        }
+        for (i, slot) in self.next.iter_mut().enumerate() {
+            if slot.is_none_or(|p| p != usize::MAX && p < pos) {
+                let rest = &text[pos..];
+                let found = match i {
+                    0 => rest.find(['{', '[']),
+                    _ => rest.find(FENCES[i - 1]),
+                };
+                *slot = Some(found.map_or(usize::MAX, |k| pos + k));
+            }
+        }
+        let brace = self.next[0].filter(|&p| p != usize::MAX);
+        let fence = (0..2)
+            .filter_map(|i| {
+                self.next[i + 1]
+                    .filter(|&p| p != usize::MAX)
+                    .map(|p| (p, FENCES[i].len()))
+            })
+            .min();
+        match (brace, fence) {
+            (b, Some((f, len))) if b.is_none_or(|b| f < b) => Some(f + len),
+            (Some(b), _) => Some(b + 1),
+            (None, _) => None,
+        }
+    }
+}
+
 impl JsonFilter {
     /// A filter matching `stops` (non-empty) inside the value.
     pub fn new(stops: Vec<String>) -> Self {

@@ -23,7 +23,7 @@ mod held;
 use recipe_core::{ParsingOptions, SpecialToken};
 
 use crate::input::TokenLogprob;
-use crate::json_output::{JsonFilter, ValueStep};
+use crate::json_output::{JsonFilter, OpeningSearch, ValueStep};
 use dsml::{block_open_tags, match_tags, Dsml, DsmlStatus, Match};
 use held::{partial_suffix_start, trim_newlines_end, Joined, Unit};
 
@@ -576,6 +576,8 @@ impl Parser {
         let mut pos = 0usize;
         // Next occurrence of each marker at or after `pos` (usize::MAX: none).
         let mut next: Vec<Option<usize>> = vec![None; 2 + self.stops.len()];
+        // JSON output mode: where the value opens (searched once over the held text).
+        let mut opening = OpeningSearch::default();
         loop {
             let mode = match &self.mode {
                 Mode::Text(m) => *m,
@@ -606,7 +608,7 @@ impl Parser {
                         }
                         return;
                     }
-                    j.opens_at(&text[pos..]).map(|k| pos + k)
+                    opening.find(j, text, pos)
                 }
                 _ => None,
             };
@@ -671,8 +673,8 @@ impl Parser {
                     Marker::Dsml
                         if matches!(match_tags(&text[start..], &self.block_tags), Match::None) =>
                     {
-                        // Prose that only mentions the marker: it stays in the held text, and the search goes on after its `<`.
-                        // Deciding here, without entering the block parser, keeps a run of such
+                        // Prose that only mentions the marker: it stays in the held text, and the
+                        // search goes on after its `<`. Deciding here, without entering the block parser, keeps a run of such
                         // mentions linear and flat.
                         let from = start + 1;
                         next[1] = Some(
