@@ -40,6 +40,8 @@ STATES = {
     "starts_in_calls": ("chat", False, {"starts_in_tool_calls": True}, "", PARAM, False),
     "stop_sequence_prefix": ("chat", False, {"stop_sequences": ["abcX", "<<z"]}, "", "abc<<", False),
     "json_output": ("chat", False, {"parse_json_output": True}, "Sure: ", '{"a": [1, "<' + D + '"], ', False),
+    "json_prose_marker": ("chat", False, {"parse_json_output": True}, "Hi ", f"<{D}", False),
+    "json_think_end": ("chat", False, {"parse_json_output": True}, "Hi ", "a</think>", False),
     "tokens_prose_marker": ("chat", False, {}, "Hi ", f"<{D}", True),
     "tokens_invoke_body": ("messages", False, {}, OPEN, PARAM, True),
 }

@@ -1,9 +1,10 @@
 //! JSON output mode against the reference package (deepseek-recipe 0.2.0), each expectation
 //! observed on it with the same pushes: a tool-call block is read before the JSON value and
 //! after its closing fence but is text inside the value, and stop sequences match the value's
-//! text only.
+//! text only. Inside the value no marker start is held; a unit waits whole only while its end
+//! may begin the closing fence or a stop sequence.
 
-use recipe_core::ParsingOptions;
+use recipe_core::{ParsingOptions, Tokenizer};
 use recipe_stream::*;
 use serde_json::Value;
 
@@ -48,14 +49,17 @@ fn deltas(items: &[StreamItem]) -> Vec<String> {
     out
 }
 
-/// The deltas of every push and of `finish` in JSON mode with `stops`.
-fn run(stops: &[&str], pieces: &[&str]) -> Vec<Vec<String>> {
-    let opts = ParsingOptions {
+fn json_options(stops: &[&str]) -> ParsingOptions {
+    ParsingOptions {
         parse_json_output: true,
         stop_sequences: stops.iter().map(|s| (*s).to_owned()).collect(),
         ..ParsingOptions::default()
-    };
-    let mut sp = StreamProcessor::new(chat(), &opts, None);
+    }
+}
+
+/// The deltas of every push and of `finish` in JSON mode with `stops`.
+fn run(stops: &[&str], pieces: &[&str]) -> Vec<Vec<String>> {
+    let mut sp = StreamProcessor::new(chat(), &json_options(stops), None);
     let mut all = Vec::new();
     for p in pieces {
         match sp.push(InferenceChunk::Text {
@@ -145,4 +149,262 @@ fn stop_sequences_match_inside_the_value_only() {
         run(&["```"], &[bare]),
         v(&[&[" ", "{", "\"a\":\n1}"], &["fin:stop"]])
     );
+}
+
+/// The tokenizer, loaded once for all tests.
+fn tokenizer() -> Tokenizer {
+    static TOK: std::sync::OnceLock<Tokenizer> = std::sync::OnceLock::new();
+    TOK.get_or_init(|| {
+        Tokenizer::from_file(
+            std::env::var("DEEPSEEK_TOKENIZER_JSON").expect("DEEPSEEK_TOKENIZER_JSON"),
+        )
+        .expect("tokenizer")
+    })
+    .clone()
+}
+
+/// The deltas of every token chunk and of `finish` in JSON mode.
+fn run_tokens(chunks: &[&[u32]]) -> Vec<Vec<String>> {
+    let mut sp = StreamProcessor::new(chat(), &json_options(&[]), Some(tokenizer()));
+    let mut all = Vec::new();
+    for ids in chunks {
+        let items = sp
+            .push(InferenceChunk::Tokens {
+                token_ids: ids.to_vec(),
+                logprobs: None,
+            })
+            .unwrap();
+        all.push(deltas(&items));
+    }
+    all.push(deltas(&sp.finish().unwrap()));
+    all
+}
+
+const VALUE: &str = "{\"k\": 1}";
+/// The deltas of `VALUE` pushed alone.
+const VALUE_DELTAS: &[&str] = &["{", "\"k\": 1}"];
+
+/// `VALUE_DELTAS`, then the given pushes' deltas.
+fn after_value(rest: &[&[&str]]) -> Vec<Vec<String>> {
+    let mut all = vec![VALUE_DELTAS];
+    all.extend_from_slice(rest);
+    v(&all)
+}
+
+#[test]
+fn the_open_value_holds_no_marker_start() {
+    // A start of `<｜DSML｜` or `</think>` goes out at once: no block or reasoning end is read
+    // inside the value.
+    let got = run(&[], &[VALUE, " ok", "<", "｜DSML｜ calls>", "\n", "x"]);
+    let want = after_value(&[
+        &[" ok"],
+        &["<"],
+        &["｜DSML｜ calls>"],
+        &[],
+        &["\n", "x"],
+        &["fin:stop"],
+    ]);
+    assert_eq!(got, want);
+    let got = run(&[], &[VALUE, " ok", "<｜DS", "ML｜ calls>"]);
+    let want = after_value(&[&[" ok"], &["<｜DS"], &["ML｜ calls>"], &["fin:stop"]]);
+    assert_eq!(got, want);
+    let got = run(&[], &[VALUE, "</", "thi", "nk>x", "y"]);
+    let want = after_value(&[&["</"], &["thi"], &["nk>x"], &["y"], &["fin:stop"]]);
+    assert_eq!(got, want);
+    let got = run(&[], &["[1", "\n", "<", "｜DSML｜ calls>", "x"]);
+    let want = v(&[
+        &["[", "1"],
+        &[],
+        &["\n", "<"],
+        &["｜DSML｜ calls>"],
+        &["x"],
+        &["fin:stop"],
+    ]);
+    assert_eq!(got, want);
+}
+
+#[test]
+fn a_unit_of_the_value_waits_whole_while_its_end_may_begin_the_closing_fence() {
+    // Only the units from the one whose end may begin `\n```` wait, not a whole run of
+    // newlines.
+    let got = run(
+        &[],
+        &[VALUE, " ok", "\n", "\n", "<", "｜DSML｜ calls>", "\n", "x"],
+    );
+    let want = after_value(&[
+        &[" ok"],
+        &[],
+        &["\n"],
+        &["\n", "<"],
+        &["｜DSML｜ calls>"],
+        &[],
+        &["\n", "x"],
+        &["fin:stop"],
+    ]);
+    assert_eq!(got, want);
+    let got = run(&[], &[VALUE, "\n", "a\n", "\nb", "\n\n", "c"]);
+    let want = after_value(&[
+        &[],
+        &["\n"],
+        &["a\n", "\nb"],
+        &[],
+        &["\n\n", "c"],
+        &["fin:stop"],
+    ]);
+    assert_eq!(got, want);
+    // Inside a fence too; the text before the closing fence goes out when it completes.
+    let got = run(&[], &["```json\n{", "a\n", "b", "c\n`", "`", "`", "x"]);
+    let want = v(&[
+        &["{"],
+        &[],
+        &["a\n", "b"],
+        &[],
+        &[],
+        &["c"],
+        &[" "],
+        &["fin:stop"],
+    ]);
+    assert_eq!(got, want);
+    // The value opens inside a unit: the rest of that unit is a unit of its own.
+    let got = run(&[], &[&format!("{VALUE}\n"), "x"]);
+    assert_eq!(got, v(&[&["{"], &["\"k\": 1}\n", "x"], &["fin:stop"]]));
+    let mention = "ok<｜DSML｜invoke name=\"f\">\n</｜DSML｜invoke>\n";
+    let got = run(&[], &[&format!("Sure: {VALUE} {mention}"), "x"]);
+    let rest = format!("\"k\": 1}} {mention}");
+    assert_eq!(got, v(&[&[" ", "{"], &[&rest, "x"], &["fin:stop"]]));
+}
+
+#[test]
+fn a_bare_value_ends_at_a_closing_fence() {
+    let got = run(&[], &[VALUE, "\n", "`", "``", "x"]);
+    assert_eq!(got, after_value(&[&[], &[], &[], &[" "], &["fin:stop"]]));
+    let got = run(&[], &[VALUE, "a\n```b"]);
+    assert_eq!(got, after_value(&[&["a", " "], &["fin:stop"]]));
+    // After it a tool-call block is read, from the rest of the unit that closed the value too
+    // (this bare generator reports `stop` after calls, as in the tests above).
+    let block =
+        "\n\n<｜DSML｜ calls>\n<｜DSML｜ invoke name=\"f\">\n</｜DSML｜ invoke>\n</｜DSML｜ calls>";
+    let got = run(&[], &[VALUE, "\n```", block, "x"]);
+    let want = after_value(&[&[], &["n:f", "a:{}"], &[], &["fin:stop"]]);
+    assert_eq!(got, want);
+    let got = run(&[], &[VALUE, &format!("\n```{block}"), "x"]);
+    let want = after_value(&[&["n:f", "a:{}"], &[], &["fin:stop"]]);
+    assert_eq!(got, want);
+}
+
+#[test]
+fn a_unit_that_may_begin_a_stop_sequence_waits_whole() {
+    let got = run(&["END"], &[VALUE, "aE", "N", "x", "END"]);
+    let want = after_value(&[&[], &[], &["aE", "N", "x"], &["fin:stop"], &[]]);
+    assert_eq!(got, want);
+    let got = run(&["b\n"], &[VALUE, "a\n", "b", "\n`"]);
+    let want = after_value(&[&[], &["a\n"], &["fin:stop"], &[]]);
+    assert_eq!(got, want);
+}
+
+#[test]
+fn prose_whose_end_may_begin_a_fence_waits_whole() {
+    let got = run(&[], &["Here:\n```", "json\n{\"k\": 1}", "x"]);
+    let want = v(&[&[], &[" ", "{\"k\": 1}"], &["x"], &["fin:stop"]]);
+    assert_eq!(got, want);
+    let got = run(&[], &["Sure `", "`", "`json\n[1]"]);
+    assert_eq!(got, v(&[&[], &[], &[" ", "[1]"], &["fin:stop"]]));
+}
+
+#[test]
+fn control_tokens_inside_the_value_are_text() {
+    // `{"k": 1}` in tokens, `<`, the DSML token, ` calls>`, `x`, `\n` and `</think>`.
+    const VALUE_IDS: &[u32] = &[24313, 77, 3362, 223, 19, 95];
+    const LT: u32 = 30;
+    const DSML: u32 = 128825;
+    const CALLS: &[u32] = &[10699, 32];
+    const X: u32 = 90;
+    const NL: u32 = 201;
+    const THINK_END: u32 = 128822;
+    let dsml_calls = [&[DSML][..], CALLS].concat();
+    let got = run_tokens(&[VALUE_IDS, &[LT], &dsml_calls, &[X]]);
+    let want = after_value(&[&["<"], &["｜DSML｜", " calls>"], &["x"], &["fin:stop"]]);
+    assert_eq!(got, want);
+    let got = run_tokens(&[VALUE_IDS, &[THINK_END], &[X]]);
+    assert_eq!(got, after_value(&[&["</think>"], &["x"], &["fin:stop"]]));
+    let got = run_tokens(&[VALUE_IDS, &[NL], &[NL], &[LT], &[X]]);
+    let want = after_value(&[&[], &["\n"], &["\n", "<"], &["x"], &["fin:stop"]]);
+    assert_eq!(got, want);
+}
+
+/// Each push's content deltas with the tokens of the log probabilities they carry; every push
+/// is a list of pieces, each encoded on its own.
+fn run_logprobs(pushes: &[&[&str]]) -> Vec<Vec<(String, Vec<String>)>> {
+    let opts = ParsingOptions {
+        parse_tool_calls: false,
+        ..json_options(&[])
+    };
+    let tok = tokenizer();
+    let mut sp = StreamProcessor::new(chat(), &opts, Some(tokenizer()));
+    let mut all = Vec::new();
+    for pieces in pushes {
+        let mut ids = Vec::new();
+        for p in *pieces {
+            ids.extend(tok.encode_with_special(p).unwrap());
+        }
+        let logprobs = ids.iter().map(|_| (-1.0, Vec::new())).collect();
+        let items = sp
+            .push(InferenceChunk::Tokens {
+                token_ids: ids,
+                logprobs: Some(logprobs),
+            })
+            .unwrap();
+        let mut got = Vec::new();
+        for i in items {
+            let v = i.to_value();
+            let choice = &v["choices"][0];
+            if let Some(text) = choice["delta"]["content"]
+                .as_str()
+                .filter(|t| !t.is_empty())
+            {
+                let tokens = choice["logprobs"]["content"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|lp| lp["token"].as_str().unwrap_or_default().to_owned())
+                    .collect();
+                got.push((text.to_owned(), tokens));
+            }
+        }
+        all.push(got);
+    }
+    all
+}
+
+fn lp(text: &str, tokens: &[&str]) -> (String, Vec<String>) {
+    (
+        text.to_owned(),
+        tokens.iter().map(|t| (*t).to_owned()).collect(),
+    )
+}
+
+#[test]
+fn held_prose_keeps_its_own_log_probabilities() {
+    // Prose held while a fence may begin: its space carries the prose's log probabilities when
+    // it goes out with the next push; the newline that completes the fence carries nothing.
+    let got = run_logprobs(&[&["Here", ":\n", "```", "json"], &["\n"], &["{\"", "a"]]);
+    let want = vec![
+        vec![],
+        vec![lp(" ", &["Here", ":\n", "```", "json"])],
+        vec![lp("{\"a", &["{\"", "a"])],
+    ];
+    assert_eq!(got, want);
+    // A held fence start without prose goes out as nothing: its log probabilities are dropped.
+    let got = run_logprobs(&[&["```"], &["json", "\n", "{\"", "k"]]);
+    let want = vec![vec![], vec![lp("{\"k", &["json", "\n", "{\"", "k"])]];
+    assert_eq!(got, want);
+    // The unit that closes the fence repeats its log probabilities on the value's part and on
+    // the space for the text after the fence.
+    let got = run_logprobs(&[&["```", "json", "\n", "[", "1"], &["]\n", "```\n", "Done"]]);
+    let rest = ["]\n", "```\n", "Done"];
+    let want = vec![
+        vec![lp("[1", &["```", "json", "\n", "[", "1"])],
+        vec![lp("]", &rest), lp(" ", &rest)],
+    ];
+    assert_eq!(got, want);
 }

@@ -23,7 +23,7 @@ mod held;
 use recipe_core::{ParsingOptions, SpecialToken};
 
 use crate::input::TokenLogprob;
-use crate::json_output::JsonFilter;
+use crate::json_output::{JsonFilter, OpeningSearch, ValueStep};
 use dsml::{block_open_tags, match_tags, Dsml, DsmlStatus, Match};
 use held::{partial_suffix_start, trim_newlines_end, Joined, Unit};
 
@@ -219,30 +219,57 @@ impl Parser {
         self.parse_tool_calls && !self.json.as_ref().is_some_and(JsonFilter::in_value)
     }
 
-    /// Whether a tool-call block may begin at `text[upto]`, where `text[pos..upto]` is held
-    /// text not released yet. In JSON output mode that depends on whether the held text before
-    /// it opens (or closes) the JSON value, so a copy of the filter (`ahead`, kept across calls
-    /// with increasing `upto` during one scan) reads ahead over it.
-    fn tools_at(
-        &self,
-        ahead: &mut Option<(JsonFilter, usize)>,
-        mode: TextMode,
-        text: &str,
-        pos: usize,
-        upto: usize,
-    ) -> bool {
+    /// Whether a tool-call block may begin right after `before`, held text not released yet:
+    /// in JSON output mode, not when that text opens the JSON value (or one is open).
+    fn tools_at(&self, mode: TextMode, before: &str) -> bool {
         let Some(j) = &self.json else {
             return self.parse_tool_calls;
         };
         if !self.parse_tool_calls || mode != TextMode::Content {
             return self.tools_on();
         }
-        let (f, at) = ahead.get_or_insert_with(|| (j.clone(), pos));
-        if *at < upto {
-            f.look_ahead(&text[*at..upto]);
-            *at = upto;
+        j.opens_at(before).is_none()
+    }
+
+    /// JSON output mode: whether content goes straight to the filter as the value's text.
+    fn in_json_value(&self, mode: TextMode) -> bool {
+        mode == TextMode::Content
+            && self.held.is_empty()
+            && self.json.as_ref().is_some_and(JsonFilter::in_value)
+    }
+
+    /// Hand one input unit of the open JSON value to the filter: no marker is read inside the
+    /// value (as in the reference, `<｜DSML｜`, `</think>` and their starts are plain text there).
+    /// Where the value closes inside the unit, the rest is read as ordinary content.
+    fn feed_value(
+        &mut self,
+        text: String,
+        logprobs: Vec<TokenLogprob>,
+        textual: bool,
+        out: &mut Vec<ParseEvent>,
+    ) {
+        let Some(j) = &mut self.json else {
+            return;
+        };
+        match j.value_unit(&text, logprobs, out) {
+            ValueStep::Open => {}
+            ValueStep::Stopped(stop) => self.stop_with(stop, out),
+            ValueStep::Closed(at, logprobs) => {
+                self.last_lt = false;
+                self.last_think_partial = false;
+                let rest = text[at..].to_owned();
+                if !rest.is_empty() {
+                    self.push_text(rest, logprobs, textual, out);
+                }
+            }
         }
-        !f.in_value()
+    }
+
+    /// A stop sequence matched: the stream is over.
+    fn stop_with(&mut self, stop: String, out: &mut Vec<ParseEvent>) {
+        self.stopped_by = Some(stop.clone());
+        out.push(ParseEvent::StopSequence(stop));
+        self.mode = Mode::Ended;
     }
 
     fn ended(&self) -> bool {
@@ -310,6 +337,10 @@ impl Parser {
                     }
                     return;
                 }
+                if self.in_json_value(mode) {
+                    self.feed_value(text, logprobs, textual, out);
+                    return;
+                }
                 if self.held.is_empty() && !self.may_touch_marker(mode, textual, &text) {
                     // Common case: nothing held and nothing in this unit that could begin a
                     // marker, so it is released as is.
@@ -348,6 +379,11 @@ impl Parser {
             }
             Mode::Text(mode) => {
                 let mode = *mode;
+                if self.in_json_value(mode) {
+                    // Inside the JSON value any control token is text, a unit of its own.
+                    self.feed_value(spelling, logprob.into_iter().collect(), false, out);
+                    return;
+                }
                 if kind == Some(SpecialToken::Dsml)
                     && self.parse_tool_calls
                     && self.held_ends_with_lt()
@@ -365,7 +401,7 @@ impl Parser {
                     } else {
                         before_end
                     };
-                    if !self.tools_at(&mut None, mode, &joined.text, 0, before_end) {
+                    if !self.tools_at(mode, &joined.text[..before_end]) {
                         // The text before it opens a JSON value: the token is text there.
                         let len = joined.text.len();
                         self.emit_units(mode, &joined, 0, len, out);
@@ -544,8 +580,8 @@ impl Parser {
         let mut pos = 0usize;
         // Next occurrence of each marker at or after `pos` (usize::MAX: none).
         let mut next: Vec<Option<usize>> = vec![None; 2 + self.stops.len()];
-        // JSON output mode: the filter run ahead over the held text (see `tools_at`).
-        let mut ahead: Option<(JsonFilter, usize)> = None;
+        // JSON output mode: where the value opens (searched once over the held text).
+        let mut opening = OpeningSearch::default();
         loop {
             let mode = match &self.mode {
                 Mode::Text(m) => *m,
@@ -555,6 +591,30 @@ impl Parser {
                     return;
                 }
                 _ => return,
+            };
+            // JSON output mode: where the value opens in the held text. No marker is read from
+            // there on; the value's units go to the filter as they are.
+            let value_at = match &self.json {
+                Some(j) if mode == TextMode::Content => {
+                    if j.in_value() {
+                        // The value closed at `at` inside the unit that ends at `end`: the rest
+                        // of that unit (with its log probabilities, as the reference repeats
+                        // them on each piece of a unit) and the units after it are read again.
+                        // The value does not open again, so this happens once.
+                        if let Some((at, end, logprobs)) = self.value_units(&joined, pos, out) {
+                            let mut units = vec![Unit {
+                                text: text[at..end].to_owned(),
+                                logprobs,
+                            }];
+                            units.extend(joined.units_from(end));
+                            self.held = units;
+                            self.scan(out);
+                        }
+                        return;
+                    }
+                    opening.find(j, text, pos)
+                }
+                _ => None,
             };
             // Earliest complete marker.
             let mut best: Option<(usize, usize, Marker)> = None;
@@ -585,7 +645,10 @@ impl Parser {
                 };
                 // The marker that is complete first wins (the earliest end, as when reading
                 // the text one character at a time); on a tie, the earlier in the list.
-                if found != usize::MAX && best.is_none_or(|(_, e, _)| found + pat.len() < e) {
+                if found != usize::MAX
+                    && value_at.is_none_or(|v| found < v)
+                    && best.is_none_or(|(_, e, _)| found + pat.len() < e)
+                {
                     best = Some((found, found + pat.len(), marker));
                 }
             }
@@ -600,7 +663,6 @@ impl Parser {
                             start
                         };
                         self.emit_units(mode, &joined, pos, cut, out);
-                        ahead = None;
                         self.think_end_seen(mode, out);
                         pos = end;
                     }
@@ -613,12 +675,10 @@ impl Parser {
                         return;
                     }
                     Marker::Dsml
-                        if matches!(match_tags(&text[start..], &self.block_tags), Match::None)
-                            || !self.tools_at(&mut ahead, mode, text, pos, start) =>
+                        if matches!(match_tags(&text[start..], &self.block_tags), Match::None) =>
                     {
-                        // Prose that only mentions the marker (or a block inside a JSON value):
-                        // it stays in the held text, and the search goes on after its `<`.
-                        // Deciding here, without entering the block parser, keeps a run of such
+                        // Prose that only mentions the marker: it stays in the held text, and the
+                        // search goes on after its `<`. Deciding here, without entering the block parser, keeps a run of such
                         // mentions linear and flat.
                         let from = start + 1;
                         next[1] = Some(
@@ -653,8 +713,16 @@ impl Parser {
                 }
                 continue;
             }
-            // No complete marker: hold from the earliest possible marker start. (Inside a JSON
-            // value too, as the reference does, although no block is read there.)
+            if let Some(v) = value_at {
+                // Release the text up to the value's opening: the filter opens the value.
+                self.emit_units(mode, &joined, pos, v, out);
+                if self.ended() {
+                    return;
+                }
+                pos = v;
+                continue;
+            }
+            // No complete marker: hold from the earliest possible marker start.
             let hold_from = self.candidate_start(mode, textual, text, pos);
             let cut = match hold_from {
                 None => text.len(),
@@ -669,6 +737,42 @@ impl Parser {
             }
             return;
         }
+    }
+
+    /// Hand the held units from `pos` on to the JSON filter as the open value's text, one unit
+    /// (or the rest of one, with the unit's log probabilities) at a time. Returns where the
+    /// value closed, when it did, with the end of that unit and its log probabilities: the text
+    /// from there on is read again as ordinary content.
+    fn value_units(
+        &mut self,
+        joined: &Joined,
+        pos: usize,
+        out: &mut Vec<ParseEvent>,
+    ) -> Option<(usize, usize, Vec<TokenLogprob>)> {
+        let mut start = 0usize;
+        for (i, end) in joined.ends.iter().enumerate() {
+            let unit_start = start;
+            start = *end;
+            let a = unit_start.max(pos);
+            if a >= *end {
+                continue;
+            }
+            let logprobs = joined.logprobs[i].clone();
+            let j = self.json.as_mut()?;
+            match j.value_unit(&joined.text[a..*end], logprobs.clone(), out) {
+                ValueStep::Open => {}
+                ValueStep::Stopped(stop) => {
+                    self.stop_with(stop, out);
+                    return None;
+                }
+                ValueStep::Closed(at, _) => {
+                    self.last_lt = false;
+                    self.last_think_partial = false;
+                    return Some((a + at, *end, logprobs));
+                }
+            }
+        }
+        None
     }
 
     fn markers(&self, mode: TextMode, textual: bool) -> Vec<(usize, Marker)> {
@@ -891,9 +995,7 @@ impl Parser {
             (TextMode::Content, None) => out.push(ParseEvent::Content { text, logprobs }),
             (TextMode::Content, Some(j)) => {
                 if let Some(stop) = j.content(&text, logprobs, out) {
-                    self.stopped_by = Some(stop.clone());
-                    out.push(ParseEvent::StopSequence(stop));
-                    self.mode = Mode::Ended;
+                    self.stop_with(stop, out);
                 }
             }
         }
