@@ -184,6 +184,11 @@ def lossy_deviation(case: dict, want: dict, got: dict):
     if 5 in devs and same_error and w["calls"] == g["calls"] and w["reasoning"] == g["reasoning"]:
         if w["content"] != g["content"] and re.sub(" +", " ", w["content"]) == re.sub(" +", " ", g["content"]):
             return 5
+    if 5 in devs:
+        # Deviation 5 may come with another one: judge the other with the runs of spaces the
+        # official package added in JSON mode folded, as that deviation does.
+        w["content"] = re.sub(" +", " ", w["content"])
+        g["content"] = re.sub(" +", " ", g["content"])
     text_kept = (g["reasoning"] + g["content"]).startswith(w["reasoning"] + w["content"])
     if devs & {2, 6} and same_error and text_kept and w["calls"] != g["calls"]:
         # The official arguments are corrupt from some call on: not JSON, or the rest of the
@@ -217,7 +222,8 @@ def lossy_deviation(case: dict, want: dict, got: dict):
             # In the text it swallowed the official package may still read later tags (even ones
             # written out in ordinary tokens) as calls; ours keeps that text as text.
             calls_ok = all(n[-1] in kept for n in names[len(our_names):])
-        if ours.startswith(theirs) and d in kept and calls_ok:
+        # In JSON mode the mention may sit in prose the filter replaced by a space.
+        if ours.startswith(theirs) and (d in kept or 5 in devs) and calls_ok:
             return 1
     return None
 
