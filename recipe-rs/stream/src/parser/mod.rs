@@ -677,9 +677,9 @@ impl Parser {
                     Marker::Dsml
                         if matches!(match_tags(&text[start..], &self.block_tags), Match::None) =>
                     {
-                        // Prose that only mentions the marker: it stays in the held text, and the
-                        // search goes on after its `<`. Deciding here, without entering the block parser, keeps a run of such
-                        // mentions linear and flat.
+                        // Prose that only mentions the marker: it stays in the held text, and
+                        // the search goes on after its `<`. Deciding here, without entering the
+                        // block parser, keeps a run of such mentions linear and flat.
                         let from = start + 1;
                         next[1] = Some(
                             text[from..]
@@ -963,7 +963,12 @@ impl Parser {
     /// Note the end of the released text and whether it ends with an unfinished marker.
     fn remember_released(&mut self, text: &str) {
         let keep = self.dsml_open.len().max(self.think_end.len());
-        self.released_tail.push_str(text);
+        // Only the end of a long text can matter.
+        let mut from = text.len().saturating_sub(keep);
+        while !text.is_char_boundary(from) {
+            from -= 1;
+        }
+        self.released_tail.push_str(&text[from..]);
         if self.released_tail.len() > keep {
             let mut cut = self.released_tail.len() - keep;
             while !self.released_tail.is_char_boundary(cut) {
