@@ -81,8 +81,8 @@ class GreedyHead:
         wmax = float(w64.abs().max()) if w.numel() else 0.0
         if n == 0 or not wmax > 0.0:
             return None
-        k4 = max(-(-k // 4) * 4, 32)  # the register path takes exactly 32 (zero-padded) columns, 7-bit values
-        qmax = 63 if k4 == 32 else 127
+        k4 = max(-(-k // 4) * 4, 32)  # the register paths take exactly 32 (zero-padded) columns
+        qmax = 127
         s_w = wmax / qmax
         q = torch.round(w64 / s_w).clamp_(-qmax, qmax)
         ew = float((w64 - q * s_w).abs().max()) * (1 + 1e-9)

@@ -66,11 +66,12 @@ static inline void head_argmax(const float *h, int64_t M, int64_t K, const float
 /* Greedy head, pre-filtered in 8-bit integers.
    wq: the head weight rounded to integers at one scale s_w, in blocks of 8 vocabulary rows:
    [nblocks, K4 / 4, 8, 4] (4 consecutive k of row 8*b + lane), K4 = K rounded up to a multiple of 4 (zeros);
-   |wq| <= 127, and <= 63 when K4 == 32 (that layout sums four byte products in 16 bits). When K4 == 32 the
+   |wq| <= 127. When K4 == 32 the
    blocks come in pairs instead, [nblocks / 2, 8, 16, 4] (nblocks even: k-group g of blocks 2p and 2p + 1 side
    by side in 64 bytes, the layout of one 512-bit register and of one AMX tile row); q8_group gives the address.
    rowsum: sum over k of each quantised row [nblocks * 8]. w: the float32 weight [V, K].
-   Each row of h is rounded to hq in [-QH, QH] at scale s_h; the integer products D[v] = hq . wq[v] are exact, and
+   Each row of h is rounded to hq in [-QH, QH] at scale s_h (in [-127, 127] on the AMX path, whose products are
+   signed x signed); the integer products D[v] = hq . wq[v] are exact, and
    |h . w[v] - s_h * s_w * D[v]| <= err (from the rounding errors of both sides, bounded in double precision), so
    the float32 arg-max lies among the rows with D[v] >= max D - delta, delta covering twice err plus the float32
    rounding of the exact dots. Those candidates (and the V - 8 * nblocks rows after the last block) get the same
@@ -130,6 +131,15 @@ static inline void head_argmax_q8(const float *h, int64_t M, int64_t K, int64_t 
                     int64_t nblocks, double s_w, double ew, double aw, double wmax, const float *w, int64_t V,
                     int32_t *cand, int32_t *cval, int64_t cap, int64_t *out, float *out_val) {
     static __thread uint8_t hu[QROWS][256] __attribute__((aligned(32)));
+#if defined(HEAD_AMX)
+    const int amx = K4 == 32 && nblocks >= 4 && head_amx_ready();
+    /* (on the stack: thread-local arrays cost an address look-up per access in a shared library) */
+    int8_t hs[QROWS][32] __attribute__((aligned(64)));
+    int32_t dots[AMX_GROUP][32][16] __attribute__((aligned(64)));
+#else
+    const int amx = 0;
+#endif
+    const int qh = amx ? 127 : QH;
     int64_t delta[QROWS], runmax[QROWS], n[QROWS];
     int32_t thr[QROWS];
     int dead[QROWS];
@@ -144,15 +154,21 @@ static inline void head_argmax_q8(const float *h, int64_t M, int64_t K, int64_t 
             double hmax = 0.0, habs = 0.0;
             for (int64_t k = 0; k < K; k++) { double a = fabs((double)hr[k]); habs += a; if (a > hmax) hmax = a; }
             if (!(hmax > 0.0) || !(hmax < 1e30)) continue;
-            const double s_h = hmax / QH;
+            const double s_h = hmax / qh;
             double eh = 0.0, qabs = 0.0;
+#if defined(HEAD_AMX)
+            if (amx) memset(hs[r], 0, 32);
+#endif
             for (int64_t k = 0; k < K; k++) {
                 double q = nearbyint((double)hr[k] / s_h);
-                if (q > QH) q = QH;
-                if (q < -QH) q = -QH;
+                if (q > qh) q = qh;
+                if (q < -qh) q = -qh;
                 double e = fabs((double)hr[k] - q * s_h);
                 if (e > eh) eh = e;
                 qabs += fabs(q);
+#if defined(HEAD_AMX)
+                if (amx) { hs[r][k] = (int8_t)q; continue; }
+#endif
                 hu[r][k] = (uint8_t)((int)q + QOFF);
             }
             /* rounding of both sides, plus the float32 error of two exact dots, with slack */
@@ -167,17 +183,13 @@ static inline void head_argmax_q8(const float *h, int64_t M, int64_t K, int64_t 
         int32_t *rc = cand + m0 * cap, *rv = cval + m0 * cap;
         int64_t b_first = 0;
 #if defined(HEAD_AMX)
-        if (K4 == 32 && nblocks >= 4 && head_amx_ready()) {
+        if (amx) {
             /* AMX, 32 rows of h at a time (two tiles of signed bytes, tiles 0-1): per two pairs of blocks, two B
                tiles (2-3: 8 k-groups x 16 vocabulary rows x 4 bytes) and four tdpbssd into zeroed C tiles (4-7),
                stored into `dots`; signed x signed needs no offset. The rows are checked once per AMX_GROUP pairs
                against their running threshold through the lane-wise maximum over the group, and only a row with a
                hit walks the group's blocks in order through q8_take. The integer dots are exact and a row meets
                the blocks in the same order as in the loops below, so candidates and thresholds are theirs. */
-            static __thread int8_t hs[QROWS][32] __attribute__((aligned(64)));
-            static __thread int32_t dots[AMX_GROUP][32][16] __attribute__((aligned(64)));
-            for (int r = 0; r < QROWS; r++)
-                for (int k = 0; k < 32; k++) hs[r][k] = (int8_t)((int)hu[r][k] - QOFF);
             head_tile_config cfg;
             memset(&cfg, 0, sizeof(cfg));
             cfg.palette = 1;
@@ -232,7 +244,19 @@ static inline void head_argmax_q8(const float *h, int64_t M, int64_t K, int64_t 
                 }
             }
             _tile_release();
-            b_first = 2 * npairs;
+            /* an odd last pair: the same exact integers, one block after the other */
+            for (int64_t b = 2 * npairs; b < nblocks; b++)
+                for (int64_t r = 0; r < mc; r++) {
+                    int32_t lanes[8];
+                    for (int l = 0; l < 8; l++) {
+                        int32_t acc = 0;
+                        for (int64_t k = 0; k < 32; k++)
+                            acc += (int32_t)hs[r][k] * (int32_t)q8_group(wq, 32, b, k / 4)[l * 4 + (k % 4)];
+                        lanes[l] = acc;
+                    }
+                    q8_take(b, lanes, cap, rc + r * cap, rv + r * cap, &n[r], &runmax[r], delta[r], &thr[r], &dead[r]);
+                }
+            b_first = nblocks;
         }
 #endif
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
@@ -275,23 +299,19 @@ static inline void head_argmax_q8(const float *h, int64_t M, int64_t K, int64_t 
             const __m256i off = _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)(rowsum + b * 8)),
                                                    _mm256_set1_epi32(QOFF));
             if (K4 == 32) {
-                /* all eight k-groups in registers; four byte-pair sums fit in 16 bits (|wq| <= 63) */
+                /* all eight k-groups in registers; four byte products (hu <= 63, |wq| <= 127) fit in 16 bits */
                 __m256i wg[8];
                 for (int g = 0; g < 8; g++) wg[g] = _mm256_loadu_si256((const __m256i *)q8_group(wq, K4, b, g));
                 for (int64_t r = 0; r < mc; r++) {
                     const int32_t *x = (const int32_t *)hu[r];
-                    __m256i s0 = _mm256_add_epi16(
-                        _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_set1_epi32(x[0]), wg[0]),
-                                         _mm256_maddubs_epi16(_mm256_set1_epi32(x[1]), wg[1])),
-                        _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_set1_epi32(x[2]), wg[2]),
-                                         _mm256_maddubs_epi16(_mm256_set1_epi32(x[3]), wg[3])));
-                    __m256i s1 = _mm256_add_epi16(
-                        _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_set1_epi32(x[4]), wg[4]),
-                                         _mm256_maddubs_epi16(_mm256_set1_epi32(x[5]), wg[5])),
-                        _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_set1_epi32(x[6]), wg[6]),
-                                         _mm256_maddubs_epi16(_mm256_set1_epi32(x[7]), wg[7])));
+                    __m256i s[4];
+                    for (int g = 0; g < 4; g++)
+                        s[g] = _mm256_madd_epi16(
+                            _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_set1_epi32(x[2 * g]), wg[2 * g]),
+                                             _mm256_maddubs_epi16(_mm256_set1_epi32(x[2 * g + 1]), wg[2 * g + 1])),
+                            ones);
                     const __m256i dv = _mm256_sub_epi32(
-                        _mm256_add_epi32(_mm256_madd_epi16(s0, ones), _mm256_madd_epi16(s1, ones)), off);
+                        _mm256_add_epi32(_mm256_add_epi32(s[0], s[1]), _mm256_add_epi32(s[2], s[3])), off);
                     if (!_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(dv, _mm256_set1_epi32(thr[r])))))
                         continue;
                     int32_t lanes[8];
