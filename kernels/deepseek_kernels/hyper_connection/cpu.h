@@ -124,3 +124,32 @@ static inline void hc_step(const float *streams_in, const float *block, const fl
     rms_norm(collapsed, T, D, D, norm_w, block_eps, x_out);
 }
 
+
+
+/* The model's last hyper-connection site and final norm, for T tokens: pre = sigmoid(mix * scale + base) + hc_eps
+   from the product of the unweighted RMS-normed flattened streams with fn [hc, hc * D] (partial sums in eight
+   lanes), the pre-weighted sum of the streams, then a weighted RMS norm (norm_w, block_eps).
+   Scratch: flat [T, hc * D], mixes [T, hc], collapsed [T, D]. */
+static inline void hc_head(const float *streams, int64_t T, int hc, int64_t D, const float *fn, const float *base,
+             float scale, float hc_eps, float norm_eps, const float *norm_w, float block_eps, float *x_out,
+             float *flat, float *mixes, float *collapsed) {
+    const int64_t width = (int64_t)hc * D;
+    rms_norm(streams, T, width, width, 0, norm_eps, flat);
+    small_linear(flat, T, width, width, fn, hc, mixes);
+    for (int64_t t = 0; t < T; t++) {
+        float pre[8];
+        for (int i = 0; i < hc; i++) {
+            float a = mixes[t * hc + i] * scale;
+            a = a + base[i];
+            pre[i] = 1.0f / (1.0f + expf(-a)) + hc_eps;
+        }
+        const float *st = streams + t * width;
+        float *out = collapsed + t * D;
+        for (int64_t d = 0; d < D; d++) {
+            float acc = pre[0] * st[d];
+            for (int i = 1; i < hc; i++) acc = acc + pre[i] * st[i * D + d];
+            out[d] = acc;
+        }
+    }
+    rms_norm(collapsed, T, D, D, norm_w, block_eps, x_out);
+}
