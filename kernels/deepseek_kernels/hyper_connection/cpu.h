@@ -3,6 +3,9 @@
 #include "../csrc/lanes.h"
 #include "../rms_norm/cpu.h"
 
+static inline v8f load8(const float *p) { v8f v; memcpy(&v, p, sizeof(v)); return v; }
+static inline void store8(float *p, v8f v) { memcpy(p, &v, sizeof(v)); }
+
 /* pre/post/comb of one hyper-connection site for T tokens, and the collapsed input of the block.
    mixes: [T, 2*hc + hc*hc]; base: [2*hc + hc*hc]; scale: [3]; streams: [T, hc, D] (may be NULL). */
 static inline void hc_mix_one(const float *m, int hc, const float *base, float ps, float qs, float cs, float hc_eps,
@@ -76,7 +79,13 @@ static inline void hc_mix(const float *mixes, int64_t T, int hc, const float *ba
         for (int64_t t = 0; t < T; t++) {
             const float *st = streams + t * hc * D;
             float *out = collapsed + t * D;
-            for (int64_t d = 0; d < D; d++) {
+            int64_t d0 = 0;
+            for (; d0 + 8 <= D; d0 += 8) { /* eight columns at once, each with the arithmetic of the loop below */
+                v8f acc = pre[t * hc] * load8(st + d0);
+                for (int i = 1; i < hc; i++) acc = acc + pre[t * hc + i] * load8(st + i * D + d0);
+                store8(out + d0, acc);
+            }
+            for (int64_t d = d0; d < D; d++) {
                 float acc = pre[t * hc] * st[d];
                 for (int i = 1; i < hc; i++) acc = acc + pre[t * hc + i] * st[i * D + d];
                 out[d] = acc;
@@ -93,7 +102,13 @@ static inline void hc_merge(const float *streams, const float *block, const floa
         for (int j = 0; j < hc; j++) {
             float *o = out + (t * hc + j) * D;
             const float p = post[t * hc + j];
-            for (int64_t d = 0; d < D; d++) {
+            int64_t d0 = 0;
+            for (; d0 + 8 <= D; d0 += 8) { /* eight columns at once, each with the arithmetic of the loop below */
+                v8f acc = cm[j] * load8(st + d0);
+                for (int i = 1; i < hc; i++) acc = acc + cm[i * hc + j] * load8(st + i * D + d0);
+                store8(o + d0, p * load8(bl + d0) + acc);
+            }
+            for (int64_t d = d0; d < D; d++) {
                 float acc = cm[j] * st[d];
                 for (int i = 1; i < hc; i++) acc = acc + cm[i * hc + j] * st[i * D + d];
                 o[d] = p * bl[d] + acc;
@@ -145,7 +160,13 @@ static inline void hc_head(const float *streams, int64_t T, int hc, int64_t D, c
         }
         const float *st = streams + t * width;
         float *out = collapsed + t * D;
-        for (int64_t d = 0; d < D; d++) {
+        int64_t d0 = 0;
+        for (; d0 + 8 <= D; d0 += 8) {
+            v8f acc = pre[0] * load8(st + d0);
+            for (int i = 1; i < hc; i++) acc = acc + pre[i] * load8(st + i * D + d0);
+            store8(out + d0, acc);
+        }
+        for (int64_t d = d0; d < D; d++) {
             float acc = pre[0] * st[d];
             for (int i = 1; i < hc; i++) acc = acc + pre[i] * st[i * D + d];
             out[d] = acc;
