@@ -3,6 +3,10 @@ logits picks, ties to the lowest ID, including rows the integer prefilter cannot
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import deepseek_kernels as ops
 import pytest
 import torch
@@ -79,3 +83,26 @@ def test_reference_mode_uses_the_product() -> None:
     weight, x = torch.randn(100, 12, generator=g), torch.randn(4, 12, generator=g)
     with ops.using("reference"):
         assert torch.equal(GreedyHead(weight)(x), torch.argmax(x @ weight.T, dim=-1))
+
+
+_SCAN_CHECK = """
+import torch
+from deepseek_kernels import GreedyHead
+g = torch.Generator().manual_seed(11)
+for vocab, dim, rows in ((20000, 32, 40), (2003, 20, 9), (4099, 32, 70)):
+    weight = torch.randn(vocab, dim, generator=g) / dim**0.5
+    head = GreedyHead(weight)
+    for scale in (1e-3, 1.0, 30.0):
+        x = torch.randn(rows, dim, generator=g) * scale
+        assert torch.equal(head(x), torch.argmax(x @ weight.T, dim=-1)), (vocab, dim, rows, scale)
+    assert head._q8 is not None
+print("ok")
+"""
+
+
+def test_integer_scan_without_amx_matches_argmax() -> None:
+    """The VNNI / AVX2 loops (what CPUs without AMX run) on the paired layout, on any machine: a process started
+    with ``DEEPSEEK_KERNELS_NO_AMX`` keeps the tiles off."""
+    env = dict(os.environ, DEEPSEEK_KERNELS_NO_AMX="1")
+    out = subprocess.run([sys.executable, "-c", _SCAN_CHECK], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

@@ -82,14 +82,19 @@ static inline void head_argmax(const float *h, int64_t M, int64_t K, const float
 #define QROWS 64
 
 #if defined(__AMX_INT8__) && defined(__AMX_TILE__) && defined(__linux__)
+#include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #define HEAD_AMX 1
 #define AMX_GROUP 8 /* pairs of blocks per threshold check */
-/* Whether this thread may use the AMX tiles: Linux hands out the tile state on request (once per process). */
+/* Whether this thread may use the AMX tiles: Linux hands out the tile state on request (once per process).
+   DEEPSEEK_KERNELS_NO_AMX (set when the process starts) keeps the VNNI / AVX2 loops, so tests can run them on
+   a machine with AMX. */
 static inline int head_amx_ready(void) {
     static int state = -1;
-    if (state < 0) state = syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XTILEDATA */) == 0;
+    if (state < 0)
+        state = getenv("DEEPSEEK_KERNELS_NO_AMX") == NULL &&
+                syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XTILEDATA */) == 0;
     return state;
 }
 typedef struct {
