@@ -106,3 +106,15 @@ def test_integer_scan_without_amx_matches_argmax() -> None:
     env = dict(os.environ, DEEPSEEK_KERNELS_NO_AMX="1")
     out = subprocess.run([sys.executable, "-c", _SCAN_CHECK], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_integer_scan_rejects_other_layouts() -> None:
+    """Rows of 32 columns come in pairs of blocks, wider rows in single blocks; narrower than 32 is refused."""
+    q8 = torch.ops.deepseek_kernels.head_argmax_q8
+    h, w, rowsum = torch.randn(2, 32), torch.randn(160, 32), torch.zeros(160, dtype=torch.int32)
+    with pytest.raises(RuntimeError, match="K4 = 32 takes blocks in pairs"):
+        q8(h, torch.zeros(20, 8, 8, 4, dtype=torch.int8), rowsum, 1.0, 1.0, 1.0, 1.0, w, 64)
+    with pytest.raises(RuntimeError, match="K4 must cover K, be at least 32"):
+        q8(h[:, :8], torch.zeros(20, 2, 8, 4, dtype=torch.int8), rowsum, 1.0, 1.0, 1.0, 1.0, w[:, :8], 64)
+    out, _ = q8(h, torch.zeros(10, 8, 16, 4, dtype=torch.int8), rowsum, 1.0, 1.0, 1.0, 1.0, w, 64)
+    assert out.shape == (2,)
