@@ -19,7 +19,6 @@ from torch import nn
 
 from .batched_attention import AttentionPlan, StepLayout, attention
 from .kv_cache import KVCachePool
-from .layers.hyper_connection import hyper_head
 from .model_runner import StepContext
 from .models.deepseek_v4 import hc_sites, run_layers
 from .module_changes import generation
@@ -85,7 +84,9 @@ class BatchedDeepseekV4(nn.Module):
             if ctx.logits_indices.numel() == 0:
                 return None
             streams = streams[ctx.logits_indices]
-        return m.norm(hyper_head(streams, m.hc_head_fn, m.hc_head_base, m.hc_head_scale, c.hc_eps, c.rms_norm_eps))
+        # the last hyper-connection site and the final norm in one call (``hyper_head`` then ``m.norm``)
+        return ops.hc_head(streams, m.hc_head_fn, m.hc_head_base, m.hc_head_scale, c.hc_eps, c.rms_norm_eps,
+                           m.norm.weight, m.norm.eps)
 
 
 def load(model_dir: str, dtype: torch.dtype | None, device: torch.device,

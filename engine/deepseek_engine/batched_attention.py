@@ -320,14 +320,10 @@ def _index(indexer, projections: tuple, q_latent: torch.Tensor, layout: StepLayo
         q = apply_rotary_tables(F.linear(q_latent, indexer.wq_b.weight).view(-1, indexer.n_heads, indexer.head_dim),
                                 c, s)
     info = layout.rate_info(indexer.rate)
-    threshold = info["threshold"]
-    scores = ops.indexer_scores(layout.pad(q), layout.pad(head_weights), pools[2], info["entry_slots"], threshold,
-                                indexer.head_dim**-0.5, indexer.n_heads**-0.5)
-    picked = ops.top_entries(scores, indexer.topk, layout.rank_ends_list(indexer.rate))
-    picked = torch.where(picked < threshold[..., None], picked, torch.full_like(picked, n))
-    allowed = torch.zeros((b, layout.t_max, n + 1), dtype=torch.bool, device=dev)
-    allowed.scatter_(2, picked, True)
-    return allowed[..., :n]
+    # scores, top-k over rows of the reference's length, below the threshold: one call
+    return ops.indexer_select(layout.pad(q), layout.pad(head_weights), pools[2], info["entry_slots"], info["threshold"],
+                              indexer.head_dim**-0.5, indexer.n_heads**-0.5, indexer.topk,
+                              layout.rank_ends_list(indexer.rate))
 
 
 #: Kept for callers of the old name; the ranking lives in ``deepseek_kernels.indexer``.

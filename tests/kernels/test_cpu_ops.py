@@ -36,8 +36,8 @@ def close(a, b, atol=1e-5, rtol=1e-5):
 
 
 def test_every_op_is_registered_with_a_cpu_kernel() -> None:
-    names = ["rms_norm", "rope", "hc_mix", "hc_merge", "hc_step", "sink_attention", "sink_attention_paged", "moe_route",
-             "indexer_scores", "moe_dense_experts", "attn_front", "attn_back", "head_argmax", "head_argmax_q8",
+    names = ["rms_norm", "rope", "hc_mix", "hc_merge", "hc_step", "hc_head", "sink_attention", "sink_attention_paged", "moe_route",
+             "indexer_scores", "indexer_select", "moe_dense_experts", "attn_front", "attn_back", "head_argmax", "head_argmax_q8",
              "compress_pool", "dequantize_fp8_blocks", "dequantize_mxfp4", "fp8_gemm", "mxfp4_gemm", "sample_tokens",
              "exp_lanes", "mhc_pre_delayed", "v41_compress_pool", "engram_hash"]
     for name in names:
@@ -163,6 +163,57 @@ def test_indexer_scores_and_top_entries(n) -> None:
     if n:
         picks = ops.top_entries(fast, 4, [n, n - 1])
         assert picks.shape == (b, tq, min(4, n))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("tokens", [0, 1, 7, 32])
+@pytest.mark.parametrize("hc", [1, 4])
+def test_hc_head(dtype, tokens, hc) -> None:
+    """The last site and the final norm as one call: its reference, and the engine's former composition
+    (``hyper_head`` then the weighted ``rms_norm``)."""
+    from deepseek_engine.layers.hyper_connection import hyper_head
+
+    g = gen(90 + tokens + hc)
+    dim = 24
+    streams = (torch.randn(tokens, hc, dim, generator=g) * 2).to(dtype)
+    fn = torch.randn(hc, hc * dim, generator=g) / dim
+    base, scale = torch.randn(hc, generator=g) * 0.5, torch.rand(1, generator=g) + 0.5
+    weight = torch.rand(dim, generator=g) + 0.5
+    fast, slow = both(ops.hc_head, streams, fn, base, scale, 1e-6, 1e-6, weight, 1e-5)
+    assert fast.dtype == dtype and fast.shape == (tokens, dim)
+    close(fast, slow, atol=1e-5 if dtype == torch.float32 else 2e-2)
+    if dtype == torch.float32 and tokens:
+        composed = ops.rms_norm(hyper_head(streams, fn, base, scale, 1e-6, 1e-6), weight, 1e-5)
+        close(fast, composed, atol=1e-5)
+    with pytest.raises(RuntimeError, match="deepseek_kernels::hc_head: fn must be"):
+        ops.hc_head(streams, fn[:, 1:], base, scale, 1e-6, 1e-6, weight, 1e-5)
+
+
+@pytest.mark.parametrize("n", [0, 1, 5, 37])
+@pytest.mark.parametrize("tq", [1, 3])
+def test_indexer_select(n, tq) -> None:
+    """Scores, top-k and threshold in one call: the reference's mask, and exactly the mask the kernel scores give
+    through ``top_entries`` (rows as long as the reference's, shorter or longer than N) and the threshold."""
+    g = gen(70 + n + tq)
+    b, hi, di, topk = 3, 4, 16, 4
+    pool = torch.randn(64, di, generator=g)
+    slots = torch.randint(0, 64, (b, n), generator=g)
+    q, w = torch.randn(b, tq, hi, di, generator=g), torch.randn(b, tq, hi, generator=g)
+    q[0, 0, :, :] = -q[0, 0].abs()  # every head's dot can turn negative: ReLU ties at zero
+    pool[:8] = pool[:8].abs()
+    threshold = torch.randint(0, n + 1, (b, tq), generator=g)
+    for totals in ([n] * b, [n, max(n - 1, 0), n + 3], [0, n, 2]):
+        fast, slow = both(ops.indexer_select, q, w, pool, slots, threshold, di**-0.5, hi**-0.5, topk, totals)
+        assert fast.dtype == torch.bool and fast.shape == (b, tq, n)
+        assert torch.equal(fast, slow)
+        if n:
+            scores = ops.indexer_scores(q, w, pool, slots, threshold, di**-0.5, hi**-0.5)
+            picked = ops.top_entries(scores, topk, totals)
+            picked = torch.where(picked < threshold[..., None], picked, torch.full_like(picked, n))
+            composed = torch.zeros(b, tq, n + 1, dtype=torch.bool).scatter_(2, picked, True)[..., :n]
+            assert torch.equal(fast, composed)
+    with pytest.raises(RuntimeError, match="deepseek_kernels::indexer_select: totals must hold one row length"):
+        ops.indexer_select(q, w, pool, slots, threshold, 0.25, 0.5, topk, [n])
 
 
 @pytest.mark.parametrize("score_func", ["sqrtsoftplus", "softmax", "sigmoid"])

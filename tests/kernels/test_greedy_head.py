@@ -3,6 +3,10 @@ logits picks, ties to the lowest ID, including rows the integer prefilter cannot
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import deepseek_kernels as ops
 import pytest
 import torch
@@ -79,3 +83,38 @@ def test_reference_mode_uses_the_product() -> None:
     weight, x = torch.randn(100, 12, generator=g), torch.randn(4, 12, generator=g)
     with ops.using("reference"):
         assert torch.equal(GreedyHead(weight)(x), torch.argmax(x @ weight.T, dim=-1))
+
+
+_SCAN_CHECK = """
+import torch
+from deepseek_kernels import GreedyHead
+g = torch.Generator().manual_seed(11)
+for vocab, dim, rows in ((20000, 32, 40), (2003, 20, 9), (4099, 32, 70)):
+    weight = torch.randn(vocab, dim, generator=g) / dim**0.5
+    head = GreedyHead(weight)
+    for scale in (1e-3, 1.0, 30.0):
+        x = torch.randn(rows, dim, generator=g) * scale
+        assert torch.equal(head(x), torch.argmax(x @ weight.T, dim=-1)), (vocab, dim, rows, scale)
+    assert head._q8 is not None
+print("ok")
+"""
+
+
+def test_integer_scan_without_amx_matches_argmax() -> None:
+    """The VNNI / AVX2 loops (what CPUs without AMX run) on the paired layout, on any machine: a process started
+    with ``DEEPSEEK_KERNELS_NO_AMX`` keeps the tiles off."""
+    env = dict(os.environ, DEEPSEEK_KERNELS_NO_AMX="1")
+    out = subprocess.run([sys.executable, "-c", _SCAN_CHECK], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_integer_scan_rejects_other_layouts() -> None:
+    """Rows of 32 columns come in pairs of blocks, wider rows in single blocks; narrower than 32 is refused."""
+    q8 = torch.ops.deepseek_kernels.head_argmax_q8
+    h, w, rowsum = torch.randn(2, 32), torch.randn(160, 32), torch.zeros(160, dtype=torch.int32)
+    with pytest.raises(RuntimeError, match="K4 = 32 takes blocks in pairs"):
+        q8(h, torch.zeros(20, 8, 8, 4, dtype=torch.int8), rowsum, 1.0, 1.0, 1.0, 1.0, w, 64)
+    with pytest.raises(RuntimeError, match="K4 must cover K, be at least 32"):
+        q8(h[:, :8], torch.zeros(20, 2, 8, 4, dtype=torch.int8), rowsum, 1.0, 1.0, 1.0, 1.0, w[:, :8], 64)
+    out, _ = q8(h, torch.zeros(10, 8, 16, 4, dtype=torch.int8), rowsum, 1.0, 1.0, 1.0, 1.0, w, 64)
+    assert out.shape == (2,)

@@ -38,6 +38,11 @@ def _samples():
                                torch.randn(4, 4, 2 * d, generator=g), torch.randn(4, 2 * d, generator=g),
                                torch.tensor([[4, 5, 6, 7]]), torch.tensor([[0, 1, 2, 3]]), torch.tensor([True]), True,
                                torch.rand(d, generator=g), 1e-6, torch.ones(1, 8), torch.zeros(1, 8), torch.tensor([7]))
+    yield "hc_head", (torch.randn(t, hc, d, generator=g), torch.randn(hc, hc * d, generator=g), torch.randn(hc, generator=g),
+                      torch.rand(1, generator=g), 1e-6, 1e-6, torch.rand(d, generator=g), 1e-5)
+    yield "indexer_select", (torch.randn(2, 1, 4, d, generator=g), torch.randn(2, 1, 4, generator=g),
+                             torch.randn(12, d, generator=g), torch.tensor([[0, 3, 5], [7, 2, 9]]), torch.tensor([[3], [2]]),
+                             0.25, 0.5, 2, [3, 4])
     yield "decode_layout", (torch.tensor([0, 9, 40]), torch.tensor([[3, 0, 0], [4, 5, 0], [6, 7, 8]]),
                             torch.tensor([1, 5, 41]), 16, 8, [4, 16])
 

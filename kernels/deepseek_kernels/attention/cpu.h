@@ -57,6 +57,7 @@ static inline void sink_attention_paged(const float *q, int64_t B, int64_t Tq, i
        arithmetic as sink_attention, with every key row read once per query. probs: [H, K] scratch. */
     const int64_t K = Kw + (ent_pool ? N : 0);
     const float **rows = (const float **)(probs + ((H * K + 1) & ~(int64_t)1));
+    std::vector<float> mx((size_t)H), sum((size_t)H);
     for (int64_t b = 0; b < B; b++) {
         for (int64_t tq = 0; tq < Tq; tq++) {
             const uint8_t *wv = win_vis + (b * Tq + tq) * Kw;
@@ -77,7 +78,6 @@ static inline void sink_attention_paged(const float *q, int64_t B, int64_t Tq, i
                 if (vis) rows[nv++] = kr;
             }
             for (int64_t h = 0; h < H; h++) probs[h * K] = 0.0f;
-            std::vector<float> mx((size_t)H), sum((size_t)H);
             for (int64_t h = 0; h < H; h++) mx[h] = sink[h];
             int64_t i0 = 0;
 #if defined(__AVX__)
@@ -129,14 +129,42 @@ static inline void sink_attention_paged(const float *q, int64_t B, int64_t Tq, i
                 float *o = ob + h * D;
                 for (int64_t d = 0; d < D; d++) o[d] = 0.0f;
             }
-            for (int64_t i = 0; i < nv; i++) {
-                const float *kr = rows[i];
+            int64_t d0 = 0;
+            /* per head, 32 output columns in four registers over all keys in order: each output element gets the
+               same products added in the same order as in the loop below */
+            for (; d0 + 32 <= D; d0 += 32)
                 for (int64_t h = 0; h < H; h++) {
-                    const float p = probs[h * K + i] * sum[h];
-                    float *o = ob + h * D;
-                    for (int64_t d = 0; d < D; d++) o[d] += p * kr[d];
+                    const float *ph = probs + h * K;
+                    const float inv = sum[h];
+                    v8f o0 = {0}, o1 = {0}, o2 = {0}, o3 = {0};
+                    for (int64_t i = 0; i < nv; i++) {
+                        const float *kr = rows[i] + d0;
+                        const float p = ph[i] * inv;
+                        v8f k0, k1, k2, k3;
+                        memcpy(&k0, kr, sizeof(k0));
+                        memcpy(&k1, kr + 8, sizeof(k1));
+                        memcpy(&k2, kr + 16, sizeof(k2));
+                        memcpy(&k3, kr + 24, sizeof(k3));
+                        o0 = o0 + p * k0;
+                        o1 = o1 + p * k1;
+                        o2 = o2 + p * k2;
+                        o3 = o3 + p * k3;
+                    }
+                    float *o = ob + h * D + d0;
+                    memcpy(o, &o0, sizeof(o0));
+                    memcpy(o + 8, &o1, sizeof(o1));
+                    memcpy(o + 16, &o2, sizeof(o2));
+                    memcpy(o + 24, &o3, sizeof(o3));
                 }
-            }
+            if (d0 < D)
+                for (int64_t i = 0; i < nv; i++) {
+                    const float *kr = rows[i];
+                    for (int64_t h = 0; h < H; h++) {
+                        const float p = probs[h * K + i] * sum[h];
+                        float *o = ob + h * D;
+                        for (int64_t d = d0; d < D; d++) o[d] += p * kr[d];
+                    }
+                }
         }
     }
 }

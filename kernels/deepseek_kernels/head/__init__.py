@@ -6,7 +6,9 @@ Ops (``cpu.cpp``):
   vocabulary rows; each logit is an ordinary float32 dot product accumulated in order with FMA.
 * ``head_argmax_q8(h, wq, rowsum, s_w, ew, aw, wmax, w, candidates)``: an exact 8-bit integer pass bounds
   every logit from the rounding errors of both operands and keeps only the rows that can still win; those get
-  the float32 dot of ``head_argmax``. Index ``-1`` marks a row it could not decide (an all-zero row, too many
+  the float32 dot of ``head_argmax``. Rows of 32 columns (padded) are laid out in pairs of blocks, 16 vocabulary
+  rows per k-group; the scan runs on AMX tiles where the CPU and the OS offer them, else AVX-512 VNNI / AVX2
+  (the same exact integers either way). Index ``-1`` marks a row it could not decide (an all-zero row, too many
   near-equal logits); :class:`GreedyHead` sends those rows through ``head_argmax``.
 
 On CUDA / Ascend the head is one GEMM and ``torch.argmax`` (``head_argmax_reference``): the logits GEMM is
@@ -79,16 +81,21 @@ class GreedyHead:
         wmax = float(w64.abs().max()) if w.numel() else 0.0
         if n == 0 or not wmax > 0.0:
             return None
-        k4 = max(-(-k // 4) * 4, 32)  # the register path takes exactly 32 (zero-padded) columns, 7-bit values
-        qmax = 63 if k4 == 32 else 127
+        k4 = max(-(-k // 4) * 4, 32)  # the register paths take exactly 32 (zero-padded) columns
+        qmax = 127
         s_w = wmax / qmax
         q = torch.round(w64 / s_w).clamp_(-qmax, qmax)
         ew = float((w64 - q * s_w).abs().max()) * (1 + 1e-9)
         aw = float(w64.abs().sum(dim=1).max()) * (1 + 1e-9)
+        if k4 == 32:  # blocks in pairs: k-group g of 16 vocabulary rows in 64 bytes (a 512-bit register, a tile row)
+            n = v // 16 * 2
+            if n == 0:
+                return None
         q8 = torch.zeros(n * 8, k4, dtype=torch.int8)
         q8[:, :k] = q[: n * 8].to(torch.int8)
         rowsum = q8.to(torch.int32).sum(dim=1).to(torch.int32).contiguous()
-        blocks = q8.view(n, 8, k4 // 4, 4).permute(0, 2, 1, 3).contiguous()
+        width = 16 if k4 == 32 else 8
+        blocks = q8.view(n * 8 // width, width, k4 // 4, 4).permute(0, 2, 1, 3).contiguous()
         return blocks, rowsum, s_w, ew, aw, wmax, w
 
     def _usable(self, x: torch.Tensor) -> bool:

@@ -35,10 +35,13 @@ static std::tuple<at::Tensor, at::Tensor> head_argmax_q8_cpu(const at::Tensor &h
     dk::expect_dim(op, "h", h, 2);
     const int64_t m = h.size(0), k = h.size(1);
     dk::expect_dtype(op, "wq", wq, at::kChar);
-    dk::expect(wq.dim() == 4 && wq.size(2) == 8 && wq.size(3) == 4 && wq.is_contiguous(), op,
-               "wq must be a contiguous [V / 8, K4 / 4, 8, 4]");
-    const int64_t nblocks = wq.size(0), k4 = wq.size(1) * 4;
-    dk::expect(k4 >= k && k4 <= 256 && (k4 > 32 || k4 == 32), op, "K4 must cover K, be at least 32 and at most 256");
+    dk::expect(wq.dim() == 4 && wq.size(3) == 4 && wq.is_contiguous(), op,
+               "wq must be a contiguous [V / 16, 8, 16, 4] (K4 = 32) or [V / 8, K4 / 4, 8, 4] (K4 > 32)");
+    const int64_t k4 = wq.size(1) * 4;
+    dk::expect(k4 == 32 ? wq.size(2) == 16 : wq.size(2) == 8, op,
+               "K4 = 32 takes blocks in pairs, [V / 16, 8, 16, 4]; wider rows [V / 8, K4 / 4, 8, 4]");
+    const int64_t nblocks = k4 == 32 ? 2 * wq.size(0) : wq.size(0);
+    dk::expect(k4 >= k && k4 >= 32 && k4 <= 256, op, "K4 must cover K, be at least 32 and at most 256");
     dk::expect_dtype(op, "rowsum", rowsum, at::kInt);
     dk::expect(rowsum.numel() == nblocks * 8 && rowsum.is_contiguous(), op, "one row sum per quantised row");
     dk::expect_dtype(op, "w", w, at::kFloat);

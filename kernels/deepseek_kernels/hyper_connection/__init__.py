@@ -4,9 +4,11 @@
 * ``hc_merge``: the block output spread over the streams plus the ``comb`` mix of the old streams.
 * ``hc_step``: one boundary between decoder sub-blocks (merge, next site's weights, normed block input);
   ``norm_eps`` is the epsilon of the streams' unweighted norm, ``block_eps`` that of the block's input norm.
+* ``hc_head``: the model's last site (``pre`` only) and the final norm, the input of the vocabulary head.
 
 CPU: ``cpu.cpp`` (Sinkhorn for eight tokens at once, sums in index order). CUDA / Ascend: ``hc_merge`` and
-``hc_mix`` run the Triton kernels of ``triton.py``; ``hc_step`` is composed from them and the RMS norm op.
+``hc_mix`` run the Triton kernels of ``triton.py``; ``hc_step`` is composed from them and the RMS norm op;
+``hc_head`` runs its PyTorch reference (once per step, a few rows).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from .._registry import device_impl, entry_point, fake, op
-from .reference import hc_merge_reference, hc_mix_reference, hc_step_reference
+from .reference import hc_head_reference, hc_merge_reference, hc_mix_reference, hc_step_reference
 
 _mix, _merge, _step = op("hc_mix"), op("hc_merge"), op("hc_step")
 
@@ -37,6 +39,11 @@ def _(streams, block, post_prev, comb_prev, fn, base, scale, hc, iters, hc_eps, 
     t, _, d = streams.shape
     new = streams.new_empty
     return torch.empty_like(streams), new(t, hc, dtype=torch.float32), new(t, hc, hc, dtype=torch.float32), new(t, d)
+
+
+@fake("hc_head")
+def _(streams, fn, base, scale, hc_eps, norm_eps, norm_weight, block_eps):
+    return streams.new_empty(streams.shape[0], streams.shape[2])
 
 
 def _merge_accelerator(streams, block, post, comb):
@@ -66,11 +73,14 @@ def _step_accelerator(streams, block, post_prev, comb_prev, fn, base, scale, hc,
 device_impl("hc_merge", _merge_accelerator, "triton")
 device_impl("hc_mix", _mix_accelerator, "triton")
 device_impl("hc_step", _step_accelerator, "composed: hc_merge, rms_norm, hc_mix ops and one GEMM")
+device_impl("hc_head", hc_head_reference, "PyTorch reference")
 
 
 hc_mix = entry_point("hc_mix", hc_mix_reference)
 hc_merge = entry_point("hc_merge", hc_merge_reference)
 hc_step = entry_point("hc_step", hc_step_reference)
+hc_head = entry_point("hc_head", hc_head_reference)
 
 
-__all__ = ["hc_mix", "hc_merge", "hc_step", "hc_mix_reference", "hc_merge_reference", "hc_step_reference"]
+__all__ = ["hc_head", "hc_mix", "hc_merge", "hc_step", "hc_head_reference", "hc_mix_reference", "hc_merge_reference",
+           "hc_step_reference"]

@@ -1,4 +1,4 @@
-// deepseek_kernels::hc_mix / hc_merge / hc_step on the CPU.
+// deepseek_kernels::hc_mix / hc_merge / hc_step / hc_head on the CPU.
 #include "cpu.h"
 #include "../csrc/torch_glue.h"
 
@@ -83,6 +83,28 @@ static std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hc_step_cpu(
     return {dk::like(out, streams.scalar_type()), post, comb, dk::like(x, streams.scalar_type())};
 }
 
+static at::Tensor hc_head_cpu(const at::Tensor &streams, const at::Tensor &fn, const at::Tensor &base,
+                              const at::Tensor &scale, double hc_eps, double norm_eps, const at::Tensor &norm_weight,
+                              double block_eps) {
+    const char *op = "hc_head";
+    dk::expect_dim(op, "streams", streams, 3);
+    const int64_t t = streams.size(0), hc = streams.size(1), d = streams.size(2);
+    dk::expect(hc >= 1 && hc <= 8, op, "hc must lie in [1, 8]");
+    dk::expect(fn.dim() == 2 && fn.size(0) == hc && fn.size(1) == hc * d, op, "fn must be [hc, hc * D]");
+    dk::expect(base.numel() == hc, op, "base must hold hc values");
+    dk::expect(scale.numel() == 1, op, "scale must hold one value");
+    dk::expect(norm_weight.dim() == 1 && norm_weight.size(0) == d, op, "norm_weight must be [D]");
+    auto st = dk::f32(streams), f = dk::f32(fn), b = dk::f32(base), sc = dk::f32(scale), nw = dk::f32(norm_weight);
+    auto x = at::empty({t, d}, st.options());
+    auto scratch = at::empty({t * (hc * d + hc + d)}, st.options());
+    float *a = scratch.data_ptr<float>();
+    if (t)
+        hc_head(st.data_ptr<float>(), t, (int)hc, d, f.data_ptr<float>(), b.data_ptr<float>(), sc.item<float>(),
+                (float)hc_eps, (float)norm_eps, nw.data_ptr<float>(), (float)block_eps, x.data_ptr<float>(), a,
+                a + t * hc * d, a + t * (hc * d + hc));
+    return dk::like(x, streams.scalar_type());
+}
+
 TORCH_LIBRARY_FRAGMENT(deepseek_kernels, m) {
     m.def("hc_mix(Tensor mixes, Tensor base, Tensor scale, int hc, int iters, float hc_eps, Tensor streams)"
           " -> (Tensor pre, Tensor post, Tensor comb, Tensor collapsed)");
@@ -90,9 +112,12 @@ TORCH_LIBRARY_FRAGMENT(deepseek_kernels, m) {
     m.def("hc_step(Tensor streams, Tensor? block, Tensor? post_prev, Tensor? comb_prev, Tensor fn, Tensor base,"
           " Tensor scale, int hc, int iters, float hc_eps, float norm_eps, Tensor norm_weight, float block_eps)"
           " -> (Tensor streams_out, Tensor post, Tensor comb, Tensor x)");
+    m.def("hc_head(Tensor streams, Tensor fn, Tensor base, Tensor scale, float hc_eps, float norm_eps,"
+          " Tensor norm_weight, float block_eps) -> Tensor");
 }
 TORCH_LIBRARY_IMPL(deepseek_kernels, CPU, m) {
     m.impl("hc_mix", &hc_mix_cpu);
     m.impl("hc_merge", &hc_merge_cpu);
     m.impl("hc_step", &hc_step_cpu);
+    m.impl("hc_head", &hc_head_cpu);
 }

@@ -3,6 +3,9 @@
 #include "../csrc/lanes.h"
 #include "../rms_norm/cpu.h"
 
+static inline v8f load8(const float *p) { v8f v; memcpy(&v, p, sizeof(v)); return v; }
+static inline void store8(float *p, v8f v) { memcpy(p, &v, sizeof(v)); }
+
 /* pre/post/comb of one hyper-connection site for T tokens, and the collapsed input of the block.
    mixes: [T, 2*hc + hc*hc]; base: [2*hc + hc*hc]; scale: [3]; streams: [T, hc, D] (may be NULL). */
 static inline void hc_mix_one(const float *m, int hc, const float *base, float ps, float qs, float cs, float hc_eps,
@@ -76,7 +79,13 @@ static inline void hc_mix(const float *mixes, int64_t T, int hc, const float *ba
         for (int64_t t = 0; t < T; t++) {
             const float *st = streams + t * hc * D;
             float *out = collapsed + t * D;
-            for (int64_t d = 0; d < D; d++) {
+            int64_t d0 = 0;
+            for (; d0 + 8 <= D; d0 += 8) { /* eight columns at once, each with the arithmetic of the loop below */
+                v8f acc = pre[t * hc] * load8(st + d0);
+                for (int i = 1; i < hc; i++) acc = acc + pre[t * hc + i] * load8(st + i * D + d0);
+                store8(out + d0, acc);
+            }
+            for (int64_t d = d0; d < D; d++) {
                 float acc = pre[t * hc] * st[d];
                 for (int i = 1; i < hc; i++) acc = acc + pre[t * hc + i] * st[i * D + d];
                 out[d] = acc;
@@ -93,7 +102,13 @@ static inline void hc_merge(const float *streams, const float *block, const floa
         for (int j = 0; j < hc; j++) {
             float *o = out + (t * hc + j) * D;
             const float p = post[t * hc + j];
-            for (int64_t d = 0; d < D; d++) {
+            int64_t d0 = 0;
+            for (; d0 + 8 <= D; d0 += 8) { /* eight columns at once, each with the arithmetic of the loop below */
+                v8f acc = cm[j] * load8(st + d0);
+                for (int i = 1; i < hc; i++) acc = acc + cm[i * hc + j] * load8(st + i * D + d0);
+                store8(o + d0, p * load8(bl + d0) + acc);
+            }
+            for (int64_t d = d0; d < D; d++) {
                 float acc = cm[j] * st[d];
                 for (int i = 1; i < hc; i++) acc = acc + cm[i * hc + j] * st[i * D + d];
                 o[d] = p * bl[d] + acc;
@@ -124,3 +139,38 @@ static inline void hc_step(const float *streams_in, const float *block, const fl
     rms_norm(collapsed, T, D, D, norm_w, block_eps, x_out);
 }
 
+
+
+/* The model's last hyper-connection site and final norm, for T tokens: pre = sigmoid(mix * scale + base) + hc_eps
+   from the product of the unweighted RMS-normed flattened streams with fn [hc, hc * D] (partial sums in eight
+   lanes), the pre-weighted sum of the streams, then a weighted RMS norm (norm_w, block_eps).
+   Scratch: flat [T, hc * D], mixes [T, hc], collapsed [T, D]. */
+static inline void hc_head(const float *streams, int64_t T, int hc, int64_t D, const float *fn, const float *base,
+             float scale, float hc_eps, float norm_eps, const float *norm_w, float block_eps, float *x_out,
+             float *flat, float *mixes, float *collapsed) {
+    const int64_t width = (int64_t)hc * D;
+    rms_norm(streams, T, width, width, 0, norm_eps, flat);
+    small_linear(flat, T, width, width, fn, hc, mixes);
+    for (int64_t t = 0; t < T; t++) {
+        float pre[8];
+        for (int i = 0; i < hc; i++) {
+            float a = mixes[t * hc + i] * scale;
+            a = a + base[i];
+            pre[i] = 1.0f / (1.0f + expf(-a)) + hc_eps;
+        }
+        const float *st = streams + t * width;
+        float *out = collapsed + t * D;
+        int64_t d0 = 0;
+        for (; d0 + 8 <= D; d0 += 8) {
+            v8f acc = pre[0] * load8(st + d0);
+            for (int i = 1; i < hc; i++) acc = acc + pre[i] * load8(st + i * D + d0);
+            store8(out + d0, acc);
+        }
+        for (int64_t d = d0; d < D; d++) {
+            float acc = pre[0] * st[d];
+            for (int i = 1; i < hc; i++) acc = acc + pre[i] * st[i * D + d];
+            out[d] = acc;
+        }
+    }
+    rms_norm(collapsed, T, D, D, norm_w, block_eps, x_out);
+}

@@ -50,3 +50,14 @@ def hc_step_reference(streams, block, post_prev, comb_prev, fn, base, scale, hc:
     mixes = F.linear(flat, fn.float())
     _, post, comb, collapsed = hc_mix_reference(mixes, base, scale, hc, iters, hc_eps, streams)
     return streams, post, comb, rms_norm_reference(collapsed, norm_weight, block_eps)
+
+
+def hc_head_reference(streams, fn, base, scale, hc_eps: float, norm_eps: float, norm_weight, block_eps: float):
+    """The last site and the final norm: ``pre = sigmoid(mix * scale + base) + hc_eps`` from the normed flattened
+    streams' product with ``fn`` ``[hc, hc D]``, the ``pre``-weighted sum of the streams, normed with
+    ``norm_weight`` and ``block_eps``. ``[T, D]``."""
+    t, hc, d = streams.shape
+    flat = rms_norm_reference(streams.reshape(t, hc * d).float(), None, norm_eps)
+    pre = torch.sigmoid(F.linear(flat, fn.float()) * scale.float() + base.float()) + hc_eps
+    collapsed = (pre.unsqueeze(-1) * streams.float()).sum(dim=1).to(streams.dtype)
+    return rms_norm_reference(collapsed, norm_weight, block_eps)

@@ -1,4 +1,5 @@
-"""PyTorch definitions of the lightning indexer: entry scores and the top-k choice with the reference's ties."""
+"""PyTorch definitions of the lightning indexer: entry scores, the top-k choice with the reference's ties, and
+the two composed into the mask of the entries each query attends to."""
 
 from __future__ import annotations
 
@@ -38,3 +39,18 @@ def top_entries_reference(scores: torch.Tensor, topk: int, totals: list[int]) ->
             k_i = min(topk, total)
             picked[i, :, :k_i] = row.topk(k_i, dim=-1).indices
     return picked
+
+
+def indexer_select_reference(q, weights, entry_pool, entry_slots, threshold, qscale: float, wscale: float, topk: int,
+                             totals: list[int]) -> torch.Tensor:
+    """``[B, Tq, N]`` bool: the entries each query attends to, the indexer's scores ranked by
+    :func:`top_entries_reference` (rows of ``totals[b]`` entries) and kept where below the query's ``threshold``."""
+    scores = indexer_scores_reference(q, weights, entry_pool, entry_slots, threshold, qscale, wscale)
+    b, tq, n = scores.shape
+    if n == 0 or tq == 0:
+        return torch.zeros((b, tq, n), dtype=torch.bool, device=q.device)
+    picked = top_entries_reference(scores, topk, totals)
+    picked = torch.where(picked < threshold[..., None], picked, torch.full_like(picked, n))
+    allowed = torch.zeros((b, tq, n + 1), dtype=torch.bool, device=q.device)
+    allowed.scatter_(2, picked, True)
+    return allowed[..., :n]
