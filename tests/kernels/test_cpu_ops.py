@@ -165,6 +165,45 @@ def test_indexer_scores_and_top_entries(n) -> None:
         assert picks.shape == (b, tq, min(4, n))
 
 
+def sequential_indexer_scores(q, w, pool, slots, threshold, qscale: float, wscale: float) -> torch.Tensor:
+    """The kernel's arithmetic in float32 tensor operations (no fused multiply-add): each dot one running sum over
+    the columns in order, relu, then the heads' terms added in order; ``-inf`` from the threshold on."""
+    b, tq, hi, di = q.shape
+    n = slots.shape[1]
+    keys = pool[slots.flatten()].view(b, 1, 1, n, di)
+    qs, ws = torch.tensor(qscale, dtype=torch.float32), torch.tensor(wscale, dtype=torch.float32)
+    dot = torch.zeros(b, tq, hi, n)
+    for d in range(di):
+        dot = dot + q[:, :, :, None, d] * keys[..., d]
+    term = (torch.where(dot > 0, dot, torch.zeros(())) * qs) * (w * ws)[..., None]
+    s = term[:, :, 0]
+    for h in range(1, hi):
+        s = s + term[:, :, h]
+    return s.masked_fill(torch.arange(n) >= threshold[..., None], float("-inf"))
+
+
+@pytest.mark.parametrize("n", [1, 8, 13, 37])
+@pytest.mark.parametrize("di", [16, 20])
+def test_indexer_scores_are_the_sequential_sums(n, di) -> None:
+    """Eight entries per pass (one per lane) and the one-entry loop (the rest of a row, and entries from the
+    threshold on) give the same bits: those of the sequential sums, with exact zeros and negative dots."""
+    g = gen(300 + n + di)
+    b, tq, hi = 3, 4, 4
+    pool = torch.randn(50, di, generator=g)
+    pool[:6] = 0.0
+    slots = torch.randint(0, 50, (b, n), generator=g)
+    q, w = torch.randn(b, tq, hi, di, generator=g), torch.randn(b, tq, hi, generator=g)
+    threshold = torch.randint(0, n + 1, (b, tq), generator=g)
+    threshold[0] = n  # whole rows through the lanes
+    for qscale, wscale in ((di**-0.5, hi**-0.5), (0.3, 1.7)):
+        fast = ops.indexer_scores(q, w, pool, slots, threshold, qscale, wscale)
+        assert torch.equal(fast, sequential_indexer_scores(q, w, pool, slots, threshold, qscale, wscale))
+        # each entry alone (the one-entry loop) gives the same score as within its block of eight
+        for j in range(n):
+            alone = ops.indexer_scores(q, w, pool, slots[:, j:j + 1], (threshold > j).long(), qscale, wscale)
+            assert torch.equal(alone[..., 0], fast[..., j])
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("tokens", [0, 1, 7, 32])
 @pytest.mark.parametrize("hc", [1, 4])
