@@ -139,6 +139,26 @@ def test_sink_attention_paged(entries, pool_dtype) -> None:
     assert torch.equal(fast, ops.sink_attention(q, keys.float(), visible, sink, 0.25))
 
 
+@pytest.mark.parametrize("d", [32, 40, 64])
+@pytest.mark.parametrize("h", [1, 3, 4, 6])
+def test_sink_attention_paged_wide_heads_are_the_gathered_bits(d, h) -> None:
+    """Head widths with 32-column blocks (heads in pairs and one alone) and head counts with and without the
+    four-head sums: identical bits to the gathered kernel, and close to the reference."""
+    g = gen(500 + d + h)
+    b, tq, kw, n = 3, 2, 27, 11
+    kv_pool = torch.randn(40, 4, d, generator=g)
+    entry_pool = torch.randn(40, 4, d, generator=g)
+    key_slots, entry_slots = torch.randint(0, 160, (b, kw), generator=g), torch.randint(0, 160, (b, n), generator=g)
+    q, sink = torch.randn(b, tq, h, d, generator=g), torch.randn(h, generator=g)
+    win = torch.rand(b, tq, kw, generator=g) > 0.2
+    win[1, 1] = False
+    kwargs = dict(entry_pool=entry_pool, entry_slots=entry_slots, threshold=torch.randint(0, n + 1, (b, tq), generator=g))
+    fast, slow = both(ops.sink_attention_paged, q, kv_pool, key_slots, win, sink, 0.2, **kwargs)
+    close(fast, slow, atol=1e-5)
+    keys, visible = gather_paged_keys(kv_pool, key_slots, win, **kwargs)
+    assert torch.equal(fast, ops.sink_attention(q, keys.float(), visible, sink, 0.2))
+
+
 def test_bad_arguments_name_the_op() -> None:
     q, keys, visible, sink = _attention_inputs(3)
     with pytest.raises(RuntimeError, match="deepseek_kernels::sink_attention: visible must be Bool"):
