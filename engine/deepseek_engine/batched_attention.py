@@ -210,8 +210,9 @@ class StepLayout:
         the entry indices ``w`` and the pool rows the pooling reads and writes.
 
         The pairs are listed in Python (sequence order, then entry order; a decode step closes at most one
-        window per sequence) and turned into one tensor: a few dozen integers, where the tensor formulation
-        (``repeat_interleave`` and cumulative sums) cost about ten times as much per step.
+        window per sequence) and turned into one tensor: a few dozen integers, cheaper than the former tensor
+        formulation (``repeat_interleave`` and cumulative sums: about 115 us against 78 us for a decode step of 32
+        sequences closing a window each).
         """
         dev = self.positions.device
         pairs: list[list[int]] = [[], []]  # sequence, entry index
