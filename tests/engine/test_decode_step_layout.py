@@ -1,5 +1,6 @@
 """A decode step's ``StepLayout`` from one ``decode_layout`` call equals the general path's tensor by tensor
-(window rows and visibility, entry rows, thresholds, and the windows the step closes)."""
+(window rows and visibility, entry rows, thresholds, and the windows the step closes); the closing windows
+against a list written out per sequence."""
 
 from __future__ import annotations
 
@@ -33,3 +34,38 @@ def test_decode_layout_equals_the_general_path(seed: int) -> None:
         for key in want:
             assert torch.equal(got[key], want[key]), (rate, key)
         assert fast.rank_ends_list(rate) == (general.rank_ends // rate).tolist()
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_closing_windows_listed_one_by_one(seed: int) -> None:
+    """The windows a step closes (prefill chunks of any length, single decode tokens, mixed), written out per
+    sequence and window: entry index, the window's pool rows, the previous window's rows (row 0 before the
+    first window), and the pool row of the token that closes it (where the entry is stored)."""
+    rng = random.Random(100 + seed)
+    block_size, rates = rng.choice([4, 16]), (2, 4, 16)
+    n = rng.randrange(1, 8)
+    starts = [rng.randrange(0, 120) for _ in range(n)]
+    counts = [rng.choice([1, rng.randrange(1, 50)]) for _ in range(n)]
+    tables = [rng.sample(range(500), (s + c) // block_size + 1) for s, c in zip(starts, counts)]
+    pos = torch.tensor([s + t for s, c in zip(starts, counts) for t in range(c)])
+    loc = [0]
+    for c in counts:
+        loc.append(loc[-1] + c)
+    layout = StepLayout(pos, torch.zeros_like(pos), loc, tables, block_size, 8, None, rates)
+
+    def slot(b: int, row: int) -> int:
+        return tables[b][row // block_size] * block_size + row % block_size
+
+    for rate in rates:
+        want = [(b, w) for b, (s, c) in enumerate(zip(starts, counts)) for w in range(s // rate, (s + c) // rate)]
+        info = layout.rate_info(rate)
+        if not want:
+            assert info["w"].numel() == 0
+            continue
+        assert info["w"].tolist() == [w for _, w in want]
+        assert info["window_slots"].tolist() == [[slot(b, w * rate + r) for r in range(rate)] for b, w in want]
+        assert info["prior_slots"].tolist() == [[slot(b, max((w - 1) * rate + r, 0)) for r in range(rate)]
+                                                for b, w in want]
+        assert info["has_prior"].tolist() == [w > 0 for _, w in want]
+        assert info["entry_out_slots"].tolist() == [slot(b, (w + 1) * rate - 1) for b, w in want]
+        assert info["entry_out_slots"].is_contiguous()

@@ -139,6 +139,26 @@ def test_sink_attention_paged(entries, pool_dtype) -> None:
     assert torch.equal(fast, ops.sink_attention(q, keys.float(), visible, sink, 0.25))
 
 
+@pytest.mark.parametrize("d", [32, 40, 64])
+@pytest.mark.parametrize("h", [1, 3, 4, 6])
+def test_sink_attention_paged_wide_heads_are_the_gathered_bits(d, h) -> None:
+    """Head widths with 32-column blocks (heads in pairs and one alone) and head counts with and without the
+    four-head sums: identical bits to the gathered kernel, and close to the reference."""
+    g = gen(500 + d + h)
+    b, tq, kw, n = 3, 2, 27, 11
+    kv_pool = torch.randn(40, 4, d, generator=g)
+    entry_pool = torch.randn(40, 4, d, generator=g)
+    key_slots, entry_slots = torch.randint(0, 160, (b, kw), generator=g), torch.randint(0, 160, (b, n), generator=g)
+    q, sink = torch.randn(b, tq, h, d, generator=g), torch.randn(h, generator=g)
+    win = torch.rand(b, tq, kw, generator=g) > 0.2
+    win[1, 1] = False
+    kwargs = dict(entry_pool=entry_pool, entry_slots=entry_slots, threshold=torch.randint(0, n + 1, (b, tq), generator=g))
+    fast, slow = both(ops.sink_attention_paged, q, kv_pool, key_slots, win, sink, 0.2, **kwargs)
+    close(fast, slow, atol=1e-5)
+    keys, visible = gather_paged_keys(kv_pool, key_slots, win, **kwargs)
+    assert torch.equal(fast, ops.sink_attention(q, keys.float(), visible, sink, 0.2))
+
+
 def test_bad_arguments_name_the_op() -> None:
     q, keys, visible, sink = _attention_inputs(3)
     with pytest.raises(RuntimeError, match="deepseek_kernels::sink_attention: visible must be Bool"):
@@ -163,6 +183,45 @@ def test_indexer_scores_and_top_entries(n) -> None:
     if n:
         picks = ops.top_entries(fast, 4, [n, n - 1])
         assert picks.shape == (b, tq, min(4, n))
+
+
+def sequential_indexer_scores(q, w, pool, slots, threshold, qscale: float, wscale: float) -> torch.Tensor:
+    """The kernel's arithmetic in float32 tensor operations (no fused multiply-add): each dot one running sum over
+    the columns in order, relu, then the heads' terms added in order; ``-inf`` from the threshold on."""
+    b, tq, hi, di = q.shape
+    n = slots.shape[1]
+    keys = pool[slots.flatten()].view(b, 1, 1, n, di)
+    qs, ws = torch.tensor(qscale, dtype=torch.float32), torch.tensor(wscale, dtype=torch.float32)
+    dot = torch.zeros(b, tq, hi, n)
+    for d in range(di):
+        dot = dot + q[:, :, :, None, d] * keys[..., d]
+    term = (torch.where(dot > 0, dot, torch.zeros(())) * qs) * (w * ws)[..., None]
+    s = term[:, :, 0]
+    for h in range(1, hi):
+        s = s + term[:, :, h]
+    return s.masked_fill(torch.arange(n) >= threshold[..., None], float("-inf"))
+
+
+@pytest.mark.parametrize("n", [1, 8, 13, 37])
+@pytest.mark.parametrize("di", [16, 20])
+def test_indexer_scores_are_the_sequential_sums(n, di) -> None:
+    """Eight entries per pass (one per lane) and the one-entry loop (the rest of a row, and entries from the
+    threshold on) give the same bits: those of the sequential sums, with exact zeros and negative dots."""
+    g = gen(300 + n + di)
+    b, tq, hi = 3, 4, 4
+    pool = torch.randn(50, di, generator=g)
+    pool[:6] = 0.0
+    slots = torch.randint(0, 50, (b, n), generator=g)
+    q, w = torch.randn(b, tq, hi, di, generator=g), torch.randn(b, tq, hi, generator=g)
+    threshold = torch.randint(0, n + 1, (b, tq), generator=g)
+    threshold[0] = n  # whole rows through the lanes
+    for qscale, wscale in ((di**-0.5, hi**-0.5), (0.3, 1.7)):
+        fast = ops.indexer_scores(q, w, pool, slots, threshold, qscale, wscale)
+        assert torch.equal(fast, sequential_indexer_scores(q, w, pool, slots, threshold, qscale, wscale))
+        # each entry alone (the one-entry loop) gives the same score as within its block of eight
+        for j in range(n):
+            alone = ops.indexer_scores(q, w, pool, slots[:, j:j + 1], (threshold > j).long(), qscale, wscale)
+            assert torch.equal(alone[..., 0], fast[..., j])
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
