@@ -33,16 +33,17 @@ from .module_changes import generation
 _MAX_TABLE_POSITIONS = 1 << 16
 
 
-def _position_tables(module, dtype: torch.dtype, needed: int, device: torch.device):
-    """``(c, s, -s)`` rotary tables of ``module`` for positions ``0 .. n - 1``, ``n >= needed``."""
+def _position_tables(module, dtype: torch.dtype, needed: int, device: torch.device) -> torch.Tensor:
+    """The rotary tables ``c``, ``s`` and ``-s`` of ``module`` for positions ``0 .. n - 1`` (``n >= needed``),
+    stacked as ``[3, n, R]``: one gather along dimension 1 takes a step's rows of all three."""
     cached = getattr(module, "position_tables", None)
     if cached is None or cached[0] < needed or cached[1] != dtype or cached[2].device != device:
         size = max(needed, 1024, 2 * cached[0] if cached is not None else 0)
         cos, sin = module(torch.arange(size, device=device), dtype)
         c, s = rotary_tables(cos, sin)
-        cached = (size, dtype, c, s, -s)
+        cached = (size, dtype, torch.stack((c, s, -s)))
         module.position_tables = cached  # a plain attribute of the rope module (not a buffer: never saved)
-    return cached[2], cached[3], cached[4]
+    return cached[2]
 
 
 class StepLayout:
@@ -64,6 +65,7 @@ class StepLayout:
         self._per_rate: dict[int, dict[str, torch.Tensor]] = {}
         self._rope: dict[tuple[int, torch.dtype], tuple[torch.Tensor, torch.Tensor]] = {}
         self._tables: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
+        self._max_position: int | None = None  # ``int(positions.max())``, read once per step
         self._rank_lists: dict[int, list[int]] = {}
         width = max(len(t) for t in block_tables)
         self.tables = torch.tensor([t + [0] * (width - len(t)) for t in block_tables], dtype=torch.long, device=dev)
@@ -154,17 +156,21 @@ class StepLayout:
         """
         key = (id(module), dtype, inverse)
         found = self._tables.get(key)
-        if found is None and self.positions.numel() and int(self.positions.max()) >= _MAX_TABLE_POSITIONS:
+        if found is not None:
+            return found
+        if self._max_position is None:  # once per step
+            self._max_position = int(self.positions.max()) if self.positions.numel() else 0
+        if self._max_position >= _MAX_TABLE_POSITIONS:
             cos, sin = self.rope(module, dtype)  # far positions: evaluate this step's rows only
             c, s = rotary_tables(cos, sin)
             found = self._tables[key] = (c, -s if inverse else s)
-        if found is None:
-            c, s, neg = _position_tables(module, dtype, int(self.positions.max()) + 1 if self.positions.numel() else 1,
-                                         self.positions.device)
-            pos = self.positions
-            found = (c.index_select(0, pos), (neg if inverse else s).index_select(0, pos))
-            self._tables[key] = found
-        return found
+            return found
+        # One gather gives the rows of both directions; the other one is kept for the step's later call.
+        table = _position_tables(module, dtype, self._max_position + 1, self.positions.device)
+        c, s, neg = table.index_select(1, self.positions)
+        self._tables[(id(module), dtype, False)] = (c, s)
+        self._tables[(id(module), dtype, True)] = (c, neg)
+        return self._tables[key]
 
     def rows_to_slots(self, rows: torch.Tensor, tables: torch.Tensor | None = None) -> torch.Tensor:
         """Flat pool rows of each sequence's logical rows ``rows`` ``[B, K]``."""

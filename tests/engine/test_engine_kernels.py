@@ -47,3 +47,25 @@ def test_step_rotary_tables_match_direct_evaluation(monkeypatch) -> None:
             torch.testing.assert_close(got_c, c, rtol=0, atol=1e-6)
             torch.testing.assert_close(got_s, s, rtol=0, atol=1e-6)
             torch.testing.assert_close(layout.rope_tables(rope, torch.float32, inverse=True)[1], -s, rtol=0, atol=1e-6)
+
+
+def test_step_rotary_rows_of_both_directions_are_the_table_rows() -> None:
+    """One gather serves both directions of a step: whichever is asked first, the rows are those of the whole-position
+    tables (``c``, ``s``, ``-s``) bit for bit, and the inverse shares the forward's ``c``."""
+    from deepseek_engine import batched_attention
+    from deepseek_engine.layers.rotary_embedding import rotary_tables
+    from model_fixtures import PLAIN, model
+
+    rope = model(PLAIN).compress_rope
+    positions = torch.tensor([7, 0, 130, 64, 7, 1023])
+    cos, sin = rope(torch.arange(2048), torch.float32)
+    c_all, s_all = rotary_tables(cos, sin)
+    for inverse_first in (False, True):
+        layout = batched_attention.StepLayout(positions, positions, [0, positions.numel()], [list(range(200))], 16, 64)
+        first = layout.rope_tables(rope, torch.float32, inverse=inverse_first)
+        second = layout.rope_tables(rope, torch.float32, inverse=not inverse_first)
+        (c, s), (ci, si) = (second, first) if inverse_first else (first, second)
+        assert torch.equal(c, c_all[positions]) and torch.equal(s, s_all[positions])
+        assert torch.equal(ci, c) and torch.equal(si, -s_all[positions])
+        assert all(t.is_contiguous() for t in (c, s, ci, si))
+        assert layout.rope_tables(rope, torch.float32) is (second if inverse_first else first)  # kept for the step
