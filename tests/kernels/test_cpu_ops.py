@@ -101,6 +101,44 @@ def test_hc_step(tokens, merge) -> None:
         assert fast[0].data_ptr() != streams.data_ptr()  # a fresh tensor, never an alias of the input
 
 
+@pytest.mark.parametrize("merge", [False, True])
+def test_hc_step_inputs_converted_like_contiguous_float32(merge) -> None:
+    """The kernels take float32 contiguous arguments as they are and convert the others first: strided views and
+    float64 copies of the same values give the bits of the contiguous float32 call (the float64 call's results
+    come back as float64)."""
+    g = gen(210)
+    tokens, hc, dim = 5, 4, 24
+    streams = torch.randn(tokens, hc, dim, generator=g)
+    block, post = torch.randn(tokens, dim, generator=g), torch.rand(tokens, hc, generator=g) * 2
+    comb = torch.rand(tokens, hc, hc, generator=g)
+    fn = torch.randn((2 + hc) * hc, hc * dim, generator=g) * 0.2
+    base, scale = torch.randn((2 + hc) * hc, generator=g) * 0.5, torch.rand(3, generator=g) + 0.5
+    weight = 1 + 0.1 * torch.randn(dim, generator=g)
+
+    def call(s, bl, p, c, f):
+        args = (bl, p, c) if merge else (None, None, None)
+        return ops.hc_step(s, *args, f, base, scale, hc, 20, 1e-6, 1e-6, weight, 1e-5)
+
+    want = call(streams, block, post, comb, fn)
+    strided = call(streams.transpose(0, 1).contiguous().transpose(0, 1), block.t().contiguous().t(),
+                   post.t().contiguous().t(), comb.transpose(1, 2).contiguous().transpose(1, 2), fn.t().contiguous().t())
+    assert not fn.t().contiguous().t().is_contiguous()
+    for got in strided:
+        assert got.dtype == torch.float32
+    assert all(torch.equal(a, b) for a, b in zip(want, strided))
+    wide = call(streams.double(), block.double(), post.double(), comb.double(), fn.double())
+    assert wide[0].dtype == wide[3].dtype == torch.float64
+    assert all(torch.equal(a, b.float()) for a, b in zip(want, wide))
+
+
+def test_rms_norm_strided_input_gives_the_contiguous_bits() -> None:
+    x = torch.randn(7, 40, generator=gen(211))
+    weight = 1 + 0.1 * torch.randn(40, generator=gen(212))
+    view = x.t().contiguous().t()
+    assert not view.is_contiguous()
+    assert torch.equal(ops.rms_norm(view, weight, 1e-6), ops.rms_norm(x, weight, 1e-6))
+
+
 def _attention_inputs(seed, dtype=torch.float32):
     g = gen(seed)
     b, tq, h, k, d = 3, 2, 4, 9, 8

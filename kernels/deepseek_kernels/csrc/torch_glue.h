@@ -5,8 +5,13 @@
 
 namespace dk {
 
-// A float32, contiguous view of t (no copy when it already is one).
-inline at::Tensor f32(const at::Tensor &t) { return t.to(at::kFloat).contiguous(); }
+// A float32, contiguous view of t (no copy when it already is one). The common case, a float32 contiguous
+// tensor, returns t itself (what ``to`` and ``contiguous`` would return) without the dispatcher round trip of
+// ``to``: several arguments of every op pass through here on every call.
+inline at::Tensor f32(const at::Tensor &t) {
+    if (t.scalar_type() == at::kFloat && t.is_contiguous()) return t;
+    return t.to(at::kFloat).contiguous();
+}
 
 inline void expect(bool ok, const char *op, const std::string &what) {
     TORCH_CHECK(ok, "deepseek_kernels::", op, ": ", what);
