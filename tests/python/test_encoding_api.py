@@ -131,6 +131,22 @@ def test_empty_grounding_spelling_does_not_panic(tokenizer, spelling):
         assert tokenizer.decode(ids).endswith("é<｜end▁of▁sentence｜><｜Assistant｜></think>")
 
 
+@pytest.mark.parametrize("empty", ["box", "ref_end", "polygon_end", "point"])
+def test_an_empty_grounding_spelling_turns_grounding_off(empty):
+    """Observed on the official package: once any grounding token is spelled empty, no grounding
+    spelling in assistant text is a control token, not even the ones with a spelling."""
+    special = {"ref": "<r>", "ref_end": "</r>", empty: ""} if empty not in ("ref_end",) else {"ref": "<r>", "ref_end": ""}
+    conv = Conversation([UserMessage("q"), AssistantMessage("a<r>x</r>b</think>", None)], thinking_mode=False)
+    for enc in (DeepseekV4Encoding(), DeepseekV41Encoding()):
+        rp = enc.with_special_tokens(dr.SpecialTokens(**special)).render_conversation(conv)
+        marked = [rp.prompt[s:e] for s, e in rp.special_ranges]
+        assert "<r>" not in marked and "</r>" not in marked
+        assert marked.count("</think>") == 2  # the template's two, none from the text
+    # With every spelling set, the spelled ones are control tokens again.
+    rp = DeepseekV4Encoding().with_special_tokens(dr.SpecialTokens(ref="<r>", ref_end="</r>")).render_conversation(conv)
+    assert [rp.prompt[s:e] for s, e in rp.special_ranges].count("<r>") == 1
+
+
 def test_with_methods_return_new_objects(tokenizer):
     enc = DeepseekV41Encoding()
     assert enc.with_tokenizer(tokenizer) is not enc

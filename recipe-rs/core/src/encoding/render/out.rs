@@ -36,9 +36,19 @@ impl<'a> Out<'a> {
     }
 
     /// Assistant text: the grounding tokens (`<｜ref｜>`, `<｜box｜>`, …) it spells are control
-    /// tokens, every other control-token spelling stays plain text.
+    /// tokens, every other control-token spelling stays plain text. With any grounding token
+    /// spelled empty none is (as in the reference).
     pub(super) fn grounded(&mut self, text: &str) {
         let tokens = self.tokens;
+        // As in the reference, a grounding token spelled empty turns grounding off: the whole
+        // text is plain.
+        if SpecialToken::GROUNDING
+            .iter()
+            .any(|t| tokens.get(*t).is_empty())
+        {
+            self.text(text);
+            return;
+        }
         let mut rest = text;
         loop {
             // Earliest match; the longest spelling wins a tie.
