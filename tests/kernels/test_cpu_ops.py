@@ -83,17 +83,23 @@ def test_hc_mix_and_merge(tokens) -> None:
     close(*both(ops.hc_merge, streams.bfloat16(), block.bfloat16(), post, comb), atol=0.05, rtol=0.02)
 
 
-@pytest.mark.parametrize("tokens", [1, 13])
-@pytest.mark.parametrize("merge", [False, True])
-def test_hc_step(tokens, merge) -> None:
-    g = gen(200 + tokens)
-    hc, dim = 4, 24
+def hc_step_inputs(g, tokens, hc, dim):
+    """Random hyper-connection step inputs: streams, block, post, comb, fn, base, scale, weight."""
     streams = torch.randn(tokens, hc, dim, generator=g)
     block, post = torch.randn(tokens, dim, generator=g), torch.rand(tokens, hc, generator=g) * 2
     comb = torch.rand(tokens, hc, hc, generator=g)
     fn = torch.randn((2 + hc) * hc, hc * dim, generator=g) * 0.2
     base, scale = torch.randn((2 + hc) * hc, generator=g) * 0.5, torch.rand(3, generator=g) + 0.5
     weight = 1 + 0.1 * torch.randn(dim, generator=g)
+    return streams, block, post, comb, fn, base, scale, weight
+
+
+@pytest.mark.parametrize("tokens", [1, 13])
+@pytest.mark.parametrize("merge", [False, True])
+def test_hc_step(tokens, merge) -> None:
+    g = gen(200 + tokens)
+    hc, dim = 4, 24
+    streams, block, post, comb, fn, base, scale, weight = hc_step_inputs(g, tokens, hc, dim)
     args = (block, post, comb) if merge else (None, None, None)
     fast, slow = both(ops.hc_step, streams, *args, fn, base, scale, hc, 20, 1e-6, 1e-6, weight, 1e-5)
     close(fast, slow, atol=1e-5)
@@ -108,12 +114,7 @@ def test_hc_step_inputs_converted_like_contiguous_float32(merge) -> None:
     come back as float64)."""
     g = gen(210)
     tokens, hc, dim = 5, 4, 24
-    streams = torch.randn(tokens, hc, dim, generator=g)
-    block, post = torch.randn(tokens, dim, generator=g), torch.rand(tokens, hc, generator=g) * 2
-    comb = torch.rand(tokens, hc, hc, generator=g)
-    fn = torch.randn((2 + hc) * hc, hc * dim, generator=g) * 0.2
-    base, scale = torch.randn((2 + hc) * hc, generator=g) * 0.5, torch.rand(3, generator=g) + 0.5
-    weight = 1 + 0.1 * torch.randn(dim, generator=g)
+    streams, block, post, comb, fn, base, scale, weight = hc_step_inputs(g, tokens, hc, dim)
 
     def call(s, bl, p, c, f):
         args = (bl, p, c) if merge else (None, None, None)
