@@ -9,15 +9,11 @@ use recipe_core::{
 use recipe_stream::*;
 use serde_json::Value;
 
+mod common;
+use common::tokenizer;
+
 fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn tokenizer() -> Tokenizer {
-    let path = std::env::var("DEEPSEEK_TOKENIZER_JSON").unwrap_or_else(|_| {
-        panic!("set DEEPSEEK_TOKENIZER_JSON to the path of the DeepSeek V4 tokenizer.json (from the deepseek-tokenizer package)")
-    });
-    Tokenizer::from_file(&path).unwrap_or_else(|e| panic!("cannot load tokenizer {path}: {e}"))
 }
 
 fn is_call_id(s: &str) -> Option<usize> {

@@ -4,9 +4,12 @@
 //! text only. Inside the value no marker start is held; a unit waits whole only while its end
 //! may begin the closing fence or a stop sequence.
 
-use recipe_core::{ParsingOptions, Tokenizer};
+use recipe_core::ParsingOptions;
 use recipe_stream::*;
 use serde_json::Value;
+
+mod common;
+use common::tokenizer;
 
 fn chat() -> Generator {
     Generator::Chat(ChatGenerator::new(
@@ -149,18 +152,6 @@ fn stop_sequences_match_inside_the_value_only() {
         run(&["```"], &[bare]),
         v(&[&[" ", "{", "\"a\":\n1}"], &["fin:stop"]])
     );
-}
-
-/// The tokenizer, loaded once for all tests.
-fn tokenizer() -> Tokenizer {
-    static TOK: std::sync::OnceLock<Tokenizer> = std::sync::OnceLock::new();
-    TOK.get_or_init(|| {
-        Tokenizer::from_file(
-            std::env::var("DEEPSEEK_TOKENIZER_JSON").expect("DEEPSEEK_TOKENIZER_JSON"),
-        )
-        .expect("tokenizer")
-    })
-    .clone()
 }
 
 /// The deltas of every token chunk and of `finish` in JSON mode.

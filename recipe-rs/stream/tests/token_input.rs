@@ -2,9 +2,12 @@
 //! on it with the same token IDs: control tokens given by ID are decided by their ID, text that
 //! merely spells one stays text, and a character left unfinished at the end is dropped.
 
-use recipe_core::{ParsingOptions, ThinkingInitialStage, Tokenizer};
+use recipe_core::{ParsingOptions, ThinkingInitialStage};
 use recipe_stream::*;
 use serde_json::Value;
+
+mod common;
+use common::tokenizer;
 
 const DSML_ID: u32 = 128825;
 /// `｜DSML｜` written out in ordinary tokens.
@@ -15,18 +18,6 @@ const A: u32 = 67;
 const B: u32 = 68;
 const RED: u32 = 1157;
 const HALF_CHAR: u32 = 300;
-
-/// The tokenizer, loaded once for all tests.
-fn tokenizer() -> Tokenizer {
-    static TOK: std::sync::OnceLock<Tokenizer> = std::sync::OnceLock::new();
-    TOK.get_or_init(|| {
-        Tokenizer::from_file(
-            std::env::var("DEEPSEEK_TOKENIZER_JSON").expect("DEEPSEEK_TOKENIZER_JSON"),
-        )
-        .expect("tokenizer")
-    })
-    .clone()
-}
 
 fn chat(thinking: bool) -> Generator {
     Generator::Chat(ChatGenerator::new(
