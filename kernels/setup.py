@@ -22,10 +22,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FLAGS = ["-O3", "-march=native", "-ffp-contract=off", "-fno-fast-math", "-Wall", "-Werror=return-type"]
 
 
+#: Ops whose CPU implementation calls the other ops' (it is compiled after them, in the same unit).
+COMPOSITE_OPS = ("decode_stack",)
+
+
 def op_sources() -> list[str]:
-    """Every op's ``cpu.cpp``, relative to the package folder."""
+    """Every op's ``cpu.cpp``, relative to the package folder: the composite ops last."""
     pkg = os.path.join(HERE, "deepseek_kernels")
-    return sorted(os.path.relpath(p, pkg) for p in glob.glob(os.path.join(pkg, "*", "cpu.cpp")))
+    found = [os.path.relpath(p, pkg) for p in glob.glob(os.path.join(pkg, "*", "cpu.cpp"))]
+    return sorted(found, key=lambda src: (os.path.dirname(src) in COMPOSITE_OPS, src))
 
 
 def sources() -> list[str]:

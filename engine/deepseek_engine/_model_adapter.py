@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from .batched_attention import AttentionPlan, StepLayout, attention
+from .decode_stack_plan import DecodeStackPlan
 from .kv_cache import KVCachePool
 from .model_runner import StepContext
 from .models.deepseek_v4 import hc_sites, run_layers
@@ -35,6 +36,10 @@ class BatchedDeepseekV4(nn.Module):
         self.greedy_head = ops.GreedyHead(model.head.weight)
         self._plans: tuple | None = None
         self._generation = generation()
+        #: Decode steps run the decoder stack as one native call (``ops.decode_stack``) where the model allows;
+        #: ``False`` keeps the Python layer loop (the tests compare both).
+        self.use_decode_stack = True
+        self._stack: tuple | None = None  # (the plans it was built from, DecodeStackPlan or None)
         #: The compression rates of the layers (compressors and indexers share their layer's rate).
         self.rates = tuple(sorted({self.config.compress_rate(i) for i in range(self.config.num_hidden_layers)} - {0}))
 
@@ -55,6 +60,24 @@ class BatchedDeepseekV4(nn.Module):
             layers = list(self.model.layers)
             self._plans = ([hc_sites(layer) for layer in layers], [AttentionPlan.of(layer.attn) for layer in layers])
         return self._plans
+
+    def _decode_stack(self, layout: StepLayout, pool) -> tuple | None:
+        """``ops.decode_stack``'s arguments after ``layout.slots``, for a step where every sequence adds one token
+        and the model's layers all take the op's path (:mod:`.decode_stack_plan`); ``None`` otherwise, and when
+        ``use_decode_stack`` is off (the layer loop then runs, as for prefill)."""
+        if layout.t_max != 1 or not self.use_decode_stack:
+            return None
+        plans = self.plans()
+        if self._stack is None or self._stack[0] is not plans:
+            self._stack = (plans, DecodeStackPlan.build(list(self.model.layers), *plans))
+        stack = self._stack[1]
+        if stack is None:
+            return None
+        found = stack.step_arguments(layout, pool)
+        if found is None:
+            return None
+        stack.refresh()
+        return stack.weights, stack.ints, stack.floats, found[0], found[1]
 
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx: StepContext) -> torch.Tensor:
         h = self._hidden(input_ids, positions, ctx)
@@ -77,9 +100,15 @@ class BatchedDeepseekV4(nn.Module):
         streams = m.embed(input_ids).unsqueeze(1).expand(-1, c.hc_mult, -1).contiguous()
         kv = ctx.kv
         sites, attention_plans = self.plans()
-        plan = iter(attention_plans)
-        streams = run_layers(m.layers, streams, c, lambda layer, x: attention(layer.attn, x, layout, kv, next(plan)),
-                             lambda layer, x: layer.ffn(x, input_ids), sites)
+        native = self._decode_stack(layout, kv)
+        if native is not None:  # a decode step: the whole stack in one call
+            streams = ops.decode_stack(streams, input_ids, layout.slots, layout.key_slots, layout.window_visible,
+                                       *native, c.hc_mult, c.hc_sinkhorn_iters, c.hc_eps, c.rms_norm_eps)
+        else:
+            plan = iter(attention_plans)
+            streams = run_layers(m.layers, streams, c,
+                                 lambda layer, x: attention(layer.attn, x, layout, kv, next(plan)),
+                                 lambda layer, x: layer.ffn(x, input_ids), sites)
         if ctx.logits_indices is not None:
             if ctx.logits_indices.numel() == 0:
                 return None

@@ -264,13 +264,18 @@ class FusedLinears:
 
     def full(self, x: torch.Tensor) -> torch.Tensor:
         """All projections side by side, ``[T, sum(splits)]``."""
+        return F.linear(x, self.weight())
+
+    def weight(self) -> torch.Tensor:
+        """The stacked weights ``[sum(splits), in]``, stacked again when one of them changed (a new object or an
+        in-place update)."""
         weights = [lin.weight for lin in self.linears]
         key = [(w.data_ptr(), w._version) for w in weights]
         if key != self._key:
             with torch.no_grad():
                 self._weight = torch.cat([w.detach() for w in weights], dim=0)
             self._key = key
-        return F.linear(x, self._weight)
+        return self._weight
 
 
 def _input_projections(attn) -> FusedLinears:

@@ -1,0 +1,152 @@
+"""The arguments of ``ops.decode_stack``: a decode step's whole decoder stack in one native call.
+
+On a decode step (every sequence adds one token) the layer loop of ``models.deepseek_v4.run_layers`` with
+``batched_attention.attention`` makes some fifty op calls and as much Python glue between them; on small
+models that glue costs as much as the kernels. ``ops.decode_stack`` runs the same ops in the same order in
+one call (the same bits), from flat per-layer argument lists (their layout: ``deepseek_kernels.decode_stack``).
+
+:class:`DecodeStackPlan` builds the parts that stay from step to step once (parameters, sizes, settings) and
+each step's parts from the :class:`~deepseek_engine.batched_attention.StepLayout`. It declines
+(:meth:`DecodeStackPlan.build` returns ``None``) models whose layers take a path the op does not have: MoE
+layers with many experts (routed instead of the dense few-expert product), an indexer with a rotary module
+of its own, or parameters that are not float32. Those run the Python layer loop, as do prefill steps.
+"""
+
+from __future__ import annotations
+
+import torch
+from deepseek_kernels.decode_stack import reference as stack  # the argument layout
+
+from .batched_attention import AttentionPlan, StepLayout
+
+
+class DecodeStackPlan:
+    """``ops.decode_stack``'s arguments for one model, built from the kept per-layer plans.
+
+    ``weights`` holds parameter objects (in-place updates are seen) and the derived stacked matrices of the
+    fused input product and of the experts, refreshed on every step through the same version checks as the
+    Python path (``FusedLinears.weight``, ``DeepseekV4MoE._stacked``).
+    """
+
+    def __init__(self, layers: list, sites: list, attention_plans: list[AttentionPlan]) -> None:
+        self.source = (sites, attention_plans)  # the plans this one was built from
+        self.plans = attention_plans
+        self.weights: list[torch.Tensor | None] = []
+        self.ints: list[int] = []
+        self.floats: list[float] = []
+        self.moe = []  # per layer: (module, dense plan) for the expert matrices
+        for layer, layer_sites, plan in zip(layers, sites, attention_plans):
+            self._add_layer(layer, layer_sites, plan)
+
+    @classmethod
+    def build(cls, layers: list, sites: list, attention_plans: list[AttentionPlan]) -> DecodeStackPlan | None:
+        """The plan, or ``None`` when some layer needs a path ``decode_stack`` does not take."""
+        for layer, plan in zip(layers, attention_plans):
+            moe_plan = layer.ffn._plan()
+            if not moe_plan.dense or moe_plan.score_func not in stack.SCORE_FUNCS:
+                return None
+            if plan.indexer is not None and not plan.shared_rope:
+                return None
+            if len(plan.copy_offsets) > stack.MAX_COPIES:
+                return None
+            if any(p.dtype != torch.float32 for p in layer.parameters()):
+                return None
+        return cls(layers, sites, attention_plans)
+
+    def _add_layer(self, layer, layer_sites, plan: AttentionPlan) -> None:
+        moe = layer.ffn
+        (attn_fn, attn_base, attn_scale, attn_norm, attn_eps), (ffn_fn, ffn_base, ffn_scale, ffn_norm, ffn_eps) = \
+            layer_sites
+        comp, indexer = plan.comp, plan.indexer
+        moe_plan = moe._plan()
+        up, down = moe._stacked(moe_plan)
+        w: list[torch.Tensor | None] = [None] * stack.WEIGHTS
+        w[stack.W_HC_ATTN_FN], w[stack.W_HC_ATTN_BASE], w[stack.W_HC_ATTN_SCALE] = attn_fn, attn_base, attn_scale
+        w[stack.W_ATTN_NORM] = attn_norm
+        w[stack.W_HC_FFN_FN], w[stack.W_HC_FFN_BASE], w[stack.W_HC_FFN_SCALE] = ffn_fn, ffn_base, ffn_scale
+        w[stack.W_FFN_NORM] = ffn_norm
+        q_norm_w, q_eps, wq_b, n_heads, head_dim, head_eps, kv_norm_w, kv_eps = plan.front
+        w[stack.W_FUSED] = plan.fused.weight()
+        w[stack.W_Q_NORM], w[stack.W_WQ_B], w[stack.W_KV_NORM] = q_norm_w, wq_b, kv_norm_w
+        w[stack.W_IDX_WQ_B] = plan.front_indexer[0]
+        if comp is not None:
+            w[stack.W_COMP_APE], w[stack.W_COMP_NORM] = comp.ape, comp.norm.weight
+        if indexer is not None:
+            w[stack.W_IDX_APE], w[stack.W_IDX_NORM] = indexer.compressor.ape, indexer.compressor.norm.weight
+        w[stack.W_SINK] = plan.sink
+        w[stack.W_WO_A], _, w[stack.W_WO_B] = plan.back
+        w[stack.W_MOE_UP], w[stack.W_MOE_DOWN] = up, down
+        w[stack.W_TID2EID] = moe_plan.gate.tid2eid if moe_plan.hashed else None
+        w[stack.W_MOE_BIAS] = moe_plan.bias
+        self.weights += w
+        self.moe.append((moe, moe_plan))
+
+        n = [0] * stack.INTS
+        n[stack.I_HEADS], n[stack.I_HEAD_DIM] = n_heads, head_dim
+        _, n[stack.I_IDX_HEADS], n[stack.I_IDX_DIM] = plan.front_indexer
+        n[stack.I_GROUPS] = plan.back[1]
+        n[stack.I_RATE] = plan.comp_rate
+        n[stack.I_HAS_INDEXER] = int(indexer is not None)
+        if indexer is not None:
+            n[stack.I_HW_START], n[stack.I_HW_END] = plan.head_weights
+            n[stack.I_TOPK] = indexer.topk
+            n[stack.I_IDX_OVERLAP] = int(indexer.compressor.overlap)
+        if comp is not None:
+            n[stack.I_COMP_OVERLAP] = int(comp.overlap)
+        n[stack.I_MOE_EXPERTS], n[stack.I_MOE_INTER], n[stack.I_MOE_TOPK] = moe_plan.n, moe_plan.inter, moe_plan.top_k
+        n[stack.I_SCORE_FUNC] = stack.SCORE_FUNCS.index(moe_plan.score_func)
+        n[stack.I_COPIES] = len(plan.copy_offsets)
+        n[stack.I_COPY_OFFSETS:stack.I_COPY_OFFSETS + len(plan.copy_offsets)] = plan.copy_offsets
+        self.ints += n
+
+        f = [0.0] * stack.FLOATS
+        f[stack.F_ATTN_NORM_EPS], f[stack.F_FFN_NORM_EPS] = attn_eps, ffn_eps
+        f[stack.F_Q_EPS], f[stack.F_HEAD_EPS], f[stack.F_KV_EPS] = q_eps, head_eps, kv_eps
+        f[stack.F_SCALE] = plan.scale
+        if comp is not None:
+            f[stack.F_COMP_EPS] = comp.norm.eps
+        if indexer is not None:
+            f[stack.F_IDX_EPS] = indexer.compressor.norm.eps
+            f[stack.F_IDX_QSCALE], f[stack.F_IDX_WSCALE] = indexer.head_dim**-0.5, indexer.n_heads**-0.5
+        f[stack.F_MOE_SCALE], f[stack.F_MOE_LIMIT] = moe_plan.scale, moe_plan.limit
+        self.floats += f
+
+    def refresh(self) -> None:
+        """Follow in-place changes of the weights behind the derived matrices (their version checks)."""
+        w = self.weights
+        for i, (plan, (moe, moe_plan)) in enumerate(zip(self.plans, self.moe)):
+            base = i * stack.WEIGHTS
+            w[base + stack.W_FUSED] = plan.fused.weight()
+            w[base + stack.W_MOE_UP], w[base + stack.W_MOE_DOWN] = moe._stacked(moe_plan)
+
+    def step_arguments(self, layout: StepLayout, pool) -> tuple[list, list[int]] | None:
+        """This step's ``step`` and ``totals`` lists; ``None`` when the pools are not float32 (the closing windows
+        then take the PyTorch composition, which the op does not run)."""
+        step: list[torch.Tensor | None] = []
+        totals: list[int] = []
+        dtype = torch.float32
+        for plan in self.plans:
+            lp = pool.layers[plan.layer_idx]
+            if lp.kv.dtype != dtype:
+                return None
+            s: list[torch.Tensor | None] = [None] * stack.STEP
+            s[stack.S_COS], s[stack.S_SIN] = layout.rope_tables(plan.rope, dtype)
+            s[stack.S_COS_INV], s[stack.S_SIN_INV] = layout.rope_tables(plan.rope, dtype, inverse=True)
+            comp, indexer = plan.comp, plan.indexer
+            if comp is not None:
+                info = layout.rate_info(plan.comp_rate)
+                s[stack.S_ENTRY_SLOTS], s[stack.S_THRESHOLD] = info["entry_slots"], info["threshold"]
+                if info["w"].numel():
+                    s[stack.S_WINDOW_SLOTS], s[stack.S_PRIOR_SLOTS] = info["window_slots"], info["prior_slots"]
+                    s[stack.S_HAS_PRIOR], s[stack.S_ENTRY_OUT_SLOTS] = info["has_prior"], info["entry_out_slots"]
+                    s[stack.S_COMP_COS], s[stack.S_COMP_SIN] = layout.window_tables(comp.rope, comp.rate, dtype)
+                    if indexer is not None:
+                        s[stack.S_IDX_COS], s[stack.S_IDX_SIN] = layout.window_tables(
+                            indexer.compressor.rope, indexer.compressor.rate, dtype)
+                if indexer is not None:
+                    totals += layout.rank_ends_list(indexer.rate)
+            s[stack.S_KV], s[stack.S_COMP_KV], s[stack.S_COMP_GATE], s[stack.S_ENTRIES] = \
+                lp.kv, lp.comp_kv, lp.comp_gate, lp.entries
+            s[stack.S_IDX_KV], s[stack.S_IDX_GATE], s[stack.S_IDX_ENTRIES] = lp.idx_kv, lp.idx_gate, lp.idx_entries
+            step += s
+        return step, totals

@@ -1,0 +1,122 @@
+"""``decode_stack``: a decode step's whole decoder stack, written as the composition of the other ops.
+
+Every sequence of the step adds one token (``B`` rows). Per layer: the hyper-connection boundary before
+attention (``hc_step``), the fused input product, ``attn_front``, the compressor's and the indexer
+compressor's closing windows (``compress_windows``), the indexer's choice (``indexer_select``),
+``sink_attention_paged``, ``attn_back``; then the boundary before the MoE and ``moe_dense_experts`` after
+the stacked up-projection. The last block is merged into the streams (``hc_merge``), which are returned.
+
+The arguments are flat lists with a fixed stride per layer, indexed by the constants below (the C++ kernel
+reads the same positions):
+
+* ``weights`` (``WEIGHTS`` per layer): parameters, and the derived stacked matrices of the fused input
+  product and of the experts;
+* ``ints`` / ``floats``: per-layer sizes and settings;
+* ``step`` (``STEP`` per layer): this step's tensors: rotary rows, the layer's compression-rate gather
+  indices, the closing windows' indices and rotary rows (``None`` when no window closes), and the layer's
+  paged pools;
+* ``totals``: for each layer with an indexer, in layer order, one row length per sequence (the reference's
+  ranking length, ``indexer_select``'s ``totals``).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+# weights, per layer
+(W_HC_ATTN_FN, W_HC_ATTN_BASE, W_HC_ATTN_SCALE, W_ATTN_NORM, W_HC_FFN_FN, W_HC_FFN_BASE, W_HC_FFN_SCALE, W_FFN_NORM,
+ W_FUSED, W_Q_NORM, W_WQ_B, W_KV_NORM, W_IDX_WQ_B, W_COMP_APE, W_COMP_NORM, W_IDX_APE, W_IDX_NORM, W_SINK, W_WO_A,
+ W_WO_B, W_MOE_UP, W_MOE_DOWN, W_TID2EID, W_MOE_BIAS) = range(24)
+WEIGHTS = 24
+# ints, per layer
+(I_HEADS, I_HEAD_DIM, I_IDX_HEADS, I_IDX_DIM, I_GROUPS, I_RATE, I_HAS_INDEXER, I_HW_START, I_HW_END, I_TOPK,
+ I_COMP_OVERLAP, I_IDX_OVERLAP, I_MOE_EXPERTS, I_MOE_INTER, I_MOE_TOPK, I_SCORE_FUNC, I_COPIES, I_COPY_OFFSETS) = range(18)
+MAX_COPIES = 4
+#: ``ints[I_SCORE_FUNC]`` indexes this (the routing score function's name)
+SCORE_FUNCS = ("sqrtsoftplus", "softmax", "sigmoid")
+INTS = I_COPY_OFFSETS + MAX_COPIES
+# floats, per layer
+(F_ATTN_NORM_EPS, F_FFN_NORM_EPS, F_Q_EPS, F_HEAD_EPS, F_KV_EPS, F_SCALE, F_COMP_EPS, F_IDX_EPS, F_IDX_QSCALE,
+ F_IDX_WSCALE, F_MOE_SCALE, F_MOE_LIMIT) = range(12)
+FLOATS = 12
+# step tensors, per layer
+(S_COS, S_SIN, S_COS_INV, S_SIN_INV, S_ENTRY_SLOTS, S_THRESHOLD, S_WINDOW_SLOTS, S_PRIOR_SLOTS, S_HAS_PRIOR,
+ S_ENTRY_OUT_SLOTS, S_COMP_COS, S_COMP_SIN, S_IDX_COS, S_IDX_SIN, S_KV, S_COMP_KV, S_COMP_GATE, S_ENTRIES, S_IDX_KV,
+ S_IDX_GATE, S_IDX_ENTRIES) = range(21)
+STEP = 21
+
+
+def decode_stack_reference(streams: torch.Tensor, input_ids: torch.Tensor, slots: torch.Tensor,
+                           key_slots: torch.Tensor, window_visible: torch.Tensor, weights: list, ints: list[int],
+                           floats: list[float], step: list, totals: list[int], hc: int, iters: int, hc_eps: float,
+                           norm_eps: float) -> torch.Tensor:
+    from .. import (
+        attn_back,
+        attn_front,
+        compress_windows,
+        hc_merge,
+        hc_step,
+        indexer_select,
+        moe_dense_experts,
+        sink_attention_paged,
+    )
+
+    n_layers = len(ints) // INTS
+    b = streams.shape[0]
+    block = post = comb = None
+    used = 0  # entries of ``totals`` read so far
+    for layer in range(n_layers):
+        w = weights[layer * WEIGHTS:(layer + 1) * WEIGHTS]
+        n = ints[layer * INTS:(layer + 1) * INTS]
+        f = floats[layer * FLOATS:(layer + 1) * FLOATS]
+        s = step[layer * STEP:(layer + 1) * STEP]
+        streams, post, comb, x = hc_step(streams, block, post, comb, w[W_HC_ATTN_FN], w[W_HC_ATTN_BASE],
+                                         w[W_HC_ATTN_SCALE], hc, iters, hc_eps, norm_eps, w[W_ATTN_NORM],
+                                         f[F_ATTN_NORM_EPS])
+        y = F.linear(x, w[W_FUSED])
+        rate, indexed = n[I_RATE], bool(n[I_HAS_INDEXER])
+        copy_pools = ([s[S_COMP_KV], s[S_COMP_GATE]] if rate else []) + \
+            ([s[S_IDX_KV], s[S_IDX_GATE]] if indexed else [])
+        offsets = list(n[I_COPY_OFFSETS:I_COPY_OFFSETS + n[I_COPIES]])
+        _, q, qi = attn_front(y, w[W_Q_NORM], f[F_Q_EPS], w[W_WQ_B], n[I_HEADS], n[I_HEAD_DIM], f[F_HEAD_EPS],
+                              w[W_KV_NORM], f[F_KV_EPS], s[S_COS], s[S_SIN], slots, s[S_KV], offsets, copy_pools,
+                              w[W_IDX_WQ_B], n[I_IDX_HEADS], n[I_IDX_DIM])
+        entry_pool = entry_slots = entry_visible = threshold = None
+        if rate:
+            closing = s[S_WINDOW_SLOTS] is not None
+            if closing:
+                compress_windows(s[S_ENTRIES], s[S_COMP_KV], s[S_COMP_GATE], w[W_COMP_APE], s[S_WINDOW_SLOTS],
+                                 s[S_PRIOR_SLOTS], s[S_HAS_PRIOR], bool(n[I_COMP_OVERLAP]), w[W_COMP_NORM],
+                                 f[F_COMP_EPS], s[S_COMP_COS], s[S_COMP_SIN], s[S_ENTRY_OUT_SLOTS])
+            entry_pool, entry_slots = s[S_ENTRIES], s[S_ENTRY_SLOTS]
+            if indexed:
+                if closing:
+                    compress_windows(s[S_IDX_ENTRIES], s[S_IDX_KV], s[S_IDX_GATE], w[W_IDX_APE], s[S_WINDOW_SLOTS],
+                                     s[S_PRIOR_SLOTS], s[S_HAS_PRIOR], bool(n[I_IDX_OVERLAP]), w[W_IDX_NORM],
+                                     f[F_IDX_EPS], s[S_IDX_COS], s[S_IDX_SIN], s[S_ENTRY_OUT_SLOTS])
+                row_lengths = list(totals[used:used + b])
+                used += b
+                if entry_slots.shape[1] == 0:
+                    entry_visible = torch.zeros((b, 1, 0), dtype=torch.bool, device=streams.device)
+                else:
+                    heads = n[I_IDX_HEADS]
+                    entry_visible = indexer_select(qi.view(b, 1, heads, n[I_IDX_DIM]),
+                                                   y[:, n[I_HW_START]:n[I_HW_END]].view(b, 1, heads),
+                                                   s[S_IDX_ENTRIES], entry_slots, s[S_THRESHOLD], f[F_IDX_QSCALE],
+                                                   f[F_IDX_WSCALE], n[I_TOPK], row_lengths)
+            else:
+                threshold = s[S_THRESHOLD]
+        heads, dim = n[I_HEADS], n[I_HEAD_DIM]
+        core = sink_attention_paged(q.view(b, 1, heads, dim), s[S_KV], key_slots, window_visible, w[W_SINK],
+                                    f[F_SCALE], entry_pool, entry_slots, entry_visible, threshold)
+        block = attn_back(core.reshape(b, heads, dim).contiguous(), s[S_COS_INV], s[S_SIN_INV], w[W_WO_A],
+                          n[I_GROUPS], w[W_WO_B])
+        streams, post, comb, x = hc_step(streams, block, post, comb, w[W_HC_FFN_FN], w[W_HC_FFN_BASE],
+                                         w[W_HC_FFN_SCALE], hc, iters, hc_eps, norm_eps, w[W_FFN_NORM],
+                                         f[F_FFN_NORM_EPS])
+        hashed = w[W_TID2EID] is not None
+        block = moe_dense_experts(F.linear(x, w[W_MOE_UP]), n[I_MOE_EXPERTS], n[I_MOE_INTER], n[I_MOE_TOPK],
+                                  SCORE_FUNCS[n[I_SCORE_FUNC]], w[W_TID2EID], input_ids if hashed else None,
+                                  w[W_MOE_BIAS], f[F_MOE_SCALE], f[F_MOE_LIMIT], w[W_MOE_DOWN])
+    return hc_merge(streams, block, post, comb)
