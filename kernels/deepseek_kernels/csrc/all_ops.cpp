@@ -15,3 +15,4 @@
 #include "../sampling/cpu.cpp"
 #include "../step_layout/cpu.cpp"
 #include "../v41_compress/cpu.cpp"
+#include "../decode_stack/cpu.cpp"
