@@ -251,6 +251,9 @@ class FusedLinears:
 
     def __init__(self, linears: list) -> None:
         self.linears = linears
+        # The weight objects, looked up once: a weight replaced by a new object is a module registration, after
+        # which ``_input_projections`` builds a new FusedLinears (``generation``).
+        self.weights = [lin.weight for lin in linears]
         self.splits = [lin.weight.shape[0] for lin in linears]
         self.offsets = [0]  # column where each projection starts, then the total width
         for width in self.splits:
@@ -269,7 +272,7 @@ class FusedLinears:
     def weight(self) -> torch.Tensor:
         """The stacked weights ``[sum(splits), in]``, stacked again when one of them changed (a new object or an
         in-place update)."""
-        weights = [lin.weight for lin in self.linears]
+        weights = self.weights
         key = [(w.data_ptr(), w._version) for w in weights]
         if key != self._key:
             with torch.no_grad():

@@ -34,6 +34,17 @@ def test_greedy_head_ties_and_other_inputs() -> None:
     assert head(torch.ones(1, 4)).tolist() == [39]
 
 
+def test_non_finite_rows_next_to_finite_ones() -> None:
+    # The integer pass leaves rows with NaN or an infinity undecided; they (and only they) take the reference.
+    g = torch.Generator().manual_seed(7)
+    weight = torch.randn(4099, 32, generator=g)
+    x = torch.randn(40, 32, generator=g)
+    x[3, 5] = float("nan")
+    x[17, 0] = float("inf")
+    x[30, 31] = -float("inf")
+    assert torch.equal(GreedyHead(weight)(x), torch.argmax(x @ weight.T, dim=-1))
+
+
 @pytest.mark.parametrize("dim", [8, 20, 32, 40])
 @pytest.mark.parametrize("rows", [1, 9, 70])
 def test_integer_prefilter_matches_float_kernel(rows: int, dim: int) -> None:

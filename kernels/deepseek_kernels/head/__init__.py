@@ -108,17 +108,22 @@ class GreedyHead:
         if not self._usable(x):
             return head_argmax_reference(x, self.weight)
         blocked, tail = self._blocks()
-        if not (self._finite and bool(torch.isfinite(x).all())):
+        if not self._finite:
             return head_argmax_reference(x, self.weight)
         x = x.contiguous()
         if self.quantized and self._q8 is not None:
             blocks, rowsum, s_w, ew, aw, wmax, plain = self._q8
             out, _ = _q8(x, blocks, rowsum, s_w, ew, aw, wmax, plain, self.CANDIDATES)
-            missing = out < 0
-            if bool(missing.any()):  # rare: skip the index search on the usual step
-                undecided = torch.nonzero(missing).flatten()
-                out[undecided] = self._plain(x[undecided], blocked, tail)
+            # A row with NaN or an infinity is one the integer pass cannot decide (-1), so the finiteness check
+            # runs only on the rare step that has undecided rows.
+            if int(out.min()) < 0:
+                undecided = torch.nonzero(out < 0).flatten()
+                rows = x[undecided]
+                out[undecided] = self._plain(rows, blocked, tail) if bool(torch.isfinite(rows).all()) \
+                    else head_argmax_reference(rows, self.weight)
             return out
+        if not bool(torch.isfinite(x).all()):
+            return head_argmax_reference(x, self.weight)
         return self._plain(x, blocked, tail)
 
     @staticmethod
