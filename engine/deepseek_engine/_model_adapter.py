@@ -6,7 +6,9 @@ scheduled sequences in one pass instead: embedding, hyper-connections, MoE and t
 head work on the flat batch of tokens, and attention, the part that reads the
 paged cache, runs once per layer for all sequences (``batched_attention``). It
 runs the decoder stack through the same ``models.deepseek_v4.run_layers`` as
-``DeepseekV4ForCausalLM.forward_sequence``.
+``DeepseekV4ForCausalLM.forward_sequence``; on decode steps the whole stack is one native call,
+``deepseek_kernels.decode_stack`` (:mod:`.decode_stack_plan`), which runs the same ops in the same order
+(both follow ``deepseek_kernels``' ``stack_layers``, where that order is written).
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-import deepseek_kernels as ops
 import torch
+from deepseek_kernels.decode_stack.reference import stack_layers
 from torch import nn
 
 from deepseek_engine.config import DeepseekV4ModelConfig
@@ -43,24 +43,17 @@ def run_layers(layers: Iterable[nn.Module], streams: torch.Tensor, config: Deeps
                attend: Callable[[nn.Module, torch.Tensor], torch.Tensor],
                feed: Callable[[nn.Module, torch.Tensor], torch.Tensor],
                sites: Sequence[tuple[tuple, tuple]] | None = None) -> torch.Tensor:
-    """The decoder stack, the one place its order is written.
+    """The decoder stack over ``layers``, in the order ``deepseek_kernels``' ``stack_layers`` writes down (per
+    layer, attention then the MoE, each behind one ``hc_step`` boundary; the last block merged).
 
-    Per layer, attention then the MoE, each wrapped in a hyper-connection. Every boundary between sub-blocks
-    is one ``hc_step``: merge the finished block's output into the streams (with the previous site's
-    ``post`` / ``comb``), compute the next site's weights and the next block's normed input. ``attend(layer,
-    x)`` and ``feed(layer, x)`` run a layer's attention and MoE on their input ``x`` ``[T, hidden]``.
-    ``sites``: each layer's :func:`hc_sites`, when the caller keeps them (looked up otherwise).
+    ``attend(layer, x)`` and ``feed(layer, x)`` run a layer's attention and MoE on their input ``x``
+    ``[T, hidden]``. ``sites``: each layer's :func:`hc_sites`, when the caller keeps them (looked up otherwise).
     """
     c = config
-    hc, iters, hc_eps, eps = c.hc_mult, c.hc_sinkhorn_iters, c.hc_eps, c.rms_norm_eps
-    block = post = comb = None
-    for i, layer in enumerate(layers):
-        layer_sites = sites[i] if sites is not None else hc_sites(layer)
-        for (fn, base, scale, norm_weight, norm_eps), run in zip(layer_sites, (attend, feed)):
-            streams, post, comb, x = ops.hc_step(streams, block, post, comb, fn, base, scale, hc, iters, hc_eps, eps,
-                                                 norm_weight, norm_eps)
-            block = run(layer, x)
-    return streams if block is None else ops.hc_merge(streams, block, post, comb)
+    layers = list(layers)
+    return stack_layers(streams, len(layers), lambda i: sites[i] if sites is not None else hc_sites(layers[i]),
+                        lambda i, x: attend(layers[i], x), lambda i, x: feed(layers[i], x), c.hc_mult,
+                        c.hc_sinkhorn_iters, c.hc_eps, c.rms_norm_eps)
 
 
 class DeepseekV4DecoderLayer(nn.Module):

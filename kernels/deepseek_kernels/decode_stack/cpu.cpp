@@ -2,7 +2,8 @@
 //
 // It calls the CPU implementations of the other ops (hc_step, attn_front, compress_windows, indexer_select,
 // sink_attention_paged, attn_back, moe_dense_experts, hc_merge) in the order of the reference composition
-// (reference.py), with the same arguments, so the results are those ops' bits; what it saves is the Python
+// (reference.py: decode_stack_reference through stack_layers, which the engine's layer loop runs too), with the
+// same arguments, so the results are those ops' bits; what it saves is the Python
 // between them: per layer about a dozen dispatcher calls, their argument conversions and the glue that picks
 // their arguments. setup.py compiles this file after the ops it calls (one translation unit).
 #include "../csrc/torch_glue.h"

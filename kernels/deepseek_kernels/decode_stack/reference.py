@@ -21,6 +21,8 @@ reads the same positions):
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import torch
 import torch.nn.functional as F
 
@@ -47,6 +49,29 @@ FLOATS = 12
 STEP = 21
 
 
+def stack_layers(streams: torch.Tensor, n_layers: int, sites: Callable[[int], Sequence[tuple]],
+                 attend: Callable[[int, torch.Tensor], torch.Tensor], feed: Callable[[int, torch.Tensor], torch.Tensor],
+                 hc: int, iters: int, hc_eps: float, norm_eps: float) -> torch.Tensor:
+    """The decoder stack's order, the one place it is written (the engine's layer loop and this op's reference
+    both run it; the CPU kernel follows it call for call).
+
+    Per layer, attention then the MoE, each wrapped in a hyper-connection. Every boundary between sub-blocks is
+    one ``hc_step``: merge the finished block's output into the streams (with the previous site's ``post`` /
+    ``comb``), compute the next site's weights and the next block's normed input; after the last layer the last
+    block is merged (``hc_merge``). ``sites(i)`` gives layer ``i``'s two sites (attention, MoE) as ``(fn, base,
+    scale, norm_weight, norm_eps)``; ``attend(i, x)`` / ``feed(i, x)`` run its attention / MoE on ``x``.
+    """
+    from .. import hc_merge, hc_step
+
+    block = post = comb = None
+    for i in range(n_layers):
+        for (fn, base, scale, norm_weight, block_eps), run in zip(sites(i), (attend, feed)):
+            streams, post, comb, x = hc_step(streams, block, post, comb, fn, base, scale, hc, iters, hc_eps, norm_eps,
+                                             norm_weight, block_eps)
+            block = run(i, x)
+    return streams if block is None else hc_merge(streams, block, post, comb)
+
+
 def decode_stack_reference(streams: torch.Tensor, input_ids: torch.Tensor, slots: torch.Tensor,
                            key_slots: torch.Tensor, window_visible: torch.Tensor, weights: list, ints: list[int],
                            floats: list[float], step: list, totals: list[int], hc: int, iters: int, hc_eps: float,
@@ -55,25 +80,25 @@ def decode_stack_reference(streams: torch.Tensor, input_ids: torch.Tensor, slots
         attn_back,
         attn_front,
         compress_windows,
-        hc_merge,
-        hc_step,
         indexer_select,
         moe_dense_experts,
         sink_attention_paged,
     )
 
-    n_layers = len(ints) // INTS
     b = streams.shape[0]
-    block = post = comb = None
-    used = 0  # entries of ``totals`` read so far
-    for layer in range(n_layers):
-        w = weights[layer * WEIGHTS:(layer + 1) * WEIGHTS]
-        n = ints[layer * INTS:(layer + 1) * INTS]
-        f = floats[layer * FLOATS:(layer + 1) * FLOATS]
-        s = step[layer * STEP:(layer + 1) * STEP]
-        streams, post, comb, x = hc_step(streams, block, post, comb, w[W_HC_ATTN_FN], w[W_HC_ATTN_BASE],
-                                         w[W_HC_ATTN_SCALE], hc, iters, hc_eps, norm_eps, w[W_ATTN_NORM],
-                                         f[F_ATTN_NORM_EPS])
+    used = [0]  # entries of ``totals`` read so far
+
+    def record(values: list, layer: int, width: int) -> list:
+        return values[layer * width:(layer + 1) * width]
+
+    def sites(layer: int) -> tuple[tuple, tuple]:
+        w, f = record(weights, layer, WEIGHTS), record(floats, layer, FLOATS)
+        return ((w[W_HC_ATTN_FN], w[W_HC_ATTN_BASE], w[W_HC_ATTN_SCALE], w[W_ATTN_NORM], f[F_ATTN_NORM_EPS]),
+                (w[W_HC_FFN_FN], w[W_HC_FFN_BASE], w[W_HC_FFN_SCALE], w[W_FFN_NORM], f[F_FFN_NORM_EPS]))
+
+    def attend(layer: int, x: torch.Tensor) -> torch.Tensor:
+        w, n = record(weights, layer, WEIGHTS), record(ints, layer, INTS)
+        f, s = record(floats, layer, FLOATS), record(step, layer, STEP)
         y = F.linear(x, w[W_FUSED])
         rate, indexed = n[I_RATE], bool(n[I_HAS_INDEXER])
         copy_pools = ([s[S_COMP_KV], s[S_COMP_GATE]] if rate else []) + \
@@ -95,8 +120,8 @@ def decode_stack_reference(streams: torch.Tensor, input_ids: torch.Tensor, slots
                     compress_windows(s[S_IDX_ENTRIES], s[S_IDX_KV], s[S_IDX_GATE], w[W_IDX_APE], s[S_WINDOW_SLOTS],
                                      s[S_PRIOR_SLOTS], s[S_HAS_PRIOR], bool(n[I_IDX_OVERLAP]), w[W_IDX_NORM],
                                      f[F_IDX_EPS], s[S_IDX_COS], s[S_IDX_SIN], s[S_ENTRY_OUT_SLOTS])
-                row_lengths = list(totals[used:used + b])
-                used += b
+                row_lengths = list(totals[used[0]:used[0] + b])
+                used[0] += b
                 if entry_slots.shape[1] == 0:
                     entry_visible = torch.zeros((b, 1, 0), dtype=torch.bool, device=streams.device)
                 else:
@@ -110,13 +135,14 @@ def decode_stack_reference(streams: torch.Tensor, input_ids: torch.Tensor, slots
         heads, dim = n[I_HEADS], n[I_HEAD_DIM]
         core = sink_attention_paged(q.view(b, 1, heads, dim), s[S_KV], key_slots, window_visible, w[W_SINK],
                                     f[F_SCALE], entry_pool, entry_slots, entry_visible, threshold)
-        block = attn_back(core.reshape(b, heads, dim).contiguous(), s[S_COS_INV], s[S_SIN_INV], w[W_WO_A],
-                          n[I_GROUPS], w[W_WO_B])
-        streams, post, comb, x = hc_step(streams, block, post, comb, w[W_HC_FFN_FN], w[W_HC_FFN_BASE],
-                                         w[W_HC_FFN_SCALE], hc, iters, hc_eps, norm_eps, w[W_FFN_NORM],
-                                         f[F_FFN_NORM_EPS])
+        return attn_back(core.reshape(b, heads, dim).contiguous(), s[S_COS_INV], s[S_SIN_INV], w[W_WO_A],
+                         n[I_GROUPS], w[W_WO_B])
+
+    def feed(layer: int, x: torch.Tensor) -> torch.Tensor:
+        w, n, f = record(weights, layer, WEIGHTS), record(ints, layer, INTS), record(floats, layer, FLOATS)
         hashed = w[W_TID2EID] is not None
-        block = moe_dense_experts(F.linear(x, w[W_MOE_UP]), n[I_MOE_EXPERTS], n[I_MOE_INTER], n[I_MOE_TOPK],
-                                  SCORE_FUNCS[n[I_SCORE_FUNC]], w[W_TID2EID], input_ids if hashed else None,
-                                  w[W_MOE_BIAS], f[F_MOE_SCALE], f[F_MOE_LIMIT], w[W_MOE_DOWN])
-    return hc_merge(streams, block, post, comb)
+        return moe_dense_experts(F.linear(x, w[W_MOE_UP]), n[I_MOE_EXPERTS], n[I_MOE_INTER], n[I_MOE_TOPK],
+                                 SCORE_FUNCS[n[I_SCORE_FUNC]], w[W_TID2EID], input_ids if hashed else None,
+                                 w[W_MOE_BIAS], f[F_MOE_SCALE], f[F_MOE_LIMIT], w[W_MOE_DOWN])
+
+    return stack_layers(streams, len(ints) // INTS, sites, attend, feed, hc, iters, hc_eps, norm_eps)
