@@ -125,3 +125,16 @@ def test_malformed_arguments_are_clear_errors():
     missing[5][stack.W_SINK] = None
     with pytest.raises(RuntimeError, match="sink"), torch.inference_mode():
         torch.ops.deepseek_kernels.decode_stack(*missing)
+
+
+def test_schema_and_fake_implementation():
+    (args, _, _), = _captured_call(_prompts(5, 3), 1)
+
+    def plain(a):  # the captured tensors are inference tensors; opcheck needs ordinary ones
+        if isinstance(a, torch.Tensor):
+            return a.clone()
+        return [plain(t) for t in a] if isinstance(a, list) else a
+
+    with torch.inference_mode(False):
+        torch.library.opcheck(torch.ops.deepseek_kernels.decode_stack.default, tuple(plain(a) for a in args),
+                              test_utils=("test_schema", "test_faketensor"))
