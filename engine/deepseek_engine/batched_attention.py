@@ -25,6 +25,7 @@ import deepseek_kernels as ops
 import torch
 import torch.nn.functional as F
 
+from .int_tensors import long_tensor, padded_rows
 from .kv_cache import read_rows, write_rows
 from .layers.rotary_embedding import apply_rotary_tables, rotary_tables
 from .module_changes import generation
@@ -67,8 +68,7 @@ class StepLayout:
         self._tables: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
         self._max_position: int | None = None  # ``int(positions.max())``, read once per step
         self._rank_lists: dict[int, list[int]] = {}
-        width = max(len(t) for t in block_tables)
-        self.tables = torch.tensor([t + [0] * (width - len(t)) for t in block_tables], dtype=torch.long, device=dev)
+        self.tables = padded_rows(block_tables, dev)
         self.q_index = self.q_rows = None
         if one_call and query_start_loc[-1] == len(block_tables):  # every sequence adds one token: a decode step
             self._decode(prompt_lens, rates)
@@ -109,7 +109,7 @@ class StepLayout:
         positions = self.positions
         self.num_seqs, self.t_max, self.uniform = positions.numel(), 1, True
         self.starts, self.ends, self.q_pos = positions, positions + 1, positions[:, None]
-        prompt = None if prompt_lens is None else torch.tensor(prompt_lens, dtype=torch.long, device=positions.device)
+        prompt = None if prompt_lens is None else long_tensor(prompt_lens, positions.device)
         found = ops.decode_layout(positions, self.tables, prompt, self.block_size, self.window, list(rates))
         self.rank_ends, self.key_slots, self.window_visible = found[:3]
         closing = found[-1].tolist()

@@ -37,6 +37,10 @@ class DecodeStackPlan:
         self.moe = []  # per layer: (module, dense plan) for the expert matrices
         for layer, layer_sites, plan in zip(layers, sites, attention_plans):
             self._add_layer(layer, layer_sites, plan)
+        #: The weights the derived matrices are stacked from, and their (address, version) when last stacked.
+        self._sources = [t for plan, (_, moe_plan) in zip(attention_plans, self.moe)
+                         for t in (*plan.fused.weights, *moe_plan.params)]
+        self._key: list | None = None
 
     @classmethod
     def build(cls, layers: list, sites: list, attention_plans: list[AttentionPlan]) -> DecodeStackPlan | None:
@@ -112,12 +116,18 @@ class DecodeStackPlan:
         self.floats += f
 
     def refresh(self) -> None:
-        """Follow in-place changes of the weights behind the derived matrices (their version checks)."""
+        """Follow in-place changes of the weights behind the derived matrices: one pass over the addresses and
+        versions of all of them; when any moved, each layer's own check (``FusedLinears.weight``,
+        ``DeepseekV4MoE._stacked``) stacks again what changed."""
+        key = [(t.data_ptr(), t._version) for t in self._sources]
+        if key == self._key:
+            return
         w = self.weights
         for i, (plan, (moe, moe_plan)) in enumerate(zip(self.plans, self.moe)):
             base = i * stack.WEIGHTS
             w[base + stack.W_FUSED] = plan.fused.weight()
             w[base + stack.W_MOE_UP], w[base + stack.W_MOE_DOWN] = moe._stacked(moe_plan)
+        self._key = key
 
     def step_arguments(self, layout: StepLayout, pool) -> tuple[list, list[int]] | None:
         """This step's ``step`` and ``totals`` lists; ``None`` when the pools are not float32 (the closing windows

@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from .int_tensors import long_tensor
 from .sampler import row_logprobs, sample_row
 from .scheduler import ScheduledBatch
 from .sequence import Sequence
@@ -80,7 +81,9 @@ class ModelRunner:
         if not all_logits and not (len(sample_rows) == len(seqs) == starts[-1]):
             logits_indices = torch.tensor([starts[i + 1] - 1 for i in sample_rows], dtype=torch.long, device=dev)
         # ids, positions and slots as one tensor, split into three views
-        input_ids, pos, slot_mapping = torch.tensor([ids, positions, slots], dtype=torch.long, device=dev)
+        n = len(ids)
+        flat = long_tensor(ids + positions + slots, dev)
+        input_ids, pos, slot_mapping = flat[:n], flat[n:2 * n], flat[2 * n:]
         ctx = StepContext(
             kv=self.kv,
             block_size=bs,
