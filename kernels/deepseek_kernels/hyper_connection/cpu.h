@@ -118,27 +118,237 @@ static inline void hc_merge(const float *streams, const float *block, const floa
 }
 
 
+/* Sixteen tokens side by side, one per lane of a v16f (an AVX-512 register): the boundary below runs its
+   per-token scalar work (norms, the mix projection, sigmoids, softmax, Sinkhorn) on sixteen tokens per
+   instruction, each lane doing the operations of the one-token loops above in the same order. */
+typedef float v16f __attribute__((vector_size(64)));
+enum { HC_LANES = 16 };
+
+static inline v16f sqrt16(v16f x) {
+#if defined(__AVX512F__)
+    return (v16f)_mm512_sqrt_ps((__m512)x);
+#else
+    for (int l = 0; l < HC_LANES; l++) x[l] = sqrtf(x[l]);
+    return x;
+#endif
+}
+
+/* Sum of x[k] * y[k] over k < n for sixteen tokens (x[k], y[k]: column k, one token per lane), in the order of
+   small_linear (wide = 8) or rms_norm (wide = 16): eight lane sums of the columns k = l mod 8 below the last
+   multiple of eight, added up in lane order, then the rest one by one; under `wide` columns, one running sum. */
+static inline v16f lanes_dot(const v16f *x, const v16f *y, int64_t n, int64_t wide) {
+    v16f s = {0};
+    int64_t k = 0;
+    if (n >= wide) {
+        v16f acc[8];
+        for (int l = 0; l < 8; l++) acc[l] = (v16f){0};
+        for (; k + 8 <= n; k += 8)
+            for (int l = 0; l < 8; l++) acc[l] = acc[l] + x[k + l] * y[k + l];
+        for (int l = 0; l < 8; l++) s = s + acc[l];
+    }
+    for (; k < n; k++) s = s + x[k] * y[k];
+    return s;
+}
+
+/* y[j] = sum_k x[k] * w[j, k] for sixteen tokens (x[k]: column k of their rows), in small_linear's order;
+   two rows of w per pass over x. */
+static inline void lanes_linear(const v16f *x, int64_t n, const float *w, int64_t m, v16f *y) {
+    const int64_t n8 = n >= 8 ? (n & ~(int64_t)7) : 0;
+    int64_t j = 0;
+    for (; j + 2 <= m; j += 2) {
+        const float *w0 = w + j * n, *w1 = w0 + n;
+        v16f a0[8], a1[8];
+        for (int l = 0; l < 8; l++) a0[l] = a1[l] = (v16f){0};
+        for (int64_t k = 0; k < n8; k += 8)
+            for (int l = 0; l < 8; l++) {
+                const v16f xv = x[k + l];
+                a0[l] = a0[l] + xv * w0[k + l];
+                a1[l] = a1[l] + xv * w1[k + l];
+            }
+        v16f s0 = {0}, s1 = {0};
+        for (int l = 0; l < 8 && n8; l++) { s0 = s0 + a0[l]; s1 = s1 + a1[l]; }
+        for (int64_t k = n8; k < n; k++) { s0 = s0 + x[k] * w0[k]; s1 = s1 + x[k] * w1[k]; }
+        y[j] = s0, y[j + 1] = s1;
+    }
+    for (; j < m; j++) {
+        const float *w0 = w + j * n;
+        v16f a0[8];
+        for (int l = 0; l < 8; l++) a0[l] = (v16f){0};
+        for (int64_t k = 0; k < n8; k += 8)
+            for (int l = 0; l < 8; l++) a0[l] = a0[l] + x[k + l] * w0[k + l];
+        v16f s0 = {0};
+        for (int l = 0; l < 8 && n8; l++) s0 = s0 + a0[l];
+        for (int64_t k = n8; k < n; k++) s0 = s0 + x[k] * w0[k];
+        y[j] = s0;
+    }
+}
+
+/* sinkhorn8 for sixteen tokens. */
+static inline void sinkhorn16(v16f *c, int hc, int iters, float hc_eps) {
+    v16f colsum[8];
+    const v16f eps = (v16f){0} + hc_eps;
+    for (int it = 0; it < iters; it++) {
+        if (it > 0) {
+            for (int i = 0; i < hc; i++) {
+                v16f s = c[i * hc];
+                for (int j = 1; j < hc; j++) s = s + c[i * hc + j];
+                s = s + eps;
+                for (int j = 0; j < hc; j++) c[i * hc + j] = c[i * hc + j] / s;
+            }
+        }
+        for (int j = 0; j < hc; j++) colsum[j] = c[j];
+        for (int i = 1; i < hc; i++)
+            for (int j = 0; j < hc; j++) colsum[j] = colsum[j] + c[i * hc + j];
+        for (int j = 0; j < hc; j++) colsum[j] = colsum[j] + eps;
+        for (int i = 0; i < hc; i++)
+            for (int j = 0; j < hc; j++) c[i * hc + j] = c[i * hc + j] / colsum[j];
+    }
+}
+
+/* hc_mix_one for sixteen tokens from their mixes m[(2 + hc) * hc] (one token per lane): pre, post and the
+   Sinkhorn-normalised comb, with libm's expf on every lane. ex: (2 + hc) * hc * 16 floats of scratch. */
+static inline void hc_weights16(const v16f *m, int hc, const float *base, float ps, float qs, float cs, int iters,
+                                float hc_eps, v16f *pre, v16f *post, v16f *comb, float *ex) {
+    const int hh = hc * hc;
+    v16f arg[80];
+    for (int i = 0; i < hc; i++) {
+        v16f a = m[i] * ps;
+        a = a + base[i];
+        arg[i] = -a;
+        v16f b = m[hc + i] * qs;
+        b = b + base[hc + i];
+        arg[hc + i] = -b;
+    }
+    for (int i = 0; i < hc; i++) {
+        v16f mx = (v16f){0} - INFINITY;
+        for (int j = 0; j < hc; j++) {
+            v16f v = m[2 * hc + i * hc + j] * cs;
+            v = v + base[2 * hc + i * hc + j];
+            comb[i * hc + j] = v;
+            mx = v > mx ? v : mx;
+        }
+        for (int j = 0; j < hc; j++) arg[2 * hc + i * hc + j] = comb[i * hc + j] - mx;
+    }
+    const int n = (2 * hc + hh) * HC_LANES;
+    memcpy(ex, arg, (size_t)n * sizeof(float));
+    for (int e = 0; e < n; e++) ex[e] = expf(ex[e]);
+    const v16f *e = (const v16f *)ex;
+    for (int i = 0; i < hc; i++) {
+        pre[i] = 1.0f / (1.0f + e[i]) + hc_eps;
+        post[i] = 2.0f * (1.0f / (1.0f + e[hc + i]));
+    }
+    for (int i = 0; i < hc; i++) {
+        v16f s = {0};
+        for (int j = 0; j < hc; j++) s = s + e[2 * hc + i * hc + j];
+        for (int j = 0; j < hc; j++) comb[i * hc + j] = e[2 * hc + i * hc + j] / s + hc_eps;
+    }
+    sinkhorn16(comb, hc, iters, hc_eps);
+}
+
+/* out[d] = sum_i a[i] * x[i * D + d] over i < hc, the first term without an addition (hc_mix's collapse). */
+static inline void weighted_rows(const float *a, const float *x, int hc, int64_t D, float *out) {
+    int64_t d = 0;
+    for (; d + 16 <= D; d += 16) {
+        v16f acc, v;
+        memcpy(&v, x + d, sizeof(v));
+        acc = a[0] * v;
+        for (int i = 1; i < hc; i++) { memcpy(&v, x + i * D + d, sizeof(v)); acc = acc + a[i] * v; }
+        memcpy(out + d, &acc, sizeof(acc));
+    }
+    for (; d + 8 <= D; d += 8) {
+        v8f acc = a[0] * load8(x + d);
+        for (int i = 1; i < hc; i++) acc = acc + a[i] * load8(x + i * D + d);
+        store8(out + d, acc);
+    }
+    for (; d < D; d++) {
+        float acc = a[0] * x[d];
+        for (int i = 1; i < hc; i++) acc = acc + a[i] * x[i * D + d];
+        out[d] = acc;
+    }
+}
+
+/* hc_merge of one token. */
+static inline void hc_merge_token(const float *st, const float *bl, const float *post, const float *cm, int hc, int64_t D,
+                                  float *out) {
+    for (int j = 0; j < hc; j++) {
+        float *o = out + j * D;
+        const float p = post[j];
+        int64_t d = 0;
+        for (; d + 16 <= D; d += 16) {
+            v16f acc, v, b;
+            memcpy(&v, st + d, sizeof(v));
+            acc = cm[j] * v;
+            for (int i = 1; i < hc; i++) { memcpy(&v, st + i * D + d, sizeof(v)); acc = acc + cm[i * hc + j] * v; }
+            memcpy(&b, bl + d, sizeof(b));
+            acc = p * b + acc;
+            memcpy(o + d, &acc, sizeof(acc));
+        }
+        for (; d + 8 <= D; d += 8) {
+            v8f acc = cm[j] * load8(st + d);
+            for (int i = 1; i < hc; i++) acc = acc + cm[i * hc + j] * load8(st + i * D + d);
+            store8(o + d, p * load8(bl + d) + acc);
+        }
+        for (; d < D; d++) {
+            float acc = cm[j] * st[d];
+            for (int i = 1; i < hc; i++) acc = acc + cm[i * hc + j] * st[i * D + d];
+            o[d] = p * bl[d] + acc;
+        }
+    }
+}
+
+/* Scratch floats hc_step needs: see below. */
+static inline int64_t hc_step_scratch(int hc, int64_t D) {
+    return (int64_t)HC_LANES * ((int64_t)hc * D + D + (2 + hc) * hc);
+}
+
 /* One boundary between decoder sub-blocks, for T tokens: when block is given, first merge it into the streams
    (hc_merge with post_prev / comb_prev); then the next site's weights (hc_mix after the unweighted RMS norm of
-   the flattened streams and their product with fn [mix, hc * D], partial sums in eight lanes), and the block
-   input: the collapsed streams through a weighted RMS norm (norm_w, block_eps). streams_out may be streams_in
-   only when block is NULL. Scratch: flat [T, hc * D], mixes [T, mix], pre [T, hc], collapsed [T, D]. */
+   the flattened streams and their product with fn [mix, hc * D], small_linear's sums), and the block input: the
+   collapsed streams through a weighted RMS norm (norm_w, block_eps). streams_out may be streams_in only when
+   block is NULL. Works on sixteen tokens at a time (the last group padded with copies of its last token), each
+   output with the operations of hc_merge, rms_norm, small_linear and hc_mix in their order, so the bits of
+   that composition. scratch: hc_step_scratch(hc, D) floats, 64-byte aligned. */
 static inline void hc_step(const float *streams_in, const float *block, const float *post_prev, const float *comb_prev, int64_t T,
              int hc, int64_t D, const float *fn, const float *base, const float *scale, int iters, float hc_eps,
              float norm_eps, const float *norm_w, float block_eps, float *streams_out, float *post, float *comb, float *x_out,
-             float *flat, float *mixes, float *pre, float *collapsed) {
-    const int64_t width = (int64_t)hc * D, mix = (2 + hc) * hc;
-    const float *st = streams_in;
-    if (block) {
-        hc_merge(streams_in, block, post_prev, comb_prev, T, hc, D, streams_out);
-        st = streams_out;
+             float *scratch) {
+    const int64_t width = (int64_t)hc * D;
+    const int mix = (2 + hc) * hc, hh = hc * hc;
+    const float ps = scale[0], qs = scale[1], cs = scale[2];
+    v16f *xt = (v16f *)scratch;                           /* [width] columns of the group's flattened streams */
+    float *collapsed = scratch + HC_LANES * width;        /* [16, D] */
+    float *ex = collapsed + HC_LANES * D;                 /* [mix * 16] */
+    v16f m[80], pre[8], po[8], cm[64];
+    for (int64_t t0 = 0; t0 < T; t0 += HC_LANES) {
+        const int n = (int)((T - t0) < HC_LANES ? (T - t0) : HC_LANES);
+        float *so = streams_out + t0 * width;
+        if (block) {
+            for (int l = 0; l < n; l++)
+                hc_merge_token(streams_in + (t0 + l) * width, block + (t0 + l) * D, post_prev + (t0 + l) * hc,
+                               comb_prev + (t0 + l) * hh, hc, D, so + l * width);
+        } else if (streams_out != streams_in) {
+            memcpy(so, streams_in + t0 * width, (size_t)(n * width) * sizeof(float));
+        }
+        /* columns of the group's rows (lanes past n repeat the last token) */
+        for (int l = 0; l < HC_LANES; l++) {
+            const float *row = so + (l < n ? l : n - 1) * width;
+            for (int64_t k = 0; k < width; k++) scratch[k * HC_LANES + l] = row[k];
+        }
+        const v16f ss = lanes_dot(xt, xt, width, 16);
+        const v16f inv = 1.0f / sqrt16(ss / (float)width + norm_eps);
+        for (int64_t k = 0; k < width; k++) xt[k] = xt[k] * inv;
+        lanes_linear(xt, width, fn, mix, m);
+        hc_weights16(m, hc, base, ps, qs, cs, iters, hc_eps, pre, po, cm, ex);
+        for (int l = 0; l < n; l++) {
+            float *pt = post + (t0 + l) * hc, *ct = comb + (t0 + l) * hh;
+            float a[8];
+            for (int i = 0; i < hc; i++) pt[i] = po[i][l], a[i] = pre[i][l];
+            for (int e = 0; e < hh; e++) ct[e] = cm[e][l];
+            weighted_rows(a, so + l * width, hc, D, collapsed + l * D);
+        }
+        rms_norm(collapsed, n, D, D, norm_w, block_eps, x_out + t0 * D);
     }
-    rms_norm(st, T, width, width, 0, norm_eps, flat);
-    small_linear(flat, T, width, width, fn, mix, mixes);
-    hc_mix(mixes, T, hc, base, scale, iters, hc_eps, pre, post, comb, st, D, collapsed);
-    rms_norm(collapsed, T, D, D, norm_w, block_eps, x_out);
 }
-
 
 
 /* The model's last hyper-connection site and final norm, for T tokens: pre = sigmoid(mix * scale + base) + hc_eps
