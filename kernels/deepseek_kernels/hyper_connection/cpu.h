@@ -121,7 +121,6 @@ static inline void hc_merge(const float *streams, const float *block, const floa
 /* Sixteen tokens side by side, one per lane of a v16f (an AVX-512 register): the boundary below runs its
    per-token scalar work (norms, the mix projection, sigmoids, softmax, Sinkhorn) on sixteen tokens per
    instruction, each lane doing the operations of the one-token loops above in the same order. */
-typedef float v16f __attribute__((vector_size(64)));
 enum { HC_LANES = 16 };
 
 static inline v16f sqrt16(v16f x) {
@@ -183,10 +182,13 @@ static inline void lanes_linear(const v16f *x, int64_t n, const float *w, int64_
     }
 }
 
-/* sinkhorn8 for sixteen tokens. */
-static inline void sinkhorn16(v16f *c, int hc, int iters, float hc_eps) {
+/* sinkhorn8 for sixteen tokens. Between iterations it also takes side[i] = expf(side[i]) for a slice of the
+   nside floats of side (all of them by the last iteration): work for the integer and FMA ports while the
+   divider, which bounds the iterations, is busy. */
+static inline void sinkhorn16(v16f *c, int hc, int iters, float hc_eps, float *side, int nside) {
     v16f colsum[8];
     const v16f eps = (v16f){0} + hc_eps;
+    int done = 0;
     for (int it = 0; it < iters; it++) {
         if (it > 0) {
             for (int i = 0; i < hc; i++) {
@@ -202,47 +204,51 @@ static inline void sinkhorn16(v16f *c, int hc, int iters, float hc_eps) {
         for (int j = 0; j < hc; j++) colsum[j] = colsum[j] + eps;
         for (int i = 0; i < hc; i++)
             for (int j = 0; j < hc; j++) c[i * hc + j] = c[i * hc + j] / colsum[j];
+        const int upto = (int)((int64_t)nside * (it + 1) / iters);
+        for (; done < upto; done++) side[done] = expf(side[done]);
     }
 }
 
-/* hc_mix_one for sixteen tokens from their mixes m[(2 + hc) * hc] (one token per lane): pre, post and the
-   Sinkhorn-normalised comb, with libm's expf on every lane. ex: (2 + hc) * hc * 16 floats of scratch. */
-static inline void hc_weights16(const v16f *m, int hc, const float *base, float ps, float qs, float cs, int iters,
-                                float hc_eps, v16f *pre, v16f *post, v16f *comb, float *ex) {
-    const int hh = hc * hc;
-    v16f arg[80];
+static inline v16f ld16(const float *p) { v16f v; memcpy(&v, p, sizeof(v)); return v; }
+static inline void st16(float *p, v16f v) { memcpy(p, &v, sizeof(v)); }
+
+/* The arguments of hc_mix_one's exponentials for sixteen tokens from their mixes m[(2 + hc) * hc] (one token per
+   lane): -(pre logit), -(post logit), then comb logit - its row's maximum; arg[e * 16 + lane]. */
+static inline void hc_exp_args16(const v16f *m, int hc, const float *base, float ps, float qs, float cs, float *arg) {
     for (int i = 0; i < hc; i++) {
         v16f a = m[i] * ps;
         a = a + base[i];
-        arg[i] = -a;
+        st16(arg + i * HC_LANES, -a);
         v16f b = m[hc + i] * qs;
         b = b + base[hc + i];
-        arg[hc + i] = -b;
+        st16(arg + (hc + i) * HC_LANES, -b);
     }
     for (int i = 0; i < hc; i++) {
+        v16f row[8];
         v16f mx = (v16f){0} - INFINITY;
         for (int j = 0; j < hc; j++) {
             v16f v = m[2 * hc + i * hc + j] * cs;
             v = v + base[2 * hc + i * hc + j];
-            comb[i * hc + j] = v;
+            row[j] = v;
             mx = v > mx ? v : mx;
         }
-        for (int j = 0; j < hc; j++) arg[2 * hc + i * hc + j] = comb[i * hc + j] - mx;
+        for (int j = 0; j < hc; j++) st16(arg + (2 * hc + i * hc + j) * HC_LANES, row[j] - mx);
     }
-    const int n = (2 * hc + hh) * HC_LANES;
-    memcpy(ex, arg, (size_t)n * sizeof(float));
-    for (int e = 0; e < n; e++) ex[e] = expf(ex[e]);
-    const v16f *e = (const v16f *)ex;
+}
+
+/* pre, post and the row-softmaxed comb (before Sinkhorn) of hc_mix_one from the exponentials e of
+   hc_exp_args16's arguments. */
+static inline void hc_weights16(const float *e, int hc, float hc_eps, v16f *pre, v16f *post, v16f *comb) {
     for (int i = 0; i < hc; i++) {
-        pre[i] = 1.0f / (1.0f + e[i]) + hc_eps;
-        post[i] = 2.0f * (1.0f / (1.0f + e[hc + i]));
+        pre[i] = 1.0f / (1.0f + ld16(e + i * HC_LANES)) + hc_eps;
+        post[i] = 2.0f * (1.0f / (1.0f + ld16(e + (hc + i) * HC_LANES)));
     }
     for (int i = 0; i < hc; i++) {
+        const float *r = e + (2 * hc + i * hc) * HC_LANES;
         v16f s = {0};
-        for (int j = 0; j < hc; j++) s = s + e[2 * hc + i * hc + j];
-        for (int j = 0; j < hc; j++) comb[i * hc + j] = e[2 * hc + i * hc + j] / s + hc_eps;
+        for (int j = 0; j < hc; j++) s = s + ld16(r + j * HC_LANES);
+        for (int j = 0; j < hc; j++) comb[i * hc + j] = ld16(r + j * HC_LANES) / s + hc_eps;
     }
-    sinkhorn16(comb, hc, iters, hc_eps);
 }
 
 /* out[d] = sum_i a[i] * x[i * D + d] over i < hc, the first term without an addition (hc_mix's collapse). */
@@ -298,7 +304,69 @@ static inline void hc_merge_token(const float *st, const float *bl, const float 
 
 /* Scratch floats hc_step needs: see below. */
 static inline int64_t hc_step_scratch(int hc, int64_t D) {
-    return (int64_t)HC_LANES * ((int64_t)hc * D + D + (2 + hc) * hc);
+    return (int64_t)HC_LANES * ((int64_t)hc * D + D + 2 * (2 + hc) * hc);
+}
+
+#if defined(__AVX512F__)
+/* out[c] = (rows[0][k0 + c], ..., rows[15][k0 + c]) for c < 16: a 16 x 16 transpose in registers. */
+static inline void transpose16(const float *const *rows, int64_t k0, v16f *out) {
+    __m512 r[16], t[16];
+    for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(rows[i] + k0);
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    /* r[4 i + c], 128-bit lane q: column 4 q + c of rows 4 i .. 4 i + 3 */
+    for (int i = 0; i < 4; i++) {
+        r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    for (int c = 0; c < 4; c++) {
+        const __m512 a0 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88), a1 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xDD);
+        const __m512 b0 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
+        const __m512 b1 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xDD);
+        out[c] = (v16f)_mm512_shuffle_f32x4(a0, b0, 0x88);
+        out[8 + c] = (v16f)_mm512_shuffle_f32x4(a0, b0, 0xDD);
+        out[4 + c] = (v16f)_mm512_shuffle_f32x4(a1, b1, 0x88);
+        out[12 + c] = (v16f)_mm512_shuffle_f32x4(a1, b1, 0xDD);
+    }
+}
+#endif
+
+/* The first half of hc_step for the group of n tokens at t0 (n <= 16): merge (or copy) its streams into
+   streams_out, take the columns of its flattened rows (lanes past n repeat the last token), RMS-norm them, project
+   them with fn and leave the exponentials' arguments in arg. xt: [hc * D] v16f of scratch. */
+static inline void hc_step_prepare(const float *streams_in, const float *block, const float *post_prev,
+                                   const float *comb_prev, int64_t t0, int n, int hc, int64_t D, const float *fn,
+                                   const float *base, float ps, float qs, float cs, float norm_eps, float *streams_out,
+                                   v16f *xt, float *arg) {
+    const int64_t width = (int64_t)hc * D;
+    const int hh = hc * hc;
+    float *so = streams_out + t0 * width;
+    if (block) {
+        for (int l = 0; l < n; l++)
+            hc_merge_token(streams_in + (t0 + l) * width, block + (t0 + l) * D, post_prev + (t0 + l) * hc,
+                           comb_prev + (t0 + l) * hh, hc, D, so + l * width);
+    } else if (streams_out != streams_in) {
+        memcpy(so, streams_in + t0 * width, (size_t)(n * width) * sizeof(float));
+    }
+    const float *rows[HC_LANES];
+    for (int l = 0; l < HC_LANES; l++) rows[l] = so + (l < n ? l : n - 1) * width;
+    int64_t k0 = 0;
+#if defined(__AVX512F__)
+    for (; k0 + 16 <= width; k0 += 16) transpose16(rows, k0, xt + k0);
+#endif
+    float *xf = (float *)xt;
+    for (int l = 0; l < HC_LANES; l++)
+        for (int64_t k = k0; k < width; k++) xf[k * HC_LANES + l] = rows[l][k];
+    const v16f ss = lanes_dot(xt, xt, width, 16);
+    const v16f inv = 1.0f / sqrt16(ss / (float)width + norm_eps);
+    for (int64_t k = 0; k < width; k++) xt[k] = xt[k] * inv;
+    v16f m[80];
+    lanes_linear(xt, width, fn, (2 + hc) * hc, m);
+    hc_exp_args16(m, hc, base, ps, qs, cs, arg);
 }
 
 /* One boundary between decoder sub-blocks, for T tokens: when block is given, first merge it into the streams
@@ -307,38 +375,32 @@ static inline int64_t hc_step_scratch(int hc, int64_t D) {
    collapsed streams through a weighted RMS norm (norm_w, block_eps). streams_out may be streams_in only when
    block is NULL. Works on sixteen tokens at a time (the last group padded with copies of its last token), each
    output with the operations of hc_merge, rms_norm, small_linear and hc_mix in their order, so the bits of
-   that composition. scratch: hc_step_scratch(hc, D) floats, 64-byte aligned. */
+   that composition; the next group's exponentials run during this group's Sinkhorn iterations.
+   scratch: hc_step_scratch(hc, D) floats, 64-byte aligned. */
 static inline void hc_step(const float *streams_in, const float *block, const float *post_prev, const float *comb_prev, int64_t T,
              int hc, int64_t D, const float *fn, const float *base, const float *scale, int iters, float hc_eps,
              float norm_eps, const float *norm_w, float block_eps, float *streams_out, float *post, float *comb, float *x_out,
              float *scratch) {
     const int64_t width = (int64_t)hc * D;
-    const int mix = (2 + hc) * hc, hh = hc * hc;
+    const int mix = (2 + hc) * hc, hh = hc * hc, nexp = mix * HC_LANES;
     const float ps = scale[0], qs = scale[1], cs = scale[2];
-    v16f *xt = (v16f *)scratch;                           /* [width] columns of the group's flattened streams */
+    v16f *xt = (v16f *)scratch;                           /* [width] columns of a group's flattened streams */
     float *collapsed = scratch + HC_LANES * width;        /* [16, D] */
-    float *ex = collapsed + HC_LANES * D;                 /* [mix * 16] */
-    v16f m[80], pre[8], po[8], cm[64];
-    for (int64_t t0 = 0; t0 < T; t0 += HC_LANES) {
+    float *args[2] = {collapsed + HC_LANES * D, collapsed + HC_LANES * D + nexp}; /* this group's, the next's */
+    v16f pre[8], po[8], cm[64];
+    if (T <= 0) return;
+    hc_step_prepare(streams_in, block, post_prev, comb_prev, 0, (int)(T < HC_LANES ? T : HC_LANES), hc, D, fn, base,
+                    ps, qs, cs, norm_eps, streams_out, xt, args[0]);
+    for (int e = 0; e < nexp; e++) args[0][e] = expf(args[0][e]);
+    for (int64_t t0 = 0, g = 0; t0 < T; t0 += HC_LANES, g ^= 1) {
         const int n = (int)((T - t0) < HC_LANES ? (T - t0) : HC_LANES);
-        float *so = streams_out + t0 * width;
-        if (block) {
-            for (int l = 0; l < n; l++)
-                hc_merge_token(streams_in + (t0 + l) * width, block + (t0 + l) * D, post_prev + (t0 + l) * hc,
-                               comb_prev + (t0 + l) * hh, hc, D, so + l * width);
-        } else if (streams_out != streams_in) {
-            memcpy(so, streams_in + t0 * width, (size_t)(n * width) * sizeof(float));
-        }
-        /* columns of the group's rows (lanes past n repeat the last token) */
-        for (int l = 0; l < HC_LANES; l++) {
-            const float *row = so + (l < n ? l : n - 1) * width;
-            for (int64_t k = 0; k < width; k++) scratch[k * HC_LANES + l] = row[k];
-        }
-        const v16f ss = lanes_dot(xt, xt, width, 16);
-        const v16f inv = 1.0f / sqrt16(ss / (float)width + norm_eps);
-        for (int64_t k = 0; k < width; k++) xt[k] = xt[k] * inv;
-        lanes_linear(xt, width, fn, mix, m);
-        hc_weights16(m, hc, base, ps, qs, cs, iters, hc_eps, pre, po, cm, ex);
+        hc_weights16(args[g], hc, hc_eps, pre, po, cm);
+        const int64_t t1 = t0 + HC_LANES;
+        if (t1 < T)
+            hc_step_prepare(streams_in, block, post_prev, comb_prev, t1, (int)((T - t1) < HC_LANES ? (T - t1) : HC_LANES),
+                            hc, D, fn, base, ps, qs, cs, norm_eps, streams_out, xt, args[g ^ 1]);
+        sinkhorn16(cm, hc, iters, hc_eps, args[g ^ 1], t1 < T ? nexp : 0);
+        const float *so = streams_out + t0 * width;
         for (int l = 0; l < n; l++) {
             float *pt = post + (t0 + l) * hc, *ct = comb + (t0 + l) * hh;
             float a[8];
