@@ -63,6 +63,7 @@ def hc_inputs(seed: int, tokens: int, hc: int, dim: int):
     (17, 4, 5), (9, 4, 12), (20, 4, 40),                # widths not multiples of 8 / 16 (hc * dim >= 16)
     (7, 1, 3), (18, 1, 9), (5, 2, 7), (21, 3, 24),      # hc other than 4; flattened widths under 8, under 16
     (3, 8, 2), (19, 5, 16),
+    (18, 4, 256),                                       # a group's scratch too large for the stack
 ])
 @pytest.mark.parametrize("merge", [False, True])
 def test_hc_step_is_the_composition_of_the_per_token_kernels(tokens, hc, dim, merge) -> None:

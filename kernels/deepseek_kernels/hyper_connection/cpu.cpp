@@ -72,9 +72,16 @@ static std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hc_step_cpu(
     // which the kernel fills.
     auto out = at::empty({t, hc, d}, opts);
     auto post = at::empty({t, hc}, opts), comb = at::empty({t, hc, hc}, opts), x = at::empty({t, d}, opts);
-    auto scratch = at::empty({hc_step_scratch((int)hc, d)}, opts);
-    float *a = scratch.data_ptr<float>();
-    dk::expect(((uintptr_t)a & 63) == 0, op, "scratch must be 64-byte aligned");
+    // Scratch for one group of sixteen tokens: on the stack for the small models, else one allocation.
+    alignas(64) float small[4096];
+    const int64_t need = hc_step_scratch((int)hc, d);
+    at::Tensor scratch;
+    float *a = small;
+    if (need > 4096) {
+        scratch = at::empty({need + 16}, opts);
+        a = scratch.data_ptr<float>();
+        a += (16 - (((uintptr_t)a >> 2) & 15)) & 15;  // 64-byte aligned
+    }
     if (t)
         hc_step(st.data_ptr<float>(), merge ? bl.data_ptr<float>() : nullptr,
                 merge ? pp.data_ptr<float>() : nullptr, merge ? cp.data_ptr<float>() : nullptr, t, (int)hc, d,

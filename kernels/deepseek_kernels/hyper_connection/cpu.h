@@ -125,7 +125,7 @@ enum { HC_LANES = 16 };
 
 static inline v16f sqrt16(v16f x) {
 #if defined(__AVX512F__)
-    return (v16f)_mm512_sqrt_ps((__m512)x);
+    return (v16f)_mm512_maskz_sqrt_ps(0xFFFF, (__m512)x);
 #else
     for (int l = 0; l < HC_LANES; l++) x[l] = sqrtf(x[l]);
     return x;
@@ -307,33 +307,37 @@ static inline int64_t hc_step_scratch(int hc, int64_t D) {
     return (int64_t)HC_LANES * ((int64_t)hc * D + D + 2 * (2 + hc) * hc);
 }
 
-#if defined(__AVX512F__)
-/* out[c] = (rows[0][k0 + c], ..., rows[15][k0 + c]) for c < 16: a 16 x 16 transpose in registers. */
+/* out[c] = (rows[0][k0 + c], ..., rows[15][k0 + c]) for c < 16: a 16 x 16 transpose in registers (GCC's
+   generic shuffles: unpack, in-lane shuffle and 128-bit lane shuffle instructions on AVX-512). */
 static inline void transpose16(const float *const *rows, int64_t k0, v16f *out) {
-    __m512 r[16], t[16];
-    for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(rows[i] + k0);
+    const v16i lo = {0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29};     /* unpacklo_ps */
+    const v16i hi = {2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31};   /* unpackhi_ps */
+    const v16i s44 = {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29};    /* shuffle_ps 0x44 */
+    const v16i see = {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31};  /* shuffle_ps 0xEE */
+    const v16i l88 = {0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27};    /* shuffle_f32x4 0x88 */
+    const v16i ldd = {4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31};  /* shuffle_f32x4 0xDD */
+    v16f r[16], t[16];
+    for (int i = 0; i < 16; i++) memcpy(&r[i], rows[i] + k0, sizeof(v16f));
     for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i] = __builtin_shuffle(r[2 * i], r[2 * i + 1], lo);
+        t[2 * i + 1] = __builtin_shuffle(r[2 * i], r[2 * i + 1], hi);
     }
     /* r[4 i + c], 128-bit lane q: column 4 q + c of rows 4 i .. 4 i + 3 */
     for (int i = 0; i < 4; i++) {
-        r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
-        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
-        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+        r[4 * i] = __builtin_shuffle(t[4 * i], t[4 * i + 2], s44);
+        r[4 * i + 1] = __builtin_shuffle(t[4 * i], t[4 * i + 2], see);
+        r[4 * i + 2] = __builtin_shuffle(t[4 * i + 1], t[4 * i + 3], s44);
+        r[4 * i + 3] = __builtin_shuffle(t[4 * i + 1], t[4 * i + 3], see);
     }
     for (int c = 0; c < 4; c++) {
-        const __m512 a0 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88), a1 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xDD);
-        const __m512 b0 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
-        const __m512 b1 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xDD);
-        out[c] = (v16f)_mm512_shuffle_f32x4(a0, b0, 0x88);
-        out[8 + c] = (v16f)_mm512_shuffle_f32x4(a0, b0, 0xDD);
-        out[4 + c] = (v16f)_mm512_shuffle_f32x4(a1, b1, 0x88);
-        out[12 + c] = (v16f)_mm512_shuffle_f32x4(a1, b1, 0xDD);
+        const v16f a0 = __builtin_shuffle(r[c], r[4 + c], l88), a1 = __builtin_shuffle(r[c], r[4 + c], ldd);
+        const v16f b0 = __builtin_shuffle(r[8 + c], r[12 + c], l88), b1 = __builtin_shuffle(r[8 + c], r[12 + c], ldd);
+        out[c] = __builtin_shuffle(a0, b0, l88);
+        out[8 + c] = __builtin_shuffle(a0, b0, ldd);
+        out[4 + c] = __builtin_shuffle(a1, b1, l88);
+        out[12 + c] = __builtin_shuffle(a1, b1, ldd);
     }
 }
-#endif
 
 /* The first half of hc_step for the group of n tokens at t0 (n <= 16): merge (or copy) its streams into
    streams_out, take the columns of its flattened rows (lanes past n repeat the last token), RMS-norm them, project
@@ -355,9 +359,7 @@ static inline void hc_step_prepare(const float *streams_in, const float *block, 
     const float *rows[HC_LANES];
     for (int l = 0; l < HC_LANES; l++) rows[l] = so + (l < n ? l : n - 1) * width;
     int64_t k0 = 0;
-#if defined(__AVX512F__)
     for (; k0 + 16 <= width; k0 += 16) transpose16(rows, k0, xt + k0);
-#endif
     float *xf = (float *)xt;
     for (int l = 0; l < HC_LANES; l++)
         for (int64_t k = k0; k < width; k++) xf[k * HC_LANES + l] = rows[l][k];
