@@ -1,7 +1,7 @@
 """The CPU kernels that work on groups of tokens (``hc_step``: sixteen tokens per AVX-512 register) give, bit for
 bit, the composition of the per-token kernels they replaced, on shapes the benchmark never takes: token counts
-that are not multiples of sixteen (one token, partial last groups), ``hc`` other than 4 and widths that are not
-multiples of eight or sixteen.
+that are not multiples of sixteen (one token, partial last groups of nine to fifteen tokens, last groups of at
+most eight, which run token by token), ``hc`` other than 4 and widths that are not multiples of eight or sixteen.
 
 The old ``hc_step`` was ``hc_merge``, ``rms_norm`` of the flattened streams, ``small_linear`` (the mix
 projection) and ``hc_mix``, then the weighted ``rms_norm``; all but ``small_linear`` are ops of their own, and
@@ -62,7 +62,7 @@ def hc_inputs(seed: int, tokens: int, hc: int, dim: int):
     (1, 4, 32), (15, 4, 32), (16, 4, 32), (33, 4, 32),  # decode's one token, partial and whole groups
     (17, 4, 5), (9, 4, 12), (20, 4, 40),                # widths not multiples of 8 / 16 (hc * dim >= 16)
     (7, 1, 3), (18, 1, 9), (5, 2, 7), (21, 3, 24),      # hc other than 4; flattened widths under 8, under 16
-    (3, 8, 2), (19, 5, 16),
+    (3, 8, 2), (19, 5, 16), (12, 3, 5), (10, 8, 3),     # partial groups of nine to fifteen tokens, other hc
     (18, 4, 256),                                       # a group's scratch too large for the stack
 ])
 @pytest.mark.parametrize("merge", [False, True])

@@ -371,13 +371,36 @@ static inline void hc_step_prepare(const float *streams_in, const float *block, 
     hc_exp_args16(m, hc, base, ps, qs, cs, arg);
 }
 
+/* hc_step token by token for tokens t0 .. t1 - 1 (at most eight): hc_merge, rms_norm, small_linear, hc_mix and the
+   weighted rms_norm over those rows, the composition the grouped path reproduces. scratch: as hc_step's. */
+static inline void hc_step_tokens(const float *streams_in, const float *block, const float *post_prev,
+                                  const float *comb_prev, int64_t t0, int64_t t1, int hc, int64_t D, const float *fn,
+                                  const float *base, const float *scale, int iters, float hc_eps, float norm_eps,
+                                  const float *norm_w, float block_eps, float *streams_out, float *post, float *comb,
+                                  float *x_out, float *scratch) {
+    const int64_t width = (int64_t)hc * D, n = t1 - t0;
+    const int mix = (2 + hc) * hc, hh = hc * hc;
+    float *flat = scratch, *collapsed = scratch + HC_LANES * width, *mixes = collapsed + HC_LANES * D;
+    float pre[8 * 8];
+    float *st = streams_out + t0 * width;
+    if (block)
+        hc_merge(streams_in + t0 * width, block + t0 * D, post_prev + t0 * hc, comb_prev + t0 * hh, n, hc, D, st);
+    else if (streams_out != streams_in)
+        memcpy(st, streams_in + t0 * width, (size_t)(n * width) * sizeof(float));
+    rms_norm(st, n, width, width, 0, norm_eps, flat);
+    small_linear(flat, n, width, width, fn, mix, mixes);
+    hc_mix(mixes, n, hc, base, scale, iters, hc_eps, pre, post + t0 * hc, comb + t0 * hh, st, D, collapsed);
+    rms_norm(collapsed, n, D, D, norm_w, block_eps, x_out + t0 * D);
+}
+
 /* One boundary between decoder sub-blocks, for T tokens: when block is given, first merge it into the streams
    (hc_merge with post_prev / comb_prev); then the next site's weights (hc_mix after the unweighted RMS norm of
    the flattened streams and their product with fn [mix, hc * D], small_linear's sums), and the block input: the
    collapsed streams through a weighted RMS norm (norm_w, block_eps). streams_out may be streams_in only when
    block is NULL. Works on sixteen tokens at a time (the last group padded with copies of its last token), each
    output with the operations of hc_merge, rms_norm, small_linear and hc_mix in their order, so the bits of
-   that composition; the next group's exponentials run during this group's Sinkhorn iterations.
+   that composition; the next group's exponentials run during this group's Sinkhorn iterations. A last group of
+   at most eight tokens runs that composition itself (hc_step_tokens).
    scratch: hc_step_scratch(hc, D) floats, 64-byte aligned. */
 static inline void hc_step(const float *streams_in, const float *block, const float *post_prev, const float *comb_prev, int64_t T,
              int hc, int64_t D, const float *fn, const float *base, const float *scale, int iters, float hc_eps,
@@ -390,6 +413,11 @@ static inline void hc_step(const float *streams_in, const float *block, const fl
     float *collapsed = scratch + HC_LANES * width;        /* [16, D] */
     float *args[2] = {collapsed + HC_LANES * D, collapsed + HC_LANES * D + nexp}; /* this group's, the next's */
     v16f pre[8], po[8], cm[64];
+    /* A last group of at most eight tokens (decode of a few sequences) costs less token by token. */
+    const int64_t tail = T % HC_LANES <= HC_LANES / 2 ? T % HC_LANES : 0, grouped = T - tail;
+    if (tail) hc_step_tokens(streams_in, block, post_prev, comb_prev, grouped, T, hc, D, fn, base, scale, iters, hc_eps,
+                             norm_eps, norm_w, block_eps, streams_out, post, comb, x_out, scratch);
+    T = grouped;
     if (T <= 0) return;
     hc_step_prepare(streams_in, block, post_prev, comb_prev, 0, (int)(T < HC_LANES ? T : HC_LANES), hc, D, fn, base,
                     ps, qs, cs, norm_eps, streams_out, xt, args[0]);
