@@ -6,7 +6,8 @@
   ``norm_eps`` is the epsilon of the streams' unweighted norm, ``block_eps`` that of the block's input norm.
 * ``hc_head``: the model's last site (``pre`` only) and the final norm, the input of the vocabulary head.
 
-CPU: ``cpu.cpp`` (Sinkhorn for eight tokens at once, sums in index order). CUDA / Ascend: ``hc_merge`` and
+CPU: ``cpu.cpp`` (``hc_mix``: Sinkhorn for eight tokens at once; ``hc_step``: groups of sixteen tokens, one per
+lane, from the merge to the normed block input; sums in index order, the bits of the per-token composition). CUDA / Ascend: ``hc_merge`` and
 ``hc_mix`` run the Triton kernels of ``triton.py``; ``hc_step`` is composed from them and the RMS norm op;
 ``hc_head`` runs its PyTorch reference (once per step, a few rows).
 """

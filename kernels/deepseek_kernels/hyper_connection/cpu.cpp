@@ -68,18 +68,26 @@ static std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hc_step_cpu(
         dk::expect(pp.numel() == t * hc && cp.numel() == t * hc * hc, op, "post_prev [T, hc], comb_prev [T, hc, hc]");
     }
     auto opts = st.options();
-    // Without a block the streams pass through unchanged; the op returns them as a fresh tensor (no aliasing).
-    auto out = merge ? at::empty({t, hc, d}, opts) : st.clone();
+    // Without a block the streams pass through unchanged; the op returns them as a fresh tensor (no aliasing),
+    // which the kernel fills.
+    auto out = at::empty({t, hc, d}, opts);
     auto post = at::empty({t, hc}, opts), comb = at::empty({t, hc, hc}, opts), x = at::empty({t, d}, opts);
-    auto scratch = at::empty({t * (hc * d + mix + hc + d)}, opts);
-    float *a = scratch.data_ptr<float>();
+    // Scratch for one group of sixteen tokens: on the stack for the small models, else one allocation.
+    alignas(64) float small[4096];
+    const int64_t need = hc_step_scratch((int)hc, d);
+    at::Tensor scratch;
+    float *a = small;
+    if (need > 4096) {
+        scratch = at::empty({need + 16}, opts);
+        a = scratch.data_ptr<float>();
+        a += (16 - (((uintptr_t)a >> 2) & 15)) & 15;  // 64-byte aligned
+    }
     if (t)
-        hc_step(merge ? st.data_ptr<float>() : out.data_ptr<float>(), merge ? bl.data_ptr<float>() : nullptr,
+        hc_step(st.data_ptr<float>(), merge ? bl.data_ptr<float>() : nullptr,
                 merge ? pp.data_ptr<float>() : nullptr, merge ? cp.data_ptr<float>() : nullptr, t, (int)hc, d,
                 f.data_ptr<float>(), b.data_ptr<float>(), sc.data_ptr<float>(), (int)iters, (float)hc_eps,
                 (float)norm_eps, nw.data_ptr<float>(), (float)block_eps, out.data_ptr<float>(), post.data_ptr<float>(),
-                comb.data_ptr<float>(), x.data_ptr<float>(), a, a + t * hc * d, a + t * (hc * d + mix),
-                a + t * (hc * d + mix + hc));
+                comb.data_ptr<float>(), x.data_ptr<float>(), a);
     return {dk::like(out, streams.scalar_type()), post, comb, dk::like(x, streams.scalar_type())};
 }
 
