@@ -46,7 +46,17 @@ def sources() -> list[str]:
     return [unity, os.path.join("deepseek_kernels", "csrc", "module.cpp")]
 
 
+def headers_and_units() -> list[str]:
+    """Every file the unity source pulls in (each op's ``cpu.cpp`` and the headers): the build's dependencies,
+    so that editing any of them rebuilds the extension (setuptools compares only these dates with the
+    library's)."""
+    pkg = os.path.join(HERE, "deepseek_kernels")
+    found = glob.glob(os.path.join(pkg, "**", "*.h"), recursive=True) + glob.glob(os.path.join(pkg, "*", "*.cpp"))
+    return sorted(os.path.relpath(p, HERE) for p in found)
+
+
 setup(
-    ext_modules=[CppExtension("deepseek_kernels._C", sources(), extra_compile_args=FLAGS)],
+    ext_modules=[CppExtension("deepseek_kernels._C", sources(), extra_compile_args=FLAGS,
+                              depends=headers_and_units())],
     cmdclass={"build_ext": BuildExtension.with_options(use_ninja=False)},
 )
