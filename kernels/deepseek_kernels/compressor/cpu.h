@@ -23,3 +23,63 @@ static inline void compress_pool(const float *kv, const float *gate, int64_t N, 
         }
     }
 }
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+
+/* expf of sixteen floats with the bits of glibc's expf (2.27 and later, its FMA build, the one that a machine with
+   AVX-512 runs): x * 32 / ln 2 rounded to an integer k by the 1.5 * 2^52 shift (both through one fused
+   multiply-add), r = x * 32 / ln 2 - k (fused), 2^(k / 32) from the 32-entry table of 2^(i / 32) with k / 32's
+   integer part added to the exponent, the degree-3 polynomial in r in double precision with the same fused
+   steps, rounded to float once. Lanes with |x| >= 88 or NaN take glibc's special cases: -inf gives 0, the others
+   call expf itself. */
+static inline __m512 expf_glibc16(__m512 x) {
+    static const uint64_t tab[32] = {
+        0x3ff0000000000000, 0x3fefd9b0d3158574, 0x3fefb5586cf9890f, 0x3fef9301d0125b51, 0x3fef72b83c7d517b,
+        0x3fef54873168b9aa, 0x3fef387a6e756238, 0x3fef1e9df51fdee1, 0x3fef06fe0a31b715, 0x3feef1a7373aa9cb,
+        0x3feedea64c123422, 0x3feece086061892d, 0x3feebfdad5362a27, 0x3feeb42b569d4f82, 0x3feeab07dd485429,
+        0x3feea47eb03a5585, 0x3feea09e667f3bcd, 0x3fee9f75e8ec5f74, 0x3feea11473eb0187, 0x3feea589994cce13,
+        0x3feeace5422aa0db, 0x3feeb737b0cdc5e5, 0x3feec49182a3f090, 0x3feed503b23e255d, 0x3feee89f995ad3ad,
+        0x3feeff76f2fb5e47, 0x3fef199bdd85529c, 0x3fef3720dcef9069, 0x3fef5818dcfba487, 0x3fef7c97337b9b5f,
+        0x3fefa4afa2a490da, 0x3fefd0765b6e4540};
+    const __m512i t0 = _mm512_loadu_si512(tab), t1 = _mm512_loadu_si512(tab + 8);
+    const __m512i t2 = _mm512_loadu_si512(tab + 16), t3 = _mm512_loadu_si512(tab + 24);
+    const __m512d inv_ln2n = _mm512_set1_pd(0x1.71547652b82fep+5), shift = _mm512_set1_pd(0x1.8p52);
+    const __m512d c0 = _mm512_set1_pd(0x1.c6af84b912394p-20), c1 = _mm512_set1_pd(0x1.ebfce50fac4f3p-13);
+    const __m512d c2 = _mm512_set1_pd(0x1.62e42ff0c52d6p-6), one = _mm512_set1_pd(1.0);
+    __m256 half[2];
+    for (int h = 0; h < 2; h++) {
+        const __m512d xd = _mm512_cvtps_pd(h ? _mm512_extractf32x8_ps(x, 1) : _mm512_castps512_ps256(x));
+        const __m512d kds = _mm512_fmadd_pd(inv_ln2n, xd, shift);
+        const __m512i ki = _mm512_castpd_si512(kds);
+        const __m512d kd = _mm512_sub_pd(kds, shift);
+        const __m512d r = _mm512_fmsub_pd(inv_ln2n, xd, kd);
+        const __m512i lo = _mm512_permutex2var_epi64(t0, ki, t1), hi = _mm512_permutex2var_epi64(t2, ki, t3);
+        __m512i t = _mm512_mask_blend_epi64(_mm512_test_epi64_mask(ki, _mm512_set1_epi64(16)), lo, hi);
+        t = _mm512_add_epi64(t, _mm512_slli_epi64(ki, 47));
+        const __m512d z = _mm512_fmadd_pd(r, c0, c1);
+        const __m512d r2 = _mm512_mul_pd(r, r);
+        __m512d y = _mm512_fmadd_pd(r, c2, one);
+        y = _mm512_fmadd_pd(z, r2, y);
+        y = _mm512_mul_pd(y, _mm512_castsi512_pd(t));
+        half[h] = _mm512_cvtpd_ps(y);
+    }
+    __m512 out = _mm512_insertf32x8(_mm512_castps256_ps512(half[0]), half[1], 1);
+    const __m512i top = _mm512_and_si512(_mm512_srli_epi32(_mm512_castps_si512(x), 20), _mm512_set1_epi32(0x7ff));
+    const __mmask16 special = _mm512_cmpge_epi32_mask(top, _mm512_set1_epi32(0x42b));
+    if (special) {
+        const __mmask16 neg_inf = _mm512_cmpeq_epi32_mask(_mm512_castps_si512(x), _mm512_set1_epi32((int)0xff800000u));
+        out = _mm512_mask_mov_ps(out, neg_inf, _mm512_setzero_ps());
+        const unsigned rest = special & ~neg_inf;
+        if (rest) {
+            float xs[16], ys[16];
+            _mm512_storeu_ps(xs, x);
+            _mm512_storeu_ps(ys, out);
+            for (int l = 0; l < 16; l++)
+                if (rest >> l & 1) ys[l] = expf(xs[l]);
+            out = _mm512_loadu_ps(ys);
+        }
+    }
+    return out;
+}
+#endif
