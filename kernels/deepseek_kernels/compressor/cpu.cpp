@@ -25,7 +25,7 @@ static at::Tensor compress_pool_cpu(const at::Tensor &kv, const at::Tensor &gate
 // compress_windows without the gathered copies: sixteen channels of a window at a time, its rows read straight
 // from the pools, through compress_pool's operations in its order (the gate plus ape; the running maximum; each
 // weight exp(gate - max) and their running sum; the running sum of kv * (weight / sum)), the exponentials
-// sixteen at a time with expf's bits (expf_glibc16); then rms_norm and rope_apply on the pooled rows as before.
+// sixteen at a time with expf's bits (expf16); then rms_norm and rope_apply on the pooled rows as before.
 static void compress_windows_fused(float *ep, const float *kvp, const float *gp, const float *ap, const int64_t *ws,
                                    const int64_t *ps, const bool *has, bool overlap, int64_t n, int64_t r, int64_t d,
                                    const float *nw, float eps, int64_t rot, const float *c, const float *s,
@@ -35,6 +35,7 @@ static void compress_windows_fused(float *ep, const float *kvp, const float *gp,
     if ((int64_t)buf.size() < 2 * n * d + 16 * rr) buf.resize((size_t)(2 * n * d + 16 * rr));
     float *pooled = buf.data(), *normed = pooled + n * d, *wts = normed + n * d;
     const __m512 neg_inf = _mm512_set1_ps(-INFINITY);
+    const bool lanes_match = expf_glibc16_matches_expf();
     for (int64_t i = 0; i < n; i++) {
         const int64_t *wrow = ws + i * r, *prow = ps + i * r;
         const bool prior = overlap && has[i];
@@ -58,7 +59,7 @@ static void compress_windows_fused(float *ep, const float *kvp, const float *gp,
             }
             __m512 sum = _mm512_setzero_ps();
             for (int64_t q = 0; q < rr; q++) {
-                const __m512 w = expf_glibc16(_mm512_sub_ps(_mm512_loadu_ps(wts + q * 16), mx));
+                const __m512 w = expf16(_mm512_sub_ps(_mm512_loadu_ps(wts + q * 16), mx), lanes_match);
                 _mm512_storeu_ps(wts + q * 16, w);
                 sum = _mm512_add_ps(sum, w);
             }
