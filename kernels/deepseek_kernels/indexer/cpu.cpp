@@ -64,28 +64,33 @@ static at::Tensor indexer_select_cpu(const at::Tensor &q, const at::Tensor &weig
             const float *sr = sc + row * n;
             bool *o = out + row * n;
 #if defined(__AVX512F__)
-            if (len <= 16) {
-                // each entry's rank by counting: those ranked before it and those tied with it (NaN above all)
-                const __mmask16 valid = (__mmask16)((1u << len) - 1), cut = (__mmask16)((1u << real) - 1);
-                const __m512 v = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), cut, sr);
-                const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) & valid;
-                float lane[16];
-                _mm512_storeu_ps(lane, v);
-                __mmask16 picked = 0;
+            if (len <= 32) {
+                // each entry's rank by counting (two registers of 16 entries): those ranked before it and those
+                // tied with it, NaN above everything
+                const uint32_t valid = len == 32 ? 0xFFFFFFFFu : (1u << len) - 1;
+                const uint32_t cut = real == 32 ? 0xFFFFFFFFu : (1u << real) - 1;
+                const __m512 ninf = _mm512_set1_ps(-INFINITY);
+                const __m512 v0 = _mm512_mask_loadu_ps(ninf, (__mmask16)cut, sr);
+                const __m512 v1 = _mm512_mask_loadu_ps(ninf, (__mmask16)(cut >> 16), sr + 16);
+                const uint32_t nan = ((uint32_t)_mm512_cmp_ps_mask(v0, v0, _CMP_UNORD_Q) |
+                                      (uint32_t)_mm512_cmp_ps_mask(v1, v1, _CMP_UNORD_Q) << 16) & valid;
+                uint32_t picked = 0;
                 bool decided = true;
                 for (int64_t e = 0; e < lim; e++) {
-                    const float x = lane[e];
-                    __mmask16 before, tied;
+                    const float x = sr[e];
+                    uint32_t before, tied;
                     if (std::isnan(x)) {
                         before = 0;
                         tied = nan;
                     } else {
                         const __m512 xv = _mm512_set1_ps(x);
-                        before = (nan | _mm512_cmp_ps_mask(v, xv, _CMP_GT_OQ)) & valid;
-                        tied = _mm512_cmp_ps_mask(v, xv, _CMP_EQ_OQ) & valid;
+                        before = (nan | (uint32_t)_mm512_cmp_ps_mask(v0, xv, _CMP_GT_OQ) |
+                                  (uint32_t)_mm512_cmp_ps_mask(v1, xv, _CMP_GT_OQ) << 16) & valid;
+                        tied = ((uint32_t)_mm512_cmp_ps_mask(v0, xv, _CMP_EQ_OQ) |
+                                (uint32_t)_mm512_cmp_ps_mask(v1, xv, _CMP_EQ_OQ) << 16) & valid;
                     }
                     const int a = __builtin_popcount(before), t = __builtin_popcount(tied);
-                    if (a + t <= k) picked |= (__mmask16)(1u << e);
+                    if (a + t <= k) picked |= 1u << e;
                     else if (a < k) decided = false;  // a tie at the k-th place that at::topk splits
                 }
                 if (decided) {
