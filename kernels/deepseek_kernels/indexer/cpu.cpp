@@ -100,25 +100,25 @@ static at::Tensor indexer_select_cpu(const at::Tensor &q, const at::Tensor &weig
             } else
 #endif
             {
-            vals.assign(sr, sr + real);
-            vals.resize((size_t)len, -INFINITY);
-            std::nth_element(vals.begin(), vals.begin() + (k - 1), vals.end(), topk_before);
-            const float kth = vals[(size_t)(k - 1)];
-            int64_t above = 0, ties = 0, ties_reachable = 0;
-            for (int64_t e = 0; e < len; e++) {
-                const float v = e < real ? sr[e] : -INFINITY;
-                if (topk_before(v, kth)) {
-                    above++;
-                } else if (!topk_before(kth, v)) {
-                    ties++;
-                    ties_reachable += e < lim;
+                vals.assign(sr, sr + real);
+                vals.resize((size_t)len, -INFINITY);
+                std::nth_element(vals.begin(), vals.begin() + (k - 1), vals.end(), topk_before);
+                const float kth = vals[(size_t)(k - 1)];
+                int64_t above = 0, ties = 0, ties_reachable = 0;
+                for (int64_t e = 0; e < len; e++) {
+                    const float v = e < real ? sr[e] : -INFINITY;
+                    if (topk_before(v, kth)) {
+                        above++;
+                    } else if (!topk_before(kth, v)) {
+                        ties++;
+                        ties_reachable += e < lim;
+                    }
                 }
-            }
-            if (above + ties == k || ties_reachable == 0) {
-                for (int64_t e = 0; e < lim; e++)
-                    if (topk_before(sr[e], kth) || (above + ties == k && !topk_before(kth, sr[e]))) o[e] = true;
-                continue;
-            }
+                if (above + ties == k || ties_reachable == 0) {
+                    for (int64_t e = 0; e < lim; e++)
+                        if (topk_before(sr[e], kth) || (above + ties == k && !topk_before(kth, sr[e]))) o[e] = true;
+                    continue;
+                }
             }
             at::Tensor r = scores.select(0, i).select(0, j).narrow(-1, 0, real);
             if (len > n) r = at::constant_pad_nd(r, {0, len - n}, -INFINITY);
