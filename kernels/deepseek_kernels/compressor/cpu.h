@@ -34,6 +34,11 @@ static inline void compress_pool(const float *kv, const float *gate, int64_t N, 
    integer part added to the exponent, the degree-3 polynomial in r in double precision with the same fused
    steps, rounded to float once. Lanes with |x| >= 88 or NaN take glibc's special cases: -inf gives 0, the others
    call expf itself. */
+typedef float ef_v8f __attribute__((vector_size(32)));
+typedef double ef_v8d __attribute__((vector_size(64)));
+typedef int64_t ef_v8l __attribute__((vector_size(64)));
+typedef uint32_t ef_v16u __attribute__((vector_size(64)));
+
 static inline __m512 expf_glibc16(__m512 x) {
     static const uint64_t tab[32] = {
         0x3ff0000000000000, 0x3fefd9b0d3158574, 0x3fefb5586cf9890f, 0x3fef9301d0125b51, 0x3fef72b83c7d517b,
@@ -48,38 +53,40 @@ static inline __m512 expf_glibc16(__m512 x) {
     const __m512d inv_ln2n = _mm512_set1_pd(0x1.71547652b82fep+5), shift = _mm512_set1_pd(0x1.8p52);
     const __m512d c0 = _mm512_set1_pd(0x1.c6af84b912394p-20), c1 = _mm512_set1_pd(0x1.ebfce50fac4f3p-13);
     const __m512d c2 = _mm512_set1_pd(0x1.62e42ff0c52d6p-6), one = _mm512_set1_pd(1.0);
-    __m256 half[2];
+    /* generic vector conversions and shifts (the intrinsics' undefined pass-through operands draw warnings) */
+    float xs[16], ys[16];
+    memcpy(xs, &x, sizeof(xs));
     for (int h = 0; h < 2; h++) {
-        const __m512d xd = _mm512_cvtps_pd(h ? _mm512_extractf32x8_ps(x, 1) : _mm512_castps512_ps256(x));
+        ef_v8f xh;
+        memcpy(&xh, xs + 8 * h, sizeof(xh));
+        const __m512d xd = (__m512d)__builtin_convertvector(xh, ef_v8d);
         const __m512d kds = _mm512_fmadd_pd(inv_ln2n, xd, shift);
-        const __m512i ki = _mm512_castpd_si512(kds);
-        const __m512d kd = _mm512_sub_pd(kds, shift);
+        const ef_v8l ki = (ef_v8l)kds;
+        const __m512d kd = (__m512d)((ef_v8d)kds - (ef_v8d)shift);
         const __m512d r = _mm512_fmsub_pd(inv_ln2n, xd, kd);
-        const __m512i lo = _mm512_permutex2var_epi64(t0, ki, t1), hi = _mm512_permutex2var_epi64(t2, ki, t3);
-        __m512i t = _mm512_mask_blend_epi64(_mm512_test_epi64_mask(ki, _mm512_set1_epi64(16)), lo, hi);
-        t = _mm512_add_epi64(t, _mm512_slli_epi64(ki, 47));
+        const __m512i lo = _mm512_permutex2var_epi64(t0, (__m512i)ki, t1);
+        const __m512i hi = _mm512_permutex2var_epi64(t2, (__m512i)ki, t3);
+        const __m512i t = _mm512_mask_blend_epi64(_mm512_test_epi64_mask((__m512i)ki, _mm512_set1_epi64(16)), lo, hi);
+        const ef_v8d s = (ef_v8d)((ef_v8l)t + (ki << 47));
         const __m512d z = _mm512_fmadd_pd(r, c0, c1);
-        const __m512d r2 = _mm512_mul_pd(r, r);
+        const __m512d r2 = (__m512d)((ef_v8d)r * (ef_v8d)r);
         __m512d y = _mm512_fmadd_pd(r, c2, one);
         y = _mm512_fmadd_pd(z, r2, y);
-        y = _mm512_mul_pd(y, _mm512_castsi512_pd(t));
-        half[h] = _mm512_cvtpd_ps(y);
+        const ef_v8f yf = __builtin_convertvector((ef_v8d)y * s, ef_v8f);
+        memcpy(ys + 8 * h, &yf, sizeof(yf));
     }
-    __m512 out = _mm512_insertf32x8(_mm512_castps256_ps512(half[0]), half[1], 1);
-    const __m512i top = _mm512_and_si512(_mm512_srli_epi32(_mm512_castps_si512(x), 20), _mm512_set1_epi32(0x7ff));
-    const __mmask16 special = _mm512_cmpge_epi32_mask(top, _mm512_set1_epi32(0x42b));
+    __m512 out;
+    memcpy(&out, ys, sizeof(out));
+    const ef_v16u top = ((ef_v16u)x >> 20) & 0x7ffu;
+    const __mmask16 special = _mm512_cmpge_epu32_mask((__m512i)top, _mm512_set1_epi32(0x42b));
     if (special) {
-        const __mmask16 neg_inf = _mm512_cmpeq_epi32_mask(_mm512_castps_si512(x), _mm512_set1_epi32((int)0xff800000u));
-        out = _mm512_mask_mov_ps(out, neg_inf, _mm512_setzero_ps());
+        const __mmask16 neg_inf = _mm512_cmpeq_epi32_mask((__m512i)x, _mm512_set1_epi32((int)0xff800000u));
         const unsigned rest = special & ~neg_inf;
-        if (rest) {
-            float xs[16], ys[16];
-            _mm512_storeu_ps(xs, x);
-            _mm512_storeu_ps(ys, out);
-            for (int l = 0; l < 16; l++)
-                if (rest >> l & 1) ys[l] = expf(xs[l]);
-            out = _mm512_loadu_ps(ys);
+        for (int l = 0; l < 16; l++) {
+            if (neg_inf >> l & 1) ys[l] = 0.0f;
+            else if (rest >> l & 1) ys[l] = expf(xs[l]);
         }
+        memcpy(&out, ys, sizeof(out));
     }
     return out;
 }
