@@ -79,3 +79,39 @@ def test_compress_windows_checks_its_arguments() -> None:
         ops.compress_windows(entry_pool, *bad)
     with pytest.raises(RuntimeError, match="compress_windows: the pools must be contiguous float32"):
         ops.compress_windows(entry_pool.double(), *args)
+
+
+def composed_bits(entry_pool: torch.Tensor, args, monkeypatch) -> torch.Tensor:
+    """The entries of the three single ops (compress_pool with the scalar expf, rms_norm, rope) composed."""
+    for name, kernel in (("compress_pool_reference", ops.compress_pool), ("rms_norm_reference", ops.rms_norm),
+                         ("rope_reference", ops.rope)):
+        monkeypatch.setattr(ref, name, kernel)
+    out = entry_pool.clone()
+    compress_windows_reference(out, *args)
+    return out
+
+
+@pytest.mark.parametrize("overlap,rate,d,rot", [(True, 4, 40, 8), (False, 16, 48, 16), (True, 16, 8, 8),
+                                                (False, 3, 17, 6), (True, 1, 64, 8)])
+def test_compress_windows_exponentials_are_expf_bits(overlap: bool, rate: int, d: int, rot: int, monkeypatch) -> None:
+    # Gates spread over many scales, so that exp(gate - max) runs from 1 down past the underflow (|x| >= 88, the
+    # special lanes), with +-inf and NaN gates too: the sixteen-lane exponential must give expf's bits throughout.
+    entry_pool, args = case(rate + d, overlap, rate, d, rot, 40)
+    g = torch.Generator().manual_seed(d)
+    args = list(args)
+    gate = args[1]
+    scale = torch.exp(torch.rand(gate.shape, generator=g) * 7 - 2)  # about 0.14 .. 150
+    gate = gate * scale
+    flat = gate.view(-1)
+    picks = torch.randint(0, flat.numel(), (12,), generator=g)
+    flat[picks[:4]] = float("-inf")
+    flat[picks[4:6]] = float("inf")
+    flat[picks[6:8]] = float("nan")
+    flat[picks[8:]] = torch.tensor([1e4, -1e4, 95.0, -104.0])
+    args[1] = gate
+    got = entry_pool.clone()
+    ops.compress_windows(got, *args)
+    want = composed_bits(entry_pool, args, monkeypatch)
+    torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+    finite = ~torch.isnan(want)
+    assert torch.equal(got[finite].view(torch.int32), want[finite].view(torch.int32))

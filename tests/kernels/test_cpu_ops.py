@@ -479,3 +479,23 @@ def test_vector_exp_is_within_two_ulps() -> None:
     assert float(err.max()) <= 2.0
     assert torch.all(out[~keep] == 0)
     assert out[x == 0].eq(1).all()
+
+
+@pytest.mark.parametrize("n", [3, 16, 19, 40])
+@pytest.mark.parametrize("topk", [1, 4, 8])
+def test_indexer_select_ties_keep_the_topk_choice(n, topk) -> None:
+    """Scores that tie often (small integer queries and entries, zero and negative head weights) around the k-th
+    best, with rows as long as N, shorter and longer: the mask is the one at::topk's choice gives, whether the
+    tie decides nothing (plain from the scores) or the row has to be ranked as at::topk ranks it."""
+    g = gen(500 + n * 10 + topk)
+    b, tq, hi, di = 4, 6, 3, 4
+    pool = torch.randint(-1, 2, (64, di), generator=g).float()
+    slots = torch.randint(0, 64, (b, n), generator=g)
+    q = torch.randint(-1, 2, (b, tq, hi, di), generator=g).float()
+    w = torch.randint(-1, 2, (b, tq, hi), generator=g).float()
+    w[0, :2, 0] = float("nan")  # NaN scores rank above everything
+    threshold = torch.randint(0, n + 1, (b, tq), generator=g)
+    threshold[1] = n
+    for totals in ([n] * b, [n, max(n - 2, 0), n + 5, 1]):
+        fast, slow = both(ops.indexer_select, q, w, pool, slots, threshold, 0.5, 1.0, topk, totals)
+        assert torch.equal(fast, slow)

@@ -16,6 +16,14 @@ struct PoolTarget {
     }
 };
 
+// A float buffer of at least n floats, kept from call to call (one per thread): the kernels' scratch and the
+// transposed weights, without an allocation per call.
+static std::vector<float> &scratch_floats(int64_t n) {
+    thread_local std::vector<float> buf;
+    if ((int64_t)buf.size() < n) buf.resize((size_t)n);
+    return buf;
+}
+
 static PoolTarget target(const char *op, const at::Tensor &pool, int64_t t) {
     dk::expect_float(op, "pool", pool);
     const bool direct = pool.scalar_type() == at::kFloat && pool.is_contiguous();
@@ -43,7 +51,12 @@ static std::tuple<at::Tensor, at::Tensor, at::Tensor> attn_front_cpu(
     dk::expect((int64_t)copy_offsets.size() == (int64_t)copy_pools.size(), op, "one offset per copy pool");
     auto slots = slots_in.contiguous();
     if (t) {
-        const int64_t lo = slots.min().item<int64_t>(), hi = slots.max().item<int64_t>();
+        const int64_t *sp = slots.data_ptr<int64_t>();
+        int64_t lo = sp[0], hi = sp[0];
+        for (int64_t i = 1; i < t; i++) {
+            lo = std::min(lo, sp[i]);
+            hi = std::max(hi, sp[i]);
+        }
         dk::expect(lo >= 0 && hi < kv_pool.numel() / head_dim, op, "slots must be rows of kv_pool");
         for (const auto &p : copy_pools) dk::expect(hi < p.numel() / p.size(-1), op, "slots must be rows of every pool");
     }
@@ -55,8 +68,6 @@ static std::tuple<at::Tensor, at::Tensor, at::Tensor> attn_front_cpu(
     auto proj = dk::f32(proj_in), qn = dk::f32(q_norm_w), wb = dk::f32(wq_b), kvn = dk::f32(kv_norm_w);
     auto cf = dk::f32(c), sf = dk::f32(s);
     at::Tensor iw = idx_wq_b.has_value() ? dk::f32(*idx_wq_b) : at::Tensor();
-    // Stand-in pools are written at rows 0 .. T - 1.
-    auto local = at::arange(t, slots.options());
     PoolTarget kv = target(op, kv_pool, t);
     std::vector<PoolTarget> copies;
     std::vector<int64_t> offs, widths, addrs;
@@ -80,19 +91,23 @@ static std::tuple<at::Tensor, at::Tensor, at::Tensor> attn_front_cpu(
                 addrs[i] = (int64_t)(intptr_t)copies[i].ptr();
             }
     }
-    const at::Tensor &write_slots = all_direct ? slots : local;
+    // Stand-in pools are written at rows 0 .. T - 1.
+    const at::Tensor write_slots = all_direct ? slots : at::arange(t, slots.options());
     auto opts = proj.options();
     const bool with_idx = iw.defined();
     auto q_latent = at::empty({t, qa}, opts), q = at::empty({t, n_heads, head_dim}, opts);
     auto qi = with_idx ? at::empty({t, idx_heads, idx_dim}, opts) : at::empty({0}, opts);
-    auto scratch = at::empty({t * (2 * n_heads * head_dim + 2 * head_dim + idx_heads * idx_dim) + 1}, opts);
     if (t) {
-        attn_front(proj.data_ptr<float>(), t, width, qa, qn.data_ptr<float>(), (float)q_eps, wb.data_ptr<float>(),
+        const int64_t hd = n_heads * head_dim, id = with_idx ? idx_heads * idx_dim : 0;
+        std::vector<float> &buf = scratch_floats(t * (hd + head_dim + id) + qa * (padded16(hd) + padded16(id)));
+        float *wq_bt = buf.data(), *idx_bt = wq_bt + qa * padded16(hd), *scratch = idx_bt + qa * padded16(id);
+        transpose_weights(wb.data_ptr<float>(), hd, qa, wq_bt);
+        if (with_idx) transpose_weights(iw.data_ptr<float>(), id, qa, idx_bt);
+        attn_front(proj.data_ptr<float>(), t, width, qa, qn.data_ptr<float>(), (float)q_eps, wq_bt,
                    n_heads, head_dim, (float)head_eps, kvn.data_ptr<float>(), (float)kv_eps, r, cf.data_ptr<float>(),
                    sf.data_ptr<float>(), write_slots.data_ptr<int64_t>(), kv.ptr(), (int64_t)offs.size(), offs.data(),
-                   widths.data(), addrs.data(), with_idx ? iw.data_ptr<float>() : nullptr, idx_heads, idx_dim,
-                   q_latent.data_ptr<float>(), q.data_ptr<float>(), with_idx ? qi.data_ptr<float>() : nullptr,
-                   scratch.data_ptr<float>());
+                   widths.data(), addrs.data(), with_idx ? idx_bt : nullptr, idx_heads, idx_dim,
+                   q_latent.data_ptr<float>(), q.data_ptr<float>(), with_idx ? qi.data_ptr<float>() : nullptr, scratch);
         kv.finish(slots);
         for (auto &p : copies) p.finish(slots);
     }
@@ -115,10 +130,17 @@ static at::Tensor attn_back_cpu(const at::Tensor &x, const at::Tensor &c, const 
     dk::expect(wo_b.dim() == 2 && wo_b.size(1) == groups * rank, op, "wo_b must be [hidden, G * rank]");
     auto xf = dk::f32(x), cf = dk::f32(c), sf = dk::f32(s), wa = dk::f32(wo_a), wb = dk::f32(wo_b);
     auto out = at::empty({t, wo_b.size(0)}, xf.options());
-    auto scratch = at::empty({t * (h * d + groups * rank) + 1}, xf.options());
-    if (t)
-        attn_back(xf.data_ptr<float>(), t, h, d, r, cf.data_ptr<float>(), sf.data_ptr<float>(), wa.data_ptr<float>(),
-                  groups, rank, wb.data_ptr<float>(), wo_b.size(0), out.data_ptr<float>(), scratch.data_ptr<float>());
+    if (t) {
+        const int64_t hidden = wo_b.size(0), rp = padded16(rank);
+        std::vector<float> &buf = scratch_floats(t * (h * d + groups * rank) + groups * width * rp +
+                                                 groups * rank * padded16(hidden));
+        float *wo_at = buf.data(), *wo_bt = wo_at + groups * width * rp, *scratch = wo_bt + groups * rank * padded16(hidden);
+        for (int64_t g = 0; g < groups; g++)
+            transpose_weights(wa.data_ptr<float>() + g * rank * width, rank, width, wo_at + g * width * rp);
+        transpose_weights(wb.data_ptr<float>(), hidden, groups * rank, wo_bt);
+        attn_back(xf.data_ptr<float>(), t, h, d, r, cf.data_ptr<float>(), sf.data_ptr<float>(), wo_at, groups, rank,
+                  wo_bt, hidden, out.data_ptr<float>(), scratch);
+    }
     return dk::like(out, x.scalar_type());
 }
 

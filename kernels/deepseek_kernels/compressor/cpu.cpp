@@ -2,6 +2,7 @@
 #include "cpu.h"
 #include "../rms_norm/cpu.h"
 #include "../rope/cpu.h"
+#include "../attention_block/cpu.h"
 #include "../csrc/torch_glue.h"
 
 #include <vector>
@@ -19,6 +20,65 @@ static at::Tensor compress_pool_cpu(const at::Tensor &kv, const at::Tensor &gate
     compress_pool(k.data_ptr<float>(), g.data_ptr<float>(), n, r, c, out.data_ptr<float>(), w.data());
     return dk::like(out, kv.scalar_type());
 }
+
+#if defined(__AVX512F__)
+// compress_windows without the gathered copies: sixteen channels of a window at a time, its rows read straight
+// from the pools, through compress_pool's operations in its order (the gate plus ape; the running maximum; each
+// weight exp(gate - max) and their running sum; the running sum of kv * (weight / sum)), the exponentials
+// sixteen at a time with expf's bits (expf16); then rms_norm and rope_apply on the pooled rows as before.
+static void compress_windows_fused(float *ep, const float *kvp, const float *gp, const float *ap, const int64_t *ws,
+                                   const int64_t *ps, const bool *has, bool overlap, int64_t n, int64_t r, int64_t d,
+                                   const float *nw, float eps, int64_t rot, const float *c, const float *s,
+                                   const int64_t *os) {
+    const int64_t width = overlap ? 2 * d : d, rr = overlap ? 2 * r : r, off = overlap ? d : 0;
+    thread_local std::vector<float> buf;
+    if ((int64_t)buf.size() < 2 * n * d + 16 * rr) buf.resize((size_t)(2 * n * d + 16 * rr));
+    float *pooled = buf.data(), *normed = pooled + n * d, *wts = normed + n * d;
+    const __m512 neg_inf = _mm512_set1_ps(-INFINITY);
+    const bool lanes_match = expf_glibc16_matches_expf();
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t *wrow = ws + i * r, *prow = ps + i * r;
+        const bool prior = overlap && has[i];
+        for (int64_t c0 = 0; c0 < d; c0 += 16) {
+            const __mmask16 m = d - c0 >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (d - c0)) - 1);
+            /* window row q: the previous window's first d channels (q < r, CSA), else this window's own */
+            __m512 mx = neg_inf;
+            for (int64_t q = 0; q < rr; q++) {
+                __m512 g;
+                if (overlap && q < r) {
+                    g = prior ? _mm512_add_ps(_mm512_maskz_loadu_ps(m, gp + prow[q] * width + c0),
+                                              _mm512_maskz_loadu_ps(m, ap + q * width + c0))
+                              : neg_inf;
+                } else {
+                    const int64_t j = overlap ? q - r : q;
+                    g = _mm512_add_ps(_mm512_maskz_loadu_ps(m, gp + wrow[j] * width + off + c0),
+                                      _mm512_maskz_loadu_ps(m, ap + j * width + off + c0));
+                }
+                _mm512_storeu_ps(wts + q * 16, g);
+                mx = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(g, mx, _CMP_GT_OQ), mx, g);
+            }
+            __m512 sum = _mm512_setzero_ps();
+            for (int64_t q = 0; q < rr; q++) {
+                const __m512 w = expf16(_mm512_sub_ps(_mm512_loadu_ps(wts + q * 16), mx), lanes_match);
+                _mm512_storeu_ps(wts + q * 16, w);
+                sum = _mm512_add_ps(sum, w);
+            }
+            __m512 acc = _mm512_setzero_ps();
+            for (int64_t q = 0; q < rr; q++) {
+                __m512 kv;
+                if (overlap && q < r)
+                    kv = prior ? _mm512_maskz_loadu_ps(m, kvp + prow[q] * width + c0) : _mm512_setzero_ps();
+                else
+                    kv = _mm512_maskz_loadu_ps(m, kvp + wrow[overlap ? q - r : q] * width + off + c0);
+                acc = _mm512_add_ps(acc, _mm512_mul_ps(kv, _mm512_div_ps(_mm512_loadu_ps(wts + q * 16), sum)));
+            }
+            _mm512_mask_storeu_ps(pooled + i * d + c0, m, acc);
+        }
+    }
+    rms_norm_rows(pooled, n, d, d, nw, eps, normed);
+    for (int64_t i = 0; i < n; i++) rope_apply(normed + i * d, 1, 1, d, rot, c + i * rot, s + i * rot, ep + os[i] * d);
+}
+#endif
 
 // The windows a step closes, pooled, normed, rotated and stored in one call (see compress_windows_reference):
 // the same compress_pool, rms_norm and rope_apply code as the three ops, on rows gathered here.
@@ -61,6 +121,11 @@ static void compress_windows_cpu(at::Tensor entry_pool, const at::Tensor &kv_poo
                    "window rows must lie inside the pools");
     for (int64_t i = 0; i < n; i++) dk::expect(os[i] >= 0 && os[i] < entry_rows, op, "out_slots outside the entry pool");
     if (!n) return;
+#if defined(__AVX512F__)
+    compress_windows_fused(entry_pool.data_ptr<float>(), kv_pool.data_ptr<float>(), gate_pool.data_ptr<float>(),
+                           ape_t.data_ptr<float>(), ws, ps, has, overlap, n, r, d, nw_t.data_ptr<float>(), (float)eps,
+                           rot, c_t.data_ptr<float>(), s_t.data_ptr<float>(), os);
+#else
     const float *kvp = kv_pool.data_ptr<float>(), *gp = gate_pool.data_ptr<float>(), *ap = ape_t.data_ptr<float>();
     const int64_t rr = overlap ? 2 * r : r;
     std::vector<float> kv((size_t)(n * rr * d)), gate((size_t)(n * rr * d)), pooled((size_t)(n * d)),
@@ -96,6 +161,7 @@ static void compress_windows_cpu(at::Tensor entry_pool, const at::Tensor &kv_poo
     rope_apply(normed.data(), n, 1, d, rot, c_t.data_ptr<float>(), s_t.data_ptr<float>(), out.data());
     float *ep = entry_pool.data_ptr<float>();
     for (int64_t i = 0; i < n; i++) memcpy(ep + os[i] * d, out.data() + i * d, (size_t)d * sizeof(float));
+#endif
 }
 
 TORCH_LIBRARY_FRAGMENT(deepseek_kernels, m) {
