@@ -131,11 +131,15 @@ static inline v16f lane_sums8_pair(const v16f *a) {
     return (v16f)s;
 }
 
+/* Probabilities of a pair of heads A, B in blocks of sixteen floats: A's values for eight rows, then B's for
+   the same rows (the lanes of one dot block). Row i of head A sits at pair_at(i), of head B at pair_at(i) + 8. */
+static inline int64_t pair_at(int64_t i) { return (i >> 3) * 16 + (i & 7); }
+
 /* Scaled dots of two heads (qq: per block of eight columns, head A's eight then head B's) with the rows
-   rows[0, nv) (padded to a multiple of eight with readable rows), eight rows at a time: pa / pb get the dots of
-   head A / B, mxv the lane-wise running max (head A in lanes 0-7) of the real rows' dots. */
+   rows[0, nv) (padded to a multiple of eight with readable rows), eight rows at a time, into pp (pair blocks);
+   mxv: the lane-wise running max of the real rows' dots (head A in lanes 0-7). */
 static inline void paged_dots_pair(const float *qq, const float *const *rows, int64_t nv, int64_t D, float scale,
-                                   float *pa, float *pb, v16f &mxv) {
+                                   float *pp, v16f &mxv) {
     for (int64_t i0 = 0; i0 < nv; i0 += 8) {
         v16f acc[8];
         for (int j = 0; j < 8; j++) acc[j] = (v16f){0};
@@ -145,8 +149,7 @@ static inline void paged_dots_pair(const float *qq, const float *const *rows, in
                 acc[j] = acc[j] + a * (v16f)_mm512_broadcast_f32x8(_mm256_loadu_ps(rows[i0 + j] + d));
         }
         const v16f dots = lane_sums8_pair(acc) * scale;
-        _mm256_storeu_ps(pa + i0, _mm512_castps512_ps256((__m512)dots));
-        _mm256_storeu_ps(pb + i0, _mm512_extractf32x8_ps((__m512)dots, 1));
+        _mm512_storeu_ps(pp + 2 * i0, (__m512)dots);
         const int64_t cnt = nv - i0 < 8 ? nv - i0 : 8;
         const __mmask16 real = (__mmask16)(((1u << cnt) - 1) * 0x0101u);
         /* max(dots, mxv) lane-wise is "dots > mxv ? dots : mxv": the scalar kernel's test */
@@ -154,21 +157,34 @@ static inline void paged_dots_pair(const float *qq, const float *const *rows, in
     }
 }
 
-/* o[h * D + c] for NH heads and 16 * NC columns (the last vector of columns limited to `last`):
-   sum over the rows in order of pn[h * stride + i] * rows[i][c], from 0 (the scalar kernel's order per element). */
+/* s[c] += p[c][pair_at(i)] for i in [0, nv), C chains side by side (each in its own order) */
+template <int C>
+static inline void paged_sums(const float *const *p, int64_t nv, float *s) {
+    float t[C];
+    for (int c = 0; c < C; c++) t[c] = s[c];
+    for (int64_t i = 0; i < nv; i++) {
+        const int64_t at = pair_at(i);
+        for (int c = 0; c < C; c++) t[c] += p[c][at];
+    }
+    for (int c = 0; c < C; c++) s[c] = t[c];
+}
+
+/* o[h * D + c] for NH heads and 16 * NC columns from c0 (the last vector of columns limited to `last`): sum over
+   the rows in order of ph[h][pair_at(i)] * rows[i][c], from 0 (the scalar kernel's order per element). */
 template <int NH, int NC>
-static inline void paged_values(const float *const *rows, int64_t nv, int64_t c0, const float *pn, int64_t stride,
+static inline void paged_values(const float *const *rows, int64_t nv, int64_t c0, const float *const *ph,
                                 float *o, int64_t D, __mmask16 last) {
     v16f acc[NH][NC];
     for (int h = 0; h < NH; h++)
         for (int c = 0; c < NC; c++) acc[h][c] = (v16f){0};
     for (int64_t i = 0; i < nv; i++) {
         const float *kr = rows[i] + c0;
+        const int64_t at = pair_at(i);
         v16f k[NC];
         for (int c = 0; c < NC; c++)
             k[c] = (v16f)(c == NC - 1 ? _mm512_maskz_loadu_ps(last, kr + 16 * c) : _mm512_loadu_ps(kr + 16 * c));
         for (int h = 0; h < NH; h++) {
-            const v16f p = (v16f)_mm512_set1_ps(pn[h * stride + i]);
+            const v16f p = (v16f)_mm512_set1_ps(ph[h][at]);
             for (int c = 0; c < NC; c++) acc[h][c] = acc[h][c] + p * k[c];
         }
     }
@@ -181,13 +197,13 @@ static inline void paged_values(const float *const *rows, int64_t nv, int64_t c0
 }
 
 template <int NC>
-static inline void paged_values_heads(const float *const *rows, int64_t nv, int64_t c0, const float *pn,
-                                      int64_t stride, float *o, int64_t D, int64_t nh, __mmask16 last) {
+static inline void paged_values_heads(const float *const *rows, int64_t nv, int64_t c0, const float *const *ph,
+                                      float *o, int64_t D, int64_t nh, __mmask16 last) {
     switch (nh) {
-    case 1: paged_values<1, NC>(rows, nv, c0, pn, stride, o, D, last); break;
-    case 2: paged_values<2, NC>(rows, nv, c0, pn, stride, o, D, last); break;
-    case 3: paged_values<3, NC>(rows, nv, c0, pn, stride, o, D, last); break;
-    default: paged_values<4, NC>(rows, nv, c0, pn, stride, o, D, last); break;
+    case 1: paged_values<1, NC>(rows, nv, c0, ph, o, D, last); break;
+    case 2: paged_values<2, NC>(rows, nv, c0, ph, o, D, last); break;
+    case 3: paged_values<3, NC>(rows, nv, c0, ph, o, D, last); break;
+    default: paged_values<4, NC>(rows, nv, c0, ph, o, D, last); break;
     }
 }
 
@@ -207,36 +223,39 @@ static inline __mmask8 visible_lanes(const uint8_t *vis, int64_t cnt) {
 }
 
 /* One query, D a multiple of 8: the arithmetic of paged_query_plain, with heads in pairs for the dots (eight
-   rows at a time), sixteen-lane exps, the denominators of all heads side by side, and up to four heads' value
-   sums in registers at once. rows padded to a multiple of eight; w: scratch (paged_scratch_floats). */
+   rows at a time) and the sixteen-lane exps, the denominators of up to eight heads side by side, and up to four
+   heads' value sums in registers at once. rows padded to a multiple of eight; pstride: floats per head pair
+   (>= 2 * nv rounded up to 8); w: scratch (paged_scratch_floats). */
 static inline void paged_query_avx512(const float *qb, const float *const *rows, int64_t nv, int64_t H, int64_t D,
-                                      const float *sink, float scale, int64_t stride, float *w, float *ob) {
-    float *probs = w, *qq = w + (H + 1) * stride, *mx = qq + (H + 1) * D, *inv = mx + ((H + 15) & ~(int64_t)15);
-    for (int64_t h = 0; h < H; h += 2) {
+                                      const float *sink, float scale, int64_t pstride, float *w, float *ob) {
+    const int64_t pairs = (H + 1) / 2, hr = (H + 15) & ~(int64_t)15;
+    float *probs = w, *qq = w + pairs * pstride, *mx = qq + 2 * D, *inv = mx + hr;
+    const float **ph = (const float **)(inv + hr); /* head h's probabilities: pair h / 2, lanes 8 * (h % 2) */
+    for (int64_t h = 0; h < H; h++) ph[h] = probs + (h / 2) * pstride + 8 * (h % 2);
+    for (int64_t pr = 0; pr < pairs; pr++) {
+        const int64_t h = 2 * pr;
+        /* an odd last head pairs with itself */
         const float *qa = qb + h * D, *qc = h + 1 < H ? qa + D : qa;
-        float *dst = qq + h * D;
         for (int64_t d = 0; d < D; d += 8) {
-            memcpy(dst + 2 * d, qa + d, 8 * sizeof(float));
-            memcpy(dst + 2 * d + 8, qc + d, 8 * sizeof(float));
+            const __m512 two = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(qa + d)),
+                                                  _mm256_loadu_ps(qc + d), 1);
+            _mm512_storeu_ps(qq + 2 * d, two);
         }
         v16f mxv = (v16f){0} - INFINITY;
-        /* an odd last head pairs with itself; its twin's dots go to the spare row H */
-        paged_dots_pair(dst, rows, nv, D, scale, probs + h * stride, probs + (h + 1) * stride, mxv);
+        float *pp = probs + pr * pstride;
+        paged_dots_pair(qq, rows, nv, D, scale, pp, mxv);
         for (int64_t e = 0; e < 2 && h + e < H; e++) {
             float m = sink[h + e];
             for (int l = 0; l < 8; l++)
                 if (mxv[8 * e + l] > m) m = mxv[8 * e + l];
             mx[h + e] = m;
         }
-    }
-    for (int64_t h = 0; h < H; h++) {
-        float *ph = probs + h * stride;
-        const v16f m = (v16f){0} + mx[h];
-        for (int64_t i = 0; i < nv; i += 16) {
+        const v16f m = (v16f)_mm512_insertf32x8(_mm512_set1_ps(mx[h]), _mm256_set1_ps(mx[h + 1 < H ? h + 1 : h]), 1);
+        for (int64_t i0 = 0; i0 < nv; i0 += 8) {
             v16f v;
-            memcpy(&v, ph + i, sizeof(v));
+            memcpy(&v, pp + 2 * i0, sizeof(v));
             v = vexp16(v - m);
-            memcpy(ph + i, &v, sizeof(v));
+            memcpy(pp + 2 * i0, &v, sizeof(v));
         }
     }
     for (int64_t h0 = 0; h0 < H; h0 += 8) {
@@ -246,31 +265,39 @@ static inline void paged_query_avx512(const float *qb, const float *const *rows,
         const v8f es = vexp8(t);
         float s[8];
         for (int e = 0; e < 8; e++) s[e] = es[e];
-        for (int64_t i = 0; i < nv; i++)
-            for (int64_t e = 0; e < nh; e++) s[e] += probs[(h0 + e) * stride + i];
+        switch (nh) {
+        case 1: paged_sums<1>(ph + h0, nv, s); break;
+        case 2: paged_sums<2>(ph + h0, nv, s); break;
+        case 3: paged_sums<3>(ph + h0, nv, s); break;
+        case 4: paged_sums<4>(ph + h0, nv, s); break;
+        case 5: paged_sums<5>(ph + h0, nv, s); break;
+        case 6: paged_sums<6>(ph + h0, nv, s); break;
+        case 7: paged_sums<7>(ph + h0, nv, s); break;
+        default: paged_sums<8>(ph + h0, nv, s); break;
+        }
         for (int64_t e = 0; e < nh; e++) inv[h0 + e] = 1.0f / s[e];
     }
-    for (int64_t h = 0; h < H; h++) {
-        float *ph = probs + h * stride;
-        const v16f m = (v16f){0} + inv[h];
-        for (int64_t i = 0; i < nv; i += 16) {
+    for (int64_t pr = 0; pr < pairs; pr++) {
+        const int64_t h = 2 * pr;
+        float *pp = probs + pr * pstride;
+        const v16f m = (v16f)_mm512_insertf32x8(_mm512_set1_ps(inv[h]), _mm256_set1_ps(inv[h + 1 < H ? h + 1 : h]), 1);
+        for (int64_t i0 = 0; i0 < nv; i0 += 8) {
             v16f v;
-            memcpy(&v, ph + i, sizeof(v));
+            memcpy(&v, pp + 2 * i0, sizeof(v));
             v = v * m;
-            memcpy(ph + i, &v, sizeof(v));
+            memcpy(pp + 2 * i0, &v, sizeof(v));
         }
     }
     for (int64_t c0 = 0; c0 < D; c0 += 32) {
         const int64_t rem = D - c0;
         for (int64_t h0 = 0; h0 < H; h0 += 4) {
             const int64_t nh = H - h0 < 4 ? H - h0 : 4;
-            const float *pn = probs + h0 * stride;
             float *o = ob + h0 * D;
             if (rem > 16)
-                paged_values_heads<2>(rows, nv, c0, pn, stride, o, D, nh,
+                paged_values_heads<2>(rows, nv, c0, ph + h0, o, D, nh,
                                       rem >= 32 ? (__mmask16)0xFFFF : (__mmask16)((1u << (rem - 16)) - 1));
             else
-                paged_values_heads<1>(rows, nv, c0, pn, stride, o, D, nh,
+                paged_values_heads<1>(rows, nv, c0, ph + h0, o, D, nh,
                                       rem >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << rem) - 1));
         }
     }
@@ -279,8 +306,9 @@ static inline void paged_query_avx512(const float *qb, const float *const *rows,
 
 /* Scratch of sink_attention_paged: floats and row pointers for H heads, K = Kw + N keys, width D. */
 static inline int64_t paged_scratch_floats(int64_t H, int64_t K, int64_t D) {
-    const int64_t stride = (K + 15) & ~(int64_t)15;
-    return (H + 1) * stride + (H + 1) * D + 2 * ((H + 15) & ~(int64_t)15) + 32;
+    const int64_t pstride = 2 * ((K + 7) & ~(int64_t)7);
+    /* probabilities (pairs of heads), the query pair, mx, inv, H pointers (two floats each), spare */
+    return (H + 1) / 2 * pstride + 2 * D + 4 * ((H + 15) & ~(int64_t)15) + 32;
 }
 static inline int64_t paged_scratch_ptrs(int64_t K) { return 2 * K + 32; }
 
@@ -296,7 +324,7 @@ static inline void sink_attention_paged(const float *q, int64_t B, int64_t Tq, i
                           const int64_t *ent_slots, int64_t N, const uint8_t *ent_vis, const int64_t *threshold,
                           const float *sink, float scale, float *w, const float **ptrs, float *out) {
     if (!ent_pool) N = 0;
-    const int64_t K = Kw + N, stride = (K + 15) & ~(int64_t)15;
+    const int64_t K = Kw + N, pstride = 2 * ((K + 7) & ~(int64_t)7);
     /* ptrs: the sequence's key rows (window, then entries; eight spare), then the visible ones of a query */
     const float **krow = ptrs, **rows = ptrs + K + 8;
     for (int64_t b = 0; b < B; b++) {
@@ -331,7 +359,7 @@ static inline void sink_attention_paged(const float *q, int64_t B, int64_t Tq, i
                     continue;
                 }
                 for (int64_t j = nv; j < ((nv + 7) & ~(int64_t)7); j++) rows[j] = rows[0];
-                paged_query_avx512(qb, rows, nv, H, D, sink, scale, stride, w, ob);
+                paged_query_avx512(qb, rows, nv, H, D, sink, scale, pstride, w, ob);
                 continue;
             }
 #else
