@@ -135,12 +135,24 @@ static inline v16f lane_sums8_pair(const v16f *a) {
    the same rows (the lanes of one dot block). Row i of head A sits at pair_at(i), of head B at pair_at(i) + 8. */
 static inline int64_t pair_at(int64_t i) { return (i >> 3) * 16 + (i & 7); }
 
+/* The rows of the next sequence, fetched into the cache a few at a time while this one is worked on (a burst
+   of prefetches at once stalls on the fill buffers). */
+struct PagedPrefetch {
+    const float *const *next = nullptr;
+    int64_t left = 0, D = 0;
+    void pump(int64_t count) {
+        for (; count > 0 && left > 0; count--, left--, next++)
+            for (int64_t d = 0; d < D; d += 16) __builtin_prefetch(*next + d, 0, 3);
+    }
+};
+
 /* Scaled dots of two heads (qq: per block of eight columns, head A's eight then head B's) with the rows
    rows[0, nv) (padded to a multiple of eight with readable rows), eight rows at a time, into pp (pair blocks);
    mxv: the lane-wise running max of the real rows' dots (head A in lanes 0-7). */
 static inline void paged_dots_pair(const float *qq, const float *const *rows, int64_t nv, int64_t D, float scale,
-                                   float *pp, v16f &mxv) {
+                                   float *pp, v16f &mxv, PagedPrefetch &pf) {
     for (int64_t i0 = 0; i0 < nv; i0 += 8) {
+        pf.pump(4);
         v16f acc[8];
         for (int j = 0; j < 8; j++) acc[j] = (v16f){0};
         for (int64_t d = 0; d < D; d += 8) {
@@ -227,7 +239,8 @@ static inline __mmask8 visible_lanes(const uint8_t *vis, int64_t cnt) {
    heads' value sums in registers at once. rows padded to a multiple of eight; pstride: floats per head pair
    (>= 2 * nv rounded up to 8); w: scratch (paged_scratch_floats). */
 static inline void paged_query_avx512(const float *qb, const float *const *rows, int64_t nv, int64_t H, int64_t D,
-                                      const float *sink, float scale, int64_t pstride, float *w, float *ob) {
+                                      const float *sink, float scale, int64_t pstride, float *w, float *ob,
+                                      PagedPrefetch &pf) {
     const int64_t pairs = (H + 1) / 2, hr = (H + 15) & ~(int64_t)15;
     float *probs = w, *qq = w + pairs * pstride, *mx = qq + 2 * D, *inv = mx + hr;
     const float **ph = (const float **)(inv + hr); /* head h's probabilities: pair h / 2, lanes 8 * (h % 2) */
@@ -243,7 +256,7 @@ static inline void paged_query_avx512(const float *qb, const float *const *rows,
         }
         v16f mxv = (v16f){0} - INFINITY;
         float *pp = probs + pr * pstride;
-        paged_dots_pair(qq, rows, nv, D, scale, pp, mxv);
+        paged_dots_pair(qq, rows, nv, D, scale, pp, mxv, pf);
         for (int64_t e = 0; e < 2 && h + e < H; e++) {
             float m = sink[h + e];
             for (int l = 0; l < 8; l++)
@@ -310,7 +323,7 @@ static inline int64_t paged_scratch_floats(int64_t H, int64_t K, int64_t D) {
     /* probabilities (pairs of heads), the query pair, mx, inv, H pointers (two floats each), spare */
     return (H + 1) / 2 * pstride + 2 * D + 4 * ((H + 15) & ~(int64_t)15) + 32;
 }
-static inline int64_t paged_scratch_ptrs(int64_t K) { return 2 * K + 32; }
+static inline int64_t paged_scratch_ptrs(int64_t K) { return 3 * K + 32; }
 
 /* Attention with a sink logit reading its keys straight from the paged pools.
    q: [B, Tq, H, D]; keys of sequence b: the window rows kv_pool[key_slots[b, :Kw]] (visible per query where
@@ -326,11 +339,20 @@ static inline void sink_attention_paged(const float *q, int64_t B, int64_t Tq, i
     if (!ent_pool) N = 0;
     const int64_t K = Kw + N, pstride = 2 * ((K + 7) & ~(int64_t)7);
     /* ptrs: the sequence's key rows (window, then entries; eight spare), then the visible ones of a query */
-    const float **krow = ptrs, **rows = ptrs + K + 8;
+    const float **krow = ptrs, **rows = ptrs + K + 8, **knext = ptrs + 2 * K + 24;
+    PagedPrefetch pf;
+    pf.D = D;
     for (int64_t b = 0; b < B; b++) {
         for (int64_t k = 0; k < Kw; k++) krow[k] = kv_pool + key_slots[b * Kw + k] * D;
         for (int64_t n = 0; n < N; n++) krow[Kw + n] = ent_pool + ent_slots[b * N + n] * D;
         for (int64_t k = K; k < K + 8; k++) krow[k] = krow[0];
+        pf.pump(K);
+        if (b + 1 < B) {
+            for (int64_t k = 0; k < Kw; k++) knext[k] = kv_pool + key_slots[(b + 1) * Kw + k] * D;
+            for (int64_t n = 0; n < N; n++) knext[Kw + n] = ent_pool + ent_slots[(b + 1) * N + n] * D;
+            pf.next = knext;
+            pf.left = K;
+        }
         for (int64_t tq = 0; tq < Tq; tq++) {
             const uint8_t *wv = win_vis + (b * Tq + tq) * Kw;
             const uint8_t *ev = ent_vis ? ent_vis + (b * Tq + tq) * N : 0;
@@ -359,7 +381,7 @@ static inline void sink_attention_paged(const float *q, int64_t B, int64_t Tq, i
                     continue;
                 }
                 for (int64_t j = nv; j < ((nv + 7) & ~(int64_t)7); j++) rows[j] = rows[0];
-                paged_query_avx512(qb, rows, nv, H, D, sink, scale, pstride, w, ob);
+                paged_query_avx512(qb, rows, nv, H, D, sink, scale, pstride, w, ob, pf);
                 continue;
             }
 #else
