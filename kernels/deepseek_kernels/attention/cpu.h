@@ -235,8 +235,8 @@ static inline __mmask8 visible_lanes(const uint8_t *vis, int64_t cnt) {
 }
 
 /* One query, D a multiple of 8: the arithmetic of paged_query_plain, with heads in pairs for the dots (eight
-   rows at a time) and the sixteen-lane exps, the denominators of up to eight heads side by side, and up to four
-   heads' value sums in registers at once. rows padded to a multiple of eight; pstride: floats per head pair
+   rows at a time), the sixteen-lane exps and the denominators, and up to four heads' value sums in registers at
+   once. rows padded to a multiple of eight; pstride: floats per head pair
    (>= 2 * nv rounded up to 8); w: scratch (paged_scratch_floats). */
 static inline void paged_query_avx512(const float *qb, const float *const *rows, int64_t nv, int64_t H, int64_t D,
                                       const float *sink, float scale, int64_t pstride, float *w, float *ob,
@@ -270,34 +270,23 @@ static inline void paged_query_avx512(const float *qb, const float *const *rows,
             v = vexp16(v - m);
             memcpy(pp + 2 * i0, &v, sizeof(v));
         }
-    }
-    for (int64_t h0 = 0; h0 < H; h0 += 8) {
-        const int64_t nh = H - h0 < 8 ? H - h0 : 8;
+        /* the denominators (from the sink's term, in row order) of this pair: their chains of additions run
+           while the next pair's dots are computed */
+        const bool two = h + 1 < H;
         v8f t = {0};
-        for (int64_t e = 0; e < nh; e++) t[e] = sink[h0 + e] - mx[h0 + e];
+        t[0] = sink[h] - mx[h];
+        if (two) t[1] = sink[h + 1] - mx[h + 1];
         const v8f es = vexp8(t);
-        float s[8];
-        for (int e = 0; e < 8; e++) s[e] = es[e];
-        switch (nh) {
-        case 1: paged_sums<1>(ph + h0, nv, s); break;
-        case 2: paged_sums<2>(ph + h0, nv, s); break;
-        case 3: paged_sums<3>(ph + h0, nv, s); break;
-        case 4: paged_sums<4>(ph + h0, nv, s); break;
-        case 5: paged_sums<5>(ph + h0, nv, s); break;
-        case 6: paged_sums<6>(ph + h0, nv, s); break;
-        case 7: paged_sums<7>(ph + h0, nv, s); break;
-        default: paged_sums<8>(ph + h0, nv, s); break;
-        }
-        for (int64_t e = 0; e < nh; e++) inv[h0 + e] = 1.0f / s[e];
-    }
-    for (int64_t pr = 0; pr < pairs; pr++) {
-        const int64_t h = 2 * pr;
-        float *pp = probs + pr * pstride;
-        const v16f m = (v16f)_mm512_insertf32x8(_mm512_set1_ps(inv[h]), _mm256_set1_ps(inv[h + 1 < H ? h + 1 : h]), 1);
+        float s[2] = {es[0], es[1]};
+        if (two) paged_sums<2>(ph + h, nv, s);
+        else paged_sums<1>(ph + h, nv, s);
+        inv[h] = 1.0f / s[0];
+        if (two) inv[h + 1] = 1.0f / s[1];
+        const v16f r = (v16f)_mm512_insertf32x8(_mm512_set1_ps(inv[h]), _mm256_set1_ps(inv[two ? h + 1 : h]), 1);
         for (int64_t i0 = 0; i0 < nv; i0 += 8) {
             v16f v;
             memcpy(&v, pp + 2 * i0, sizeof(v));
-            v = v * m;
+            v = v * r;
             memcpy(pp + 2 * i0, &v, sizeof(v));
         }
     }
