@@ -73,6 +73,17 @@ static inline void paged_query_plain(const float *qb, const float *const *rows, 
     }
 }
 
+/* The rows of the next sequence, fetched into the cache a few at a time while this one is worked on (a burst
+   of prefetches at once stalls on the fill buffers). */
+struct PagedPrefetch {
+    const float *const *next = nullptr;
+    int64_t left = 0, D = 0;
+    void pump(int64_t count) {
+        for (; count > 0 && left > 0; count--, left--, next++)
+            for (int64_t d = 0; d < D; d += 16) __builtin_prefetch(*next + d, 0, 3);
+    }
+};
+
 #if defined(__AVX512F__) && defined(__AVX512DQ__) && defined(__AVX512BW__) && defined(__AVX512VL__)
 #define DK_ATTENTION_AVX512 1
 typedef float v16f __attribute__((vector_size(64)));
@@ -134,17 +145,6 @@ static inline v16f lane_sums8_pair(const v16f *a) {
 /* Probabilities of a pair of heads A, B in blocks of sixteen floats: A's values for eight rows, then B's for
    the same rows (the lanes of one dot block). Row i of head A sits at pair_at(i), of head B at pair_at(i) + 8. */
 static inline int64_t pair_at(int64_t i) { return (i >> 3) * 16 + (i & 7); }
-
-/* The rows of the next sequence, fetched into the cache a few at a time while this one is worked on (a burst
-   of prefetches at once stalls on the fill buffers). */
-struct PagedPrefetch {
-    const float *const *next = nullptr;
-    int64_t left = 0, D = 0;
-    void pump(int64_t count) {
-        for (; count > 0 && left > 0; count--, left--, next++)
-            for (int64_t d = 0; d < D; d += 16) __builtin_prefetch(*next + d, 0, 3);
-    }
-};
 
 /* Scaled dots of two heads (qq: per block of eight columns, head A's eight then head B's) with the rows
    rows[0, nv) (padded to a multiple of eight with readable rows), eight rows at a time, into pp (pair blocks);
@@ -306,6 +306,91 @@ static inline void paged_query_avx512(const float *qb, const float *const *rows,
 }
 #endif
 
+#if defined(__AVX__) && !defined(DK_ATTENTION_AVX512)
+/* One query, D a multiple of 8, on AVX without AVX-512: the arithmetic of paged_query_plain with eight rows'
+   dots at a time per head (lane_sums8) and each head's value sums over 32 columns in four registers. probs:
+   [H, stride] (stride >= nv), mx / sum: H floats each. */
+static inline void paged_query_lanes8(const float *qb, const float *const *rows, int64_t nv, int64_t H, int64_t D,
+                                      const float *sink, float scale, int64_t stride, float *probs, float *mx,
+                                      float *sum, float *ob) {
+    for (int64_t h = 0; h < H; h++) mx[h] = sink[h];
+    int64_t i0 = 0;
+    for (; i0 + 8 <= nv; i0 += 8) {
+        for (int64_t h = 0; h < H; h++) {
+            const float *qr = qb + h * D;
+            v8f acc[8];
+            for (int j = 0; j < 8; j++) acc[j] = (v8f){0};
+            for (int64_t d = 0; d < D; d += 8) {
+                v8f a;
+                memcpy(&a, qr + d, sizeof(a));
+                for (int j = 0; j < 8; j++) {
+                    v8f c;
+                    memcpy(&c, rows[i0 + j] + d, sizeof(c));
+                    acc[j] = acc[j] + a * c;
+                }
+            }
+            v8f dots = (v8f)lane_sums8(acc) * scale;
+            memcpy(probs + h * stride + i0, &dots, sizeof(dots));
+            for (int j = 0; j < 8; j++)
+                if (dots[j] > mx[h]) mx[h] = dots[j];
+        }
+    }
+    for (int64_t i = i0; i < nv; i++)
+        for (int64_t h = 0; h < H; h++) {
+            const float dot = dot_row(qb + h * D, rows[i], D) * scale;
+            probs[h * stride + i] = dot;
+            if (dot > mx[h]) mx[h] = dot;
+        }
+    for (int64_t h = 0; h < H; h++) {
+        float s = sexp(sink[h] - mx[h]);
+        float *ph = probs + h * stride;
+        int64_t i = 0;
+        for (; i + 8 <= nv; i += 8) {
+            v8f v;
+            memcpy(&v, ph + i, sizeof(v));
+            v = vexp8(v - mx[h]);
+            memcpy(ph + i, &v, sizeof(v));
+        }
+        for (; i < nv; i++) ph[i] = sexp(ph[i] - mx[h]);
+        for (i = 0; i < nv; i++) s += ph[i];
+        sum[h] = 1.0f / s;
+        for (int64_t d = 0; d < D; d++) ob[h * D + d] = 0.0f;
+    }
+    int64_t d0 = 0;
+    for (; d0 + 32 <= D; d0 += 32)
+        for (int64_t h = 0; h < H; h++) {
+            const float *ph = probs + h * stride;
+            const float inv = sum[h];
+            v8f o0 = {0}, o1 = {0}, o2 = {0}, o3 = {0};
+            for (int64_t i = 0; i < nv; i++) {
+                const float *kr = rows[i] + d0;
+                const float p = ph[i] * inv;
+                v8f k0, k1, k2, k3;
+                memcpy(&k0, kr, sizeof(k0));
+                memcpy(&k1, kr + 8, sizeof(k1));
+                memcpy(&k2, kr + 16, sizeof(k2));
+                memcpy(&k3, kr + 24, sizeof(k3));
+                o0 = o0 + p * k0;
+                o1 = o1 + p * k1;
+                o2 = o2 + p * k2;
+                o3 = o3 + p * k3;
+            }
+            float *o = ob + h * D + d0;
+            memcpy(o, &o0, sizeof(o0));
+            memcpy(o + 8, &o1, sizeof(o1));
+            memcpy(o + 16, &o2, sizeof(o2));
+            memcpy(o + 24, &o3, sizeof(o3));
+        }
+    if (d0 < D)
+        for (int64_t i = 0; i < nv; i++)
+            for (int64_t h = 0; h < H; h++) {
+                const float p = probs[h * stride + i] * sum[h];
+                float *o = ob + h * D;
+                for (int64_t d = d0; d < D; d++) o[d] += p * rows[i][d];
+            }
+}
+#endif
+
 /* Scratch of sink_attention_paged: floats and row pointers for H heads, K = Kw + N keys, width D. */
 static inline int64_t paged_scratch_floats(int64_t H, int64_t K, int64_t D) {
     const int64_t pstride = 2 * ((K + 7) & ~(int64_t)7);
@@ -326,7 +411,7 @@ static inline void sink_attention_paged(const float *q, int64_t B, int64_t Tq, i
                           const int64_t *ent_slots, int64_t N, const uint8_t *ent_vis, const int64_t *threshold,
                           const float *sink, float scale, float *w, const float **ptrs, float *out) {
     if (!ent_pool) N = 0;
-    const int64_t K = Kw + N, pstride = 2 * ((K + 7) & ~(int64_t)7);
+    const int64_t K = Kw + N;
     /* ptrs: the sequence's key rows (window, then entries; eight spare), then the visible ones of a query */
     const float **krow = ptrs, **rows = ptrs + K + 8, **knext = ptrs + 2 * K + 24;
     PagedPrefetch pf;
@@ -370,7 +455,7 @@ static inline void sink_attention_paged(const float *q, int64_t B, int64_t Tq, i
                     continue;
                 }
                 for (int64_t j = nv; j < ((nv + 7) & ~(int64_t)7); j++) rows[j] = rows[0];
-                paged_query_avx512(qb, rows, nv, H, D, sink, scale, pstride, w, ob, pf);
+                paged_query_avx512(qb, rows, nv, H, D, sink, scale, 2 * ((K + 7) & ~(int64_t)7), w, ob, pf);
                 continue;
             }
 #else
@@ -378,6 +463,14 @@ static inline void sink_attention_paged(const float *q, int64_t B, int64_t Tq, i
                 if (wv[k]) rows[nv++] = krow[k];
             for (int64_t n = 0; n < N; n++)
                 if (ev ? ev[n] : n < thr) rows[nv++] = krow[Kw + n];
+#if defined(__AVX__)
+            if ((D & 7) == 0) {
+                const int64_t stride = (K + 7) & ~(int64_t)7, hr = (H + 15) & ~(int64_t)15;
+                paged_query_lanes8(qb, rows, nv, H, D, sink, scale, stride, w, w + H * stride,
+                                   w + H * stride + hr, ob);
+                continue;
+            }
+#endif
 #endif
             paged_query_plain(qb, rows, nv, H, D, sink, scale, w, ob);
         }
