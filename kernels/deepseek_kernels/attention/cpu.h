@@ -169,16 +169,29 @@ static inline void paged_dots_pair(const float *qq, const float *const *rows, in
     }
 }
 
-/* s[c] += p[c][pair_at(i)] for i in [0, nv), C chains side by side (each in its own order) */
+/* s[c] += p[c][pair_at(i)] for i in [i0, i1), C chains side by side (each in its own order) */
 template <int C>
-static inline void paged_sums(const float *const *p, int64_t nv, float *s) {
+static inline void paged_sums(const float *const *p, int64_t i0, int64_t i1, float *s) {
     float t[C];
     for (int c = 0; c < C; c++) t[c] = s[c];
-    for (int64_t i = 0; i < nv; i++) {
+    for (int64_t i = i0; i < i1; i++) {
         const int64_t at = pair_at(i);
         for (int c = 0; c < C; c++) t[c] += p[c][at];
     }
     for (int c = 0; c < C; c++) s[c] = t[c];
+}
+
+static inline void paged_sums_n(const float *const *p, int64_t n, int64_t i0, int64_t i1, float *s) {
+    switch (n) {
+    case 1: paged_sums<1>(p, i0, i1, s); break;
+    case 2: paged_sums<2>(p, i0, i1, s); break;
+    case 3: paged_sums<3>(p, i0, i1, s); break;
+    case 4: paged_sums<4>(p, i0, i1, s); break;
+    case 5: paged_sums<5>(p, i0, i1, s); break;
+    case 6: paged_sums<6>(p, i0, i1, s); break;
+    case 7: paged_sums<7>(p, i0, i1, s); break;
+    default: paged_sums<8>(p, i0, i1, s); break;
+    }
 }
 
 /* o[h * D + c] for NH heads and 16 * NC columns from c0 (the last vector of columns limited to `last`): sum over
@@ -234,56 +247,105 @@ static inline __mmask8 visible_lanes(const uint8_t *vis, int64_t cnt) {
     return (__mmask8)_mm_test_epi8_mask(v, v);
 }
 
-/* One query, D a multiple of 8: the arithmetic of paged_query_plain, with heads in pairs for the dots (eight
-   rows at a time), the sixteen-lane exps and the denominators, and up to four heads' value sums in registers at
-   once. rows padded to a multiple of eight; pstride: floats per head pair
-   (>= 2 * nv rounded up to 8); w: scratch (paged_scratch_floats). */
-static inline void paged_query_avx512(const float *qb, const float *const *rows, int64_t nv, int64_t H, int64_t D,
-                                      const float *sink, float scale, int64_t pstride, float *w, float *ob,
-                                      PagedPrefetch &pf) {
-    const int64_t pairs = (H + 1) / 2, hr = (H + 15) & ~(int64_t)15;
-    float *probs = w, *qq = w + pairs * pstride, *mx = qq + 2 * D, *inv = mx + hr;
-    const float **ph = (const float **)(inv + hr); /* head h's probabilities: pair h / 2, lanes 8 * (h % 2) */
-    for (int64_t h = 0; h < H; h++) ph[h] = probs + (h / 2) * pstride + 8 * (h % 2);
-    for (int64_t pr = 0; pr < pairs; pr++) {
-        const int64_t h = 2 * pr;
+/* One query of the vector path (D a multiple of 8): its rows (padded to a multiple of eight), output and
+   scratch w, laid out by paged_layout: the probabilities of head pairs (pstride floats per pair, pair_at
+   order), the pair of query rows, mx and the denominators s (hr floats each), the heads' probability rows ph. */
+struct PagedJob {
+    const float *qb;
+    const float *const *rows;
+    int64_t nv;
+    float *w, *ob;
+};
+
+struct PagedLayout {
+    float *probs, *qq, *mx, *s;
+    const float **ph;
+    PagedLayout(float *w, int64_t H, int64_t D, int64_t pstride) {
+        const int64_t hr = (H + 15) & ~(int64_t)15;
+        probs = w;
+        qq = w + (H + 1) / 2 * pstride;
+        mx = qq + 2 * D;
+        s = mx + hr;
+        ph = (const float **)(s + hr);
+    }
+};
+
+/* Stage 1 of a query: the dots of each head pair (eight rows at a time), the max from the sink, the
+   sixteen-lane exps, and each head's denominator started at exp(sink - max). */
+static inline void paged_exps(const PagedJob &job, int64_t H, int64_t D, const float *sink, float scale,
+                              int64_t pstride, PagedPrefetch &pf) {
+    PagedLayout L(job.w, H, D, pstride);
+    for (int64_t h = 0; h < H; h++) L.ph[h] = L.probs + (h / 2) * pstride + 8 * (h % 2);
+    for (int64_t h = 0; h < H; h += 2) {
         /* an odd last head pairs with itself */
-        const float *qa = qb + h * D, *qc = h + 1 < H ? qa + D : qa;
+        const bool two = h + 1 < H;
+        const float *qa = job.qb + h * D, *qc = two ? qa + D : qa;
         for (int64_t d = 0; d < D; d += 8) {
-            const __m512 two = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(qa + d)),
-                                                  _mm256_loadu_ps(qc + d), 1);
-            _mm512_storeu_ps(qq + 2 * d, two);
+            const __m512 both = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(qa + d)),
+                                                   _mm256_loadu_ps(qc + d), 1);
+            _mm512_storeu_ps(L.qq + 2 * d, both);
         }
         v16f mxv = (v16f){0} - INFINITY;
-        float *pp = probs + pr * pstride;
-        paged_dots_pair(qq, rows, nv, D, scale, pp, mxv, pf);
+        float *pp = L.probs + (h / 2) * pstride;
+        paged_dots_pair(L.qq, job.rows, job.nv, D, scale, pp, mxv, pf);
         for (int64_t e = 0; e < 2 && h + e < H; e++) {
             float m = sink[h + e];
             for (int l = 0; l < 8; l++)
                 if (mxv[8 * e + l] > m) m = mxv[8 * e + l];
-            mx[h + e] = m;
+            L.mx[h + e] = m;
         }
-        const v16f m = (v16f)_mm512_insertf32x8(_mm512_set1_ps(mx[h]), _mm256_set1_ps(mx[h + 1 < H ? h + 1 : h]), 1);
-        for (int64_t i0 = 0; i0 < nv; i0 += 8) {
+        const v16f m = (v16f)_mm512_insertf32x8(_mm512_set1_ps(L.mx[h]), _mm256_set1_ps(L.mx[two ? h + 1 : h]), 1);
+        for (int64_t i0 = 0; i0 < job.nv; i0 += 8) {
             v16f v;
             memcpy(&v, pp + 2 * i0, sizeof(v));
             v = vexp16(v - m);
             memcpy(pp + 2 * i0, &v, sizeof(v));
         }
-        /* the denominators (from the sink's term, in row order) of this pair: their chains of additions run
-           while the next pair's dots are computed */
-        const bool two = h + 1 < H;
         v8f t = {0};
-        t[0] = sink[h] - mx[h];
-        if (two) t[1] = sink[h + 1] - mx[h + 1];
+        t[0] = sink[h] - L.mx[h];
+        if (two) t[1] = sink[h + 1] - L.mx[h + 1];
         const v8f es = vexp8(t);
-        float s[2] = {es[0], es[1]};
-        if (two) paged_sums<2>(ph + h, nv, s);
-        else paged_sums<1>(ph + h, nv, s);
-        inv[h] = 1.0f / s[0];
-        if (two) inv[h + 1] = 1.0f / s[1];
-        const v16f r = (v16f)_mm512_insertf32x8(_mm512_set1_ps(inv[h]), _mm256_set1_ps(inv[two ? h + 1 : h]), 1);
-        for (int64_t i0 = 0; i0 < nv; i0 += 8) {
+        L.s[h] = es[0];
+        if (two) L.s[h + 1] = es[1];
+    }
+}
+
+/* Stage 2: the denominators, each head's exps added in row order. Two queries' heads run side by side when
+   they fit in eight chains (a chain of additions alone waits on each addition's latency). */
+static inline void paged_denominators(int64_t H, int64_t D, int64_t pstride, const PagedJob &j1, const PagedJob *j2) {
+    PagedLayout L1(j1.w, H, D, pstride);
+    if (j2 && 2 * H <= 8) {
+        PagedLayout L2(j2->w, H, D, pstride);
+        const float *p[8];
+        float s[8];
+        for (int64_t h = 0; h < H; h++) {
+            p[h] = L1.ph[h], p[H + h] = L2.ph[h];
+            s[h] = L1.s[h], s[H + h] = L2.s[h];
+        }
+        const int64_t both = j1.nv < j2->nv ? j1.nv : j2->nv;
+        paged_sums_n(p, 2 * H, 0, both, s);
+        paged_sums_n(p, H, both, j1.nv, s);
+        paged_sums_n(p + H, H, both, j2->nv, s + H);
+        for (int64_t h = 0; h < H; h++) L1.s[h] = s[h], L2.s[h] = s[H + h];
+        return;
+    }
+    for (const PagedJob *j : {&j1, j2}) {
+        if (!j) continue;
+        PagedLayout L(j->w, H, D, pstride);
+        for (int64_t h0 = 0; h0 < H; h0 += 8) paged_sums_n(L.ph + h0, H - h0 < 8 ? H - h0 : 8, 0, j->nv, L.s + h0);
+    }
+}
+
+/* Stage 3: the probabilities times 1 / denominator, then the values of up to four heads x 32 columns in
+   registers over the rows in order. */
+static inline void paged_values_all(const PagedJob &job, int64_t H, int64_t D, int64_t pstride) {
+    PagedLayout L(job.w, H, D, pstride);
+    for (int64_t h = 0; h < H; h += 2) {
+        const bool two = h + 1 < H;
+        const float inv0 = 1.0f / L.s[h], inv1 = two ? 1.0f / L.s[h + 1] : inv0;
+        const v16f r = (v16f)_mm512_insertf32x8(_mm512_set1_ps(inv0), _mm256_set1_ps(inv1), 1);
+        float *pp = L.probs + (h / 2) * pstride;
+        for (int64_t i0 = 0; i0 < job.nv; i0 += 8) {
             v16f v;
             memcpy(&v, pp + 2 * i0, sizeof(v));
             v = v * r;
@@ -294,12 +356,12 @@ static inline void paged_query_avx512(const float *qb, const float *const *rows,
         const int64_t rem = D - c0;
         for (int64_t h0 = 0; h0 < H; h0 += 4) {
             const int64_t nh = H - h0 < 4 ? H - h0 : 4;
-            float *o = ob + h0 * D;
+            float *o = job.ob + h0 * D;
             if (rem > 16)
-                paged_values_heads<2>(rows, nv, c0, ph + h0, o, D, nh,
+                paged_values_heads<2>(job.rows, job.nv, c0, L.ph + h0, o, D, nh,
                                       rem >= 32 ? (__mmask16)0xFFFF : (__mmask16)((1u << (rem - 16)) - 1));
             else
-                paged_values_heads<1>(rows, nv, c0, ph + h0, o, D, nh,
+                paged_values_heads<1>(job.rows, job.nv, c0, L.ph + h0, o, D, nh,
                                       rem >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << rem) - 1));
         }
     }
@@ -392,12 +454,15 @@ static inline void paged_query_lanes8(const float *qb, const float *const *rows,
 #endif
 
 /* Scratch of sink_attention_paged: floats and row pointers for H heads, K = Kw + N keys, width D. */
-static inline int64_t paged_scratch_floats(int64_t H, int64_t K, int64_t D) {
+static inline int64_t paged_query_floats(int64_t H, int64_t K, int64_t D) {
     const int64_t pstride = 2 * ((K + 7) & ~(int64_t)7);
-    /* probabilities (pairs of heads), the query pair, mx, inv, H pointers (two floats each), spare */
     return (H + 1) / 2 * pstride + 2 * D + 4 * ((H + 15) & ~(int64_t)15) + 32;
 }
-static inline int64_t paged_scratch_ptrs(int64_t K) { return 3 * K + 32; }
+static inline int64_t paged_scratch_floats(int64_t H, int64_t K, int64_t D) {
+    /* two queries in flight on the vector path */
+    return 2 * paged_query_floats(H, K, D);
+}
+static inline int64_t paged_scratch_ptrs(int64_t K) { return 4 * K + 48; }
 
 /* Attention with a sink logit reading its keys straight from the paged pools.
    q: [B, Tq, H, D]; keys of sequence b: the window rows kv_pool[key_slots[b, :Kw]] (visible per query where
@@ -412,10 +477,17 @@ static inline void sink_attention_paged(const float *q, int64_t B, int64_t Tq, i
                           const float *sink, float scale, float *w, const float **ptrs, float *out) {
     if (!ent_pool) N = 0;
     const int64_t K = Kw + N;
-    /* ptrs: the sequence's key rows (window, then entries; eight spare), then the visible ones of a query */
-    const float **krow = ptrs, **rows = ptrs + K + 8, **knext = ptrs + 2 * K + 24;
+    /* ptrs: the sequence's key rows (window, then entries; eight spare), the next sequence's, then the visible
+       ones of a query (two buffers: two queries are in flight on the vector path) */
+    const float **krow = ptrs, **knext = ptrs + K + 8;
     PagedPrefetch pf;
     pf.D = D;
+    int slot = 0;
+#if defined(DK_ATTENTION_AVX512)
+    const int64_t pstride = 2 * ((K + 7) & ~(int64_t)7), qfloats = paged_query_floats(H, K, D);
+    PagedJob held = {};
+    bool holding = false;
+#endif
     for (int64_t b = 0; b < B; b++) {
         for (int64_t k = 0; k < Kw; k++) krow[k] = kv_pool + key_slots[b * Kw + k] * D;
         for (int64_t n = 0; n < N; n++) krow[Kw + n] = ent_pool + ent_slots[b * N + n] * D;
@@ -434,6 +506,7 @@ static inline void sink_attention_paged(const float *q, int64_t B, int64_t Tq, i
             const float *qb = q + (b * Tq + tq) * H * D;
             float *ob = out + (b * Tq + tq) * H * D;
             int64_t nv = 0;
+            const float **rows = ptrs + 2 * K + 8 + slot * (K + 16);
 #if defined(DK_ATTENTION_AVX512)
             for (int64_t k = 0; k < Kw; k += 8) {
                 const int64_t cnt = Kw - k < 8 ? Kw - k : 8;
@@ -455,7 +528,20 @@ static inline void sink_attention_paged(const float *q, int64_t B, int64_t Tq, i
                     continue;
                 }
                 for (int64_t j = nv; j < ((nv + 7) & ~(int64_t)7); j++) rows[j] = rows[0];
-                paged_query_avx512(qb, rows, nv, H, D, sink, scale, 2 * ((K + 7) & ~(int64_t)7), w, ob, pf);
+                const PagedJob job = {qb, rows, nv, w + slot * qfloats, ob};
+                paged_exps(job, H, D, sink, scale, pstride, pf);
+                if (!holding) {
+                    /* held until the next query's exps are done: their denominators are added side by side */
+                    held = job;
+                    holding = true;
+                    slot ^= 1;
+                    continue;
+                }
+                paged_denominators(H, D, pstride, held, &job);
+                paged_values_all(held, H, D, pstride);
+                paged_values_all(job, H, D, pstride);
+                holding = false;
+                slot ^= 1;
                 continue;
             }
 #else
@@ -475,4 +561,10 @@ static inline void sink_attention_paged(const float *q, int64_t B, int64_t Tq, i
             paged_query_plain(qb, rows, nv, H, D, sink, scale, w, ob);
         }
     }
+#if defined(DK_ATTENTION_AVX512)
+    if (holding) {
+        paged_denominators(H, D, pstride, held, nullptr);
+        paged_values_all(held, H, D, pstride);
+    }
+#endif
 }
