@@ -73,14 +73,19 @@ static at::Tensor sink_attention_paged_cpu(const at::Tensor &q, const at::Tensor
     dk::gather_rows_f32(kvp, ks);
     if (ep.defined()) dk::gather_rows_f32(ep, es);
     auto out = at::empty({b, tq, h, d}, qf.options());
-    auto probs = at::empty({(h + 2) * (kw + n) + 2}, qf.options());
+    // scratch kept per thread between calls (no allocation on the decode path once it has grown)
+    thread_local std::vector<float> scratch;
+    thread_local std::vector<const float *> ptrs;
+    const int64_t kall = kw + n;
+    if ((int64_t)scratch.size() < paged_scratch_floats(h, kall, d)) scratch.resize(paged_scratch_floats(h, kall, d));
+    if ((int64_t)ptrs.size() < paged_scratch_ptrs(kall)) ptrs.resize(paged_scratch_ptrs(kall));
     if (out.numel())
         sink_attention_paged(qf.data_ptr<float>(), b, tq, h, d, kvp.data_ptr<float>(), ks.data_ptr<int64_t>(), kw,
                              (const uint8_t *)wv.data_ptr<bool>(), ep.defined() ? ep.data_ptr<float>() : nullptr,
                              es.defined() ? es.data_ptr<int64_t>() : nullptr, n,
                              ev.defined() ? (const uint8_t *)ev.data_ptr<bool>() : nullptr,
                              th.defined() ? th.data_ptr<int64_t>() : nullptr, sf.data_ptr<float>(), (float)scale,
-                             probs.data_ptr<float>(), out.data_ptr<float>());
+                             scratch.data(), ptrs.data(), out.data_ptr<float>());
     return dk::like(out, q.scalar_type());
 }
 

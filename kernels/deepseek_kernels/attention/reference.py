@@ -30,11 +30,11 @@ def gather_paged_keys(kv_pool, key_slots, win_visible, entry_pool=None, entry_sl
                       threshold=None):
     """The keys ``[B, K, D]`` and visibility ``[B, Tq, K]`` that ``sink_attention_paged`` reads from the pools."""
     b, kw = key_slots.shape
-    keys = kv_pool.reshape(-1, kv_pool.shape[-1])[key_slots.flatten()].view(b, kw, -1)
+    keys = kv_pool.reshape(-1, kv_pool.shape[-1])[key_slots.flatten()].view(b, kw, kv_pool.shape[-1])
     visible = win_visible
     if entry_pool is not None:
         n = entry_slots.shape[1]
-        entries = entry_pool.reshape(-1, entry_pool.shape[-1])[entry_slots.flatten()].view(b, n, -1)
+        entries = entry_pool.reshape(-1, entry_pool.shape[-1])[entry_slots.flatten()].view(b, n, entry_pool.shape[-1])
         if entry_visible is None:
             entry_visible = torch.arange(n, device=kv_pool.device)[None, None, :] < threshold[..., None]
         keys = torch.cat([keys, entries.to(keys.dtype)], dim=1)
