@@ -63,23 +63,17 @@ class BatchedDeepseekV4(nn.Module):
             self._plans = ([hc_sites(layer) for layer in layers], [AttentionPlan.of(layer.attn) for layer in layers])
         return self._plans
 
-    def _decode_stack(self, layout: StepLayout, pool) -> tuple | None:
-        """``ops.decode_stack``'s arguments after ``layout.slots``, for a step where every sequence adds one token
-        and the model's layers all take the op's path (:mod:`.decode_stack_plan`); ``None`` otherwise, and when
-        ``use_decode_stack`` is off (the layer loop then runs, as for prefill)."""
-        if layout.t_max != 1 or not self.use_decode_stack:
+    def _decode_stack(self, positions: torch.Tensor, ctx: StepContext) -> tuple | None:
+        """``ops.decode_stack``'s arguments after ``input_ids`` (up to ``pools``) for a step where every sequence
+        adds one token and the model's layers all take the op's path (:mod:`.decode_stack_plan`); ``None``
+        otherwise, and when ``use_decode_stack`` is off (the layer loop then runs, as for prefill)."""
+        if not self.use_decode_stack or ctx.query_start_loc[-1] != len(ctx.block_tables):
             return None
         plans = self.plans()
         if self._stack is None or self._stack[0] is not plans:
-            self._stack = (plans, DecodeStackPlan.build(list(self.model.layers), *plans))
+            self._stack = (plans, DecodeStackPlan.build(list(self.model.layers), *plans, self.config.sliding_window))
         stack = self._stack[1]
-        if stack is None:
-            return None
-        found = stack.step_arguments(layout, pool)
-        if found is None:
-            return None
-        stack.refresh()
-        return stack.weights, stack.ints, stack.floats, found[0], found[1]
+        return None if stack is None else stack.call_arguments(positions, ctx)
 
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx: StepContext) -> torch.Tensor:
         h = self._hidden(input_ids, positions, ctx)
@@ -97,16 +91,16 @@ class BatchedDeepseekV4(nn.Module):
     def _hidden(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx: StepContext) -> torch.Tensor | None:
         """The normed final hidden state of the rows whose logits are wanted (``None``: no rows)."""
         m, c = self.model, self.config
-        layout = StepLayout(positions, ctx.slot_mapping, ctx.query_start_loc, ctx.block_tables, ctx.block_size,
-                            c.sliding_window, getattr(ctx, "prompt_lens", None), self.rates)
         streams = m.embed(input_ids).unsqueeze(1).expand(-1, c.hc_mult, -1).contiguous()
-        kv = ctx.kv
-        sites, attention_plans = self.plans()
-        native = self._decode_stack(layout, kv)
-        if native is not None:  # a decode step: the whole stack in one call
-            streams = ops.decode_stack(streams, input_ids, layout.slots, layout.key_slots, layout.window_visible,
-                                       *native, c.hc_mult, c.hc_sinkhorn_iters, c.hc_eps, c.rms_norm_eps)
+        native = self._decode_stack(positions, ctx)
+        if native is not None:  # a decode step: the layout and the whole stack in one call
+            streams = ops.decode_stack(streams, input_ids, *native, c.hc_mult, c.hc_sinkhorn_iters, c.hc_eps,
+                                       c.rms_norm_eps)
         else:
+            layout = StepLayout(positions, ctx.slot_mapping, ctx.query_start_loc, ctx.block_tables, ctx.block_size,
+                                c.sliding_window, getattr(ctx, "prompt_lens", None), self.rates)
+            kv = ctx.kv
+            sites, attention_plans = self.plans()
             plan = iter(attention_plans)
             streams = run_layers(m.layers, streams, c,
                                  lambda layer, x: attention(layer.attn, x, layout, kv, next(plan)),

@@ -31,10 +31,10 @@ from .layers.rotary_embedding import apply_rotary_tables, rotary_tables
 from .module_changes import generation
 
 #: Positions up to which the rotary tables are kept whole (beyond, each step evaluates its own rows).
-_MAX_TABLE_POSITIONS = 1 << 16
+MAX_TABLE_POSITIONS = 1 << 16
 
 
-def _position_tables(module, dtype: torch.dtype, needed: int, device: torch.device) -> torch.Tensor:
+def position_tables(module, dtype: torch.dtype, needed: int, device: torch.device) -> torch.Tensor:
     """The rotary tables ``c``, ``s`` and ``-s`` of ``module`` for positions ``0 .. n - 1`` (``n >= needed``),
     stacked as ``[3, n, R]``: one gather along dimension 1 takes a step's rows of all three."""
     cached = getattr(module, "position_tables", None)
@@ -160,13 +160,13 @@ class StepLayout:
             return found
         if self._max_position is None:  # once per step
             self._max_position = int(self.positions.max()) if self.positions.numel() else 0
-        if self._max_position >= _MAX_TABLE_POSITIONS:
+        if self._max_position >= MAX_TABLE_POSITIONS:
             cos, sin = self.rope(module, dtype)  # far positions: evaluate this step's rows only
             c, s = rotary_tables(cos, sin)
             found = self._tables[key] = (c, -s if inverse else s)
             return found
         # One gather gives the rows of both directions; the other one is kept for the step's later call.
-        table = _position_tables(module, dtype, self._max_position + 1, self.positions.device)
+        table = position_tables(module, dtype, self._max_position + 1, self.positions.device)
         c, s, neg = table.index_select(1, self.positions)
         self._tables[(id(module), dtype, False)] = (c, s)
         self._tables[(id(module), dtype, True)] = (c, neg)

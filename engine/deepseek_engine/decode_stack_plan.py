@@ -17,7 +17,9 @@ from __future__ import annotations
 import torch
 from deepseek_kernels.decode_stack import reference as stack  # the argument layout
 
-from .batched_attention import AttentionPlan, StepLayout
+from . import batched_attention
+from .batched_attention import AttentionPlan, position_tables
+from .int_tensors import long_tensor, padded_rows
 
 
 class DecodeStackPlan:
@@ -28,9 +30,12 @@ class DecodeStackPlan:
     Python path (``FusedLinears.weight``, ``DeepseekV4MoE._stacked``).
     """
 
-    def __init__(self, layers: list, sites: list, attention_plans: list[AttentionPlan]) -> None:
+    def __init__(self, layers: list, sites: list, attention_plans: list[AttentionPlan], window: int) -> None:
+        self.window = window  # the sliding window (config.sliding_window)
         self.source = (sites, attention_plans)  # the plans this one was built from
         self.plans = attention_plans
+        #: The rotary modules whose position tables the op reads (``ints``' I_ROPE etc. index this list).
+        self.ropes: list = []
         self.weights: list[torch.Tensor | None] = []
         self.ints: list[int] = []
         self.floats: list[float] = []
@@ -41,9 +46,11 @@ class DecodeStackPlan:
         self._sources = [t for plan, (_, moe_plan) in zip(attention_plans, self.moe)
                          for t in (*plan.fused.weights, *moe_plan.params)]
         self._key: list | None = None
+        self._pools: tuple | None = None  # (the pool object, its per-layer tensors as the op takes them)
 
     @classmethod
-    def build(cls, layers: list, sites: list, attention_plans: list[AttentionPlan]) -> DecodeStackPlan | None:
+    def build(cls, layers: list, sites: list, attention_plans: list[AttentionPlan],
+              window: int) -> DecodeStackPlan | None:
         """The plan, or ``None`` when some layer needs a path ``decode_stack`` does not take."""
         for layer, plan in zip(layers, attention_plans):
             moe_plan = layer.ffn._plan()
@@ -55,7 +62,7 @@ class DecodeStackPlan:
                 return None
             if any(p.dtype != torch.float32 for p in layer.parameters()):
                 return None
-        return cls(layers, sites, attention_plans)
+        return cls(layers, sites, attention_plans, window)
 
     def _add_layer(self, layer, layer_sites, plan: AttentionPlan) -> None:
         moe = layer.ffn
@@ -99,6 +106,9 @@ class DecodeStackPlan:
             n[stack.I_COMP_OVERLAP] = int(comp.overlap)
         n[stack.I_MOE_EXPERTS], n[stack.I_MOE_INTER], n[stack.I_MOE_TOPK] = moe_plan.n, moe_plan.inter, moe_plan.top_k
         n[stack.I_SCORE_FUNC] = stack.SCORE_FUNCS.index(moe_plan.score_func)
+        n[stack.I_ROPE] = self._rope_index(plan.rope)
+        n[stack.I_COMP_ROPE] = self._rope_index(comp.rope) if comp is not None else -1
+        n[stack.I_IDX_ROPE] = self._rope_index(indexer.compressor.rope) if indexer is not None else -1
         n[stack.I_COPIES] = len(plan.copy_offsets)
         n[stack.I_COPY_OFFSETS:stack.I_COPY_OFFSETS + len(plan.copy_offsets)] = plan.copy_offsets
         self.ints += n
@@ -129,34 +139,37 @@ class DecodeStackPlan:
             w[base + stack.W_MOE_UP], w[base + stack.W_MOE_DOWN] = moe._stacked(moe_plan)
         self._key = key
 
-    def step_arguments(self, layout: StepLayout, pool) -> tuple[list, list[int]] | None:
-        """This step's ``step`` and ``totals`` lists; ``None`` when the pools are not float32 (the closing windows
-        then take the PyTorch composition, which the op does not run)."""
-        step: list[torch.Tensor | None] = []
-        totals: list[int] = []
-        dtype = torch.float32
-        for plan in self.plans:
-            lp = pool.layers[plan.layer_idx]
-            if lp.kv.dtype != dtype:
-                return None
-            s: list[torch.Tensor | None] = [None] * stack.STEP
-            s[stack.S_COS], s[stack.S_SIN] = layout.rope_tables(plan.rope, dtype)
-            s[stack.S_COS_INV], s[stack.S_SIN_INV] = layout.rope_tables(plan.rope, dtype, inverse=True)
-            comp, indexer = plan.comp, plan.indexer
-            if comp is not None:
-                info = layout.rate_info(plan.comp_rate)
-                s[stack.S_ENTRY_SLOTS], s[stack.S_THRESHOLD] = info["entry_slots"], info["threshold"]
-                if info["w"].numel():
-                    s[stack.S_WINDOW_SLOTS], s[stack.S_PRIOR_SLOTS] = info["window_slots"], info["prior_slots"]
-                    s[stack.S_HAS_PRIOR], s[stack.S_ENTRY_OUT_SLOTS] = info["has_prior"], info["entry_out_slots"]
-                    s[stack.S_COMP_COS], s[stack.S_COMP_SIN] = layout.window_tables(comp.rope, comp.rate, dtype)
-                    if indexer is not None:
-                        s[stack.S_IDX_COS], s[stack.S_IDX_SIN] = layout.window_tables(
-                            indexer.compressor.rope, indexer.compressor.rate, dtype)
-                if indexer is not None:
-                    totals += layout.rank_ends_list(indexer.rate)
-            s[stack.S_KV], s[stack.S_COMP_KV], s[stack.S_COMP_GATE], s[stack.S_ENTRIES] = \
-                lp.kv, lp.comp_kv, lp.comp_gate, lp.entries
-            s[stack.S_IDX_KV], s[stack.S_IDX_GATE], s[stack.S_IDX_ENTRIES] = lp.idx_kv, lp.idx_gate, lp.idx_entries
-            step += s
-        return step, totals
+    def _rope_index(self, module) -> int:
+        for i, known in enumerate(self.ropes):
+            if known is module:
+                return i
+        self.ropes.append(module)
+        return len(self.ropes) - 1
+
+    def pools(self, pool) -> list[torch.Tensor | None]:
+        """The op's ``pools`` list for the paged pool ``pool`` (kept while the pool stays the same object)."""
+        if self._pools is None or self._pools[0] is not pool:
+            found: list[torch.Tensor | None] = []
+            for plan in self.plans:
+                lp = pool.layers[plan.layer_idx]
+                found += [lp.kv, lp.comp_kv, lp.comp_gate, lp.entries, lp.idx_kv, lp.idx_gate, lp.idx_entries]
+            self._pools = (pool, found)
+        return self._pools[1]
+
+    def call_arguments(self, positions: torch.Tensor, ctx) -> tuple | None:
+        """``ops.decode_stack``'s arguments after ``input_ids`` for a decode step (every sequence adds one token),
+        up to ``pools``; ``None`` when the op cannot take the step: pools other than float32 (the closing windows
+        then take the PyTorch composition) or positions past the whole-position rotary tables."""
+        pool = ctx.kv
+        if pool.layers[self.plans[0].layer_idx].kv.dtype != torch.float32:
+            return None
+        top = max(ctx.context_lens)  # the largest position + 1
+        if top > batched_attention.MAX_TABLE_POSITIONS:
+            return None
+        dev = positions.device
+        tables = [position_tables(module, torch.float32, top, dev) for module in self.ropes]
+        prompt_lens = getattr(ctx, "prompt_lens", None)
+        prompt = None if prompt_lens is None else long_tensor(prompt_lens, dev)
+        self.refresh()
+        return (positions, ctx.slot_mapping, padded_rows(ctx.block_tables, dev), prompt, ctx.block_size,
+                self.window, tables, self.weights, self.ints, self.floats, self.pools(pool))

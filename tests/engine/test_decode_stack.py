@@ -14,6 +14,8 @@ from deepseek_engine.loader import load_model
 from deepseek_kernels.decode_stack import reference as stack
 from model_fixtures import PLAIN, greedy, model
 
+POOLS_ARG, WEIGHTS_ARG = 12, 9  # positions of ``pools`` and ``weights`` among the op's arguments
+
 
 def _engine(use_stack: bool, m=None, **kw) -> LLM:
     kw.setdefault("max_model_len", 512)
@@ -59,7 +61,7 @@ def _captured_call(prompts, steps: int):
                   [t.clone() if isinstance(t, torch.Tensor) else t for t in a] if isinstance(a, list) else a
                   for a in args]
         out = real(*args)
-        calls.append((cloned, out, [t.clone() if isinstance(t, torch.Tensor) else t for t in args[8]]))
+        calls.append((cloned, out, [t.clone() if isinstance(t, torch.Tensor) else t for t in args[POOLS_ARG]]))
         return out
 
     ops.decode_stack = spy
@@ -76,15 +78,33 @@ def test_the_op_is_its_reference_composition_bit_for_bit():
     calls = _captured_call(_prompts(1, 6), 17)
     closing = 0
     for args, out, pools_after in calls:
-        step = args[8]
-        closing += any(step[i * stack.STEP + stack.S_WINDOW_SLOTS] is not None for i in range(len(step) // stack.STEP))
+        closing += any((p + 1) % 4 == 0 for p in args[2].tolist())
         again = [a if not isinstance(a, list) else [t.clone() if isinstance(t, torch.Tensor) else t for t in a]
                  for a in args]
         composed = stack.decode_stack_reference(*again)  # the other ops' CPU kernels, called from Python
         assert torch.equal(composed, out)
-        for got, want in zip(again[8], pools_after):
+        for got, want in zip(again[POOLS_ARG], pools_after):
             assert (got is None and want is None) or torch.equal(got, want)
     assert 0 < closing < len(calls)
+
+
+def test_closing_windows_are_the_layouts():
+    # The op's reference lists a decode step's closing windows itself; they are StepLayout's (the Python loop's).
+    from deepseek_engine.batched_attention import StepLayout
+
+    rng = random.Random(6)
+    for _ in range(20):
+        b, bs = rng.randint(1, 9), rng.choice([4, 8, 16])
+        positions = torch.tensor([rng.randrange(0, 200) for _ in range(b)])
+        tables = [rng.sample(range(500), 200 // bs + 1) for _ in range(b)]
+        layout = StepLayout(positions, positions, list(range(b + 1)), tables, bs, 64, None, (4, 16))
+        for rate in (4, 16):
+            want = layout.rate_info(rate)
+            if not want["w"].numel():
+                continue
+            got = stack.closing_windows(positions, layout.tables, bs, rate)
+            for key in ("w", "window_slots", "prior_slots", "has_prior", "entry_out_slots"):
+                assert torch.equal(got[key], want[key]), key
 
 
 def test_the_op_in_reference_mode_is_close_to_the_kernels():
@@ -109,20 +129,20 @@ def test_plan_declines_non_float32_parameters():
     layers = list(m.layers)
     adapter = _engine(True, m).runner.model
     sites, plans = adapter.plans()
-    assert DecodeStackPlan.build(layers, sites, plans) is not None
+    assert DecodeStackPlan.build(layers, sites, plans, 64) is not None
     m.layers[0].attn.attn_sink.data = m.layers[0].attn.attn_sink.data.double()
-    assert DecodeStackPlan.build(layers, sites, plans) is None
+    assert DecodeStackPlan.build(layers, sites, plans, 64) is None
 
 
 def test_malformed_arguments_are_clear_errors():
     (args, _, _), = _captured_call(_prompts(4, 2), 1)
     short = list(args)
-    short[5] = args[5][:-1]  # one weight missing from the flat list
+    short[WEIGHTS_ARG] = args[WEIGHTS_ARG][:-1]  # one weight missing from the flat list
     with pytest.raises(RuntimeError, match="one fixed-size record per layer"), torch.inference_mode():
         torch.ops.deepseek_kernels.decode_stack(*short)
     missing = list(args)
-    missing[5] = list(args[5])
-    missing[5][stack.W_SINK] = None
+    missing[WEIGHTS_ARG] = list(args[WEIGHTS_ARG])
+    missing[WEIGHTS_ARG][stack.W_SINK] = None
     with pytest.raises(RuntimeError, match="sink"), torch.inference_mode():
         torch.ops.deepseek_kernels.decode_stack(*missing)
 

@@ -38,7 +38,7 @@ def test_step_rotary_tables_match_direct_evaluation(monkeypatch) -> None:
     rope = model(PLAIN).compress_rope
     for positions in (torch.tensor([0, 5, 77, 3000]), torch.arange(1500, 1530)):
         for limit in (1 << 16, 100):  # whole-position tables, and per-step evaluation past the limit
-            monkeypatch.setattr(batched_attention, "_MAX_TABLE_POSITIONS", limit)
+            monkeypatch.setattr(batched_attention, "MAX_TABLE_POSITIONS", limit)
             layout = batched_attention.StepLayout(positions, positions, [0, positions.numel()],
                                                   [list(range(200))], 16, 64)
             cos, sin = rope(positions, torch.float32)

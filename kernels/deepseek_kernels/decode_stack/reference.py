@@ -1,22 +1,24 @@
 """``decode_stack``: a decode step's whole decoder stack, written as the composition of the other ops.
 
-Every sequence of the step adds one token (``B`` rows). Per layer: the hyper-connection boundary before
-attention (``hc_step``), the fused input product, ``attn_front``, the compressor's and the indexer
-compressor's closing windows (``compress_windows``), the indexer's choice (``indexer_select``),
-``sink_attention_paged``, ``attn_back``; then the boundary before the MoE and ``moe_dense_experts`` after
-the stacked up-projection. The last block is merged into the streams (``hc_merge``), which are returned.
+Every sequence of the step adds one token (``B`` rows, at ``positions``). The step's layout first:
+``decode_layout``'s gather indices for every compression rate of the layers, the windows the step closes, and
+the rotary rows of the positions and of those windows' first positions, looked up in whole-position tables.
+Then per layer: the hyper-connection boundary before attention (``hc_step``), the fused input product,
+``attn_front``, the compressor's and the indexer compressor's closing windows (``compress_windows``), the
+indexer's choice (``indexer_select``), ``sink_attention_paged``, ``attn_back``; then the boundary before the MoE
+and ``moe_dense_experts`` after the stacked up-projection. The last block is merged into the streams
+(``hc_merge``), which are returned.
 
-The arguments are flat lists with a fixed stride per layer, indexed by the constants below (the C++ kernel
-reads the same positions):
+The per-layer arguments are flat lists with a fixed stride per layer, indexed by the constants below (the C++
+kernel reads the same positions):
 
 * ``weights`` (``WEIGHTS`` per layer): parameters, and the derived stacked matrices of the fused input
   product and of the experts;
-* ``ints`` / ``floats``: per-layer sizes and settings;
-* ``step`` (``STEP`` per layer): this step's tensors: rotary rows, the layer's compression-rate gather
-  indices, the closing windows' indices and rotary rows (``None`` when no window closes), and the layer's
-  paged pools;
-* ``totals``: for each layer with an indexer, in layer order, one row length per sequence (the reference's
-  ranking length, ``indexer_select``'s ``totals``).
+* ``ints`` / ``floats``: per-layer sizes and settings, among them the indices into ``rope_tables`` of the
+  layer's attention and of its two compressors;
+* ``pools`` (``POOLS`` per layer): the layer's paged pools (written: the new rows and closed entries);
+* ``rope_tables``: per rotary module, its ``[3, n, R]`` table of ``(c, s, -s)`` rows for every position
+  below ``n`` (``n`` past the step's last position).
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ import torch.nn.functional as F
 WEIGHTS = 24
 # ints, per layer
 (I_HEADS, I_HEAD_DIM, I_IDX_HEADS, I_IDX_DIM, I_GROUPS, I_RATE, I_HAS_INDEXER, I_HW_START, I_HW_END, I_TOPK,
- I_COMP_OVERLAP, I_IDX_OVERLAP, I_MOE_EXPERTS, I_MOE_INTER, I_MOE_TOPK, I_SCORE_FUNC, I_COPIES, I_COPY_OFFSETS) = range(18)
+ I_COMP_OVERLAP, I_IDX_OVERLAP, I_MOE_EXPERTS, I_MOE_INTER, I_MOE_TOPK, I_SCORE_FUNC, I_ROPE, I_COMP_ROPE, I_IDX_ROPE,
+ I_COPIES, I_COPY_OFFSETS) = range(21)
 MAX_COPIES = 4
 #: ``ints[I_SCORE_FUNC]`` indexes this (the routing score function's name)
 SCORE_FUNCS = ("sqrtsoftplus", "softmax", "sigmoid")
@@ -42,11 +45,9 @@ INTS = I_COPY_OFFSETS + MAX_COPIES
 (F_ATTN_NORM_EPS, F_FFN_NORM_EPS, F_Q_EPS, F_HEAD_EPS, F_KV_EPS, F_SCALE, F_COMP_EPS, F_IDX_EPS, F_IDX_QSCALE,
  F_IDX_WSCALE, F_MOE_SCALE, F_MOE_LIMIT) = range(12)
 FLOATS = 12
-# step tensors, per layer
-(S_COS, S_SIN, S_COS_INV, S_SIN_INV, S_ENTRY_SLOTS, S_THRESHOLD, S_WINDOW_SLOTS, S_PRIOR_SLOTS, S_HAS_PRIOR,
- S_ENTRY_OUT_SLOTS, S_COMP_COS, S_COMP_SIN, S_IDX_COS, S_IDX_SIN, S_KV, S_COMP_KV, S_COMP_GATE, S_ENTRIES, S_IDX_KV,
- S_IDX_GATE, S_IDX_ENTRIES) = range(21)
-STEP = 21
+# pools, per layer
+P_KV, P_COMP_KV, P_COMP_GATE, P_ENTRIES, P_IDX_KV, P_IDX_GATE, P_IDX_ENTRIES = range(7)
+POOLS = 7
 
 
 def stack_layers(streams: torch.Tensor, n_layers: int, sites: Callable[[int], Sequence[tuple]],
@@ -72,21 +73,56 @@ def stack_layers(streams: torch.Tensor, n_layers: int, sites: Callable[[int], Se
     return streams if block is None else hc_merge(streams, block, post, comb)
 
 
-def decode_stack_reference(streams: torch.Tensor, input_ids: torch.Tensor, slots: torch.Tensor,
-                           key_slots: torch.Tensor, window_visible: torch.Tensor, weights: list, ints: list[int],
-                           floats: list[float], step: list, totals: list[int], hc: int, iters: int, hc_eps: float,
+def closing_windows(positions: torch.Tensor, tables: torch.Tensor, block_size: int, rate: int) -> dict:
+    """The windows of ``rate`` a decode step closes, in sequence order: a sequence at position ``p`` closes
+    window ``p // rate`` when ``p + 1`` is a multiple of ``rate``. ``w`` (the window indices), the pool slots of
+    each window's rows and of the previous window's (clamped at row 0), whether a previous window exists, and
+    the slot of the row that closes the window (where its entry is stored)."""
+    pos = positions.tolist()
+    seqs = [b for b, p in enumerate(pos) if (p + 1) // rate > p // rate]
+    dev = positions.device
+    w = torch.tensor([pos[b] // rate for b in seqs], dtype=torch.long, device=dev)
+    rows = w[:, None] * rate + torch.arange(rate, device=dev)[None, :]
+    own = tables.index_select(0, torch.tensor(seqs, dtype=torch.long, device=dev))
+
+    def slots(r: torch.Tensor) -> torch.Tensor:
+        return torch.gather(own, 1, r // block_size) * block_size + r % block_size
+
+    window_slots = slots(rows)
+    return {"w": w, "window_slots": window_slots, "prior_slots": slots((rows - rate).clamp_min(0)),
+            "has_prior": w > 0, "entry_out_slots": window_slots[:, rate - 1].contiguous()}
+
+
+def decode_stack_reference(streams: torch.Tensor, input_ids: torch.Tensor, positions: torch.Tensor,
+                           slots: torch.Tensor, tables: torch.Tensor, prompt_lens: torch.Tensor | None,
+                           block_size: int, window: int, rope_tables: list[torch.Tensor], weights: list,
+                           ints: list[int], floats: list[float], pools: list, hc: int, iters: int, hc_eps: float,
                            norm_eps: float) -> torch.Tensor:
     from .. import (
         attn_back,
         attn_front,
         compress_windows,
+        decode_layout,
         indexer_select,
         moe_dense_experts,
         sink_attention_paged,
     )
 
     b = streams.shape[0]
-    used = [0]  # entries of ``totals`` read so far
+    rates = sorted({r for r in ints[I_RATE::INTS] if r})
+    found = decode_layout(positions, tables, prompt_lens, block_size, window, rates)
+    rank_ends, key_slots, window_visible = found[:3]
+    closed = found[-1].tolist()
+    per_rate = {}
+    for j, rate in enumerate(rates):
+        info = {"entry_slots": found[3 + 3 * j], "threshold": found[5 + 3 * j],
+                "totals": (rank_ends // rate).tolist(), "w": None}
+        if closed[j]:
+            info.update(closing_windows(positions, tables, block_size, rate))
+        per_rate[rate] = info
+
+    def rope_rows(index: int, at: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return tuple(rope_tables[index].index_select(1, at))  # c, s, -s
 
     def record(values: list, layer: int, width: int) -> list:
         return values[layer * width:(layer + 1) * width]
@@ -98,45 +134,46 @@ def decode_stack_reference(streams: torch.Tensor, input_ids: torch.Tensor, slots
 
     def attend(layer: int, x: torch.Tensor) -> torch.Tensor:
         w, n = record(weights, layer, WEIGHTS), record(ints, layer, INTS)
-        f, s = record(floats, layer, FLOATS), record(step, layer, STEP)
+        f, p = record(floats, layer, FLOATS), record(pools, layer, POOLS)
+        c, s, s_inv = rope_rows(n[I_ROPE], positions)
         y = F.linear(x, w[W_FUSED])
         rate, indexed = n[I_RATE], bool(n[I_HAS_INDEXER])
-        copy_pools = ([s[S_COMP_KV], s[S_COMP_GATE]] if rate else []) + \
-            ([s[S_IDX_KV], s[S_IDX_GATE]] if indexed else [])
+        copy_pools = ([p[P_COMP_KV], p[P_COMP_GATE]] if rate else []) + \
+            ([p[P_IDX_KV], p[P_IDX_GATE]] if indexed else [])
         offsets = list(n[I_COPY_OFFSETS:I_COPY_OFFSETS + n[I_COPIES]])
         _, q, qi = attn_front(y, w[W_Q_NORM], f[F_Q_EPS], w[W_WQ_B], n[I_HEADS], n[I_HEAD_DIM], f[F_HEAD_EPS],
-                              w[W_KV_NORM], f[F_KV_EPS], s[S_COS], s[S_SIN], slots, s[S_KV], offsets, copy_pools,
-                              w[W_IDX_WQ_B], n[I_IDX_HEADS], n[I_IDX_DIM])
+                              w[W_KV_NORM], f[F_KV_EPS], c, s, slots, p[P_KV], offsets, copy_pools, w[W_IDX_WQ_B],
+                              n[I_IDX_HEADS], n[I_IDX_DIM])
         entry_pool = entry_slots = entry_visible = threshold = None
         if rate:
-            closing = s[S_WINDOW_SLOTS] is not None
-            if closing:
-                compress_windows(s[S_ENTRIES], s[S_COMP_KV], s[S_COMP_GATE], w[W_COMP_APE], s[S_WINDOW_SLOTS],
-                                 s[S_PRIOR_SLOTS], s[S_HAS_PRIOR], bool(n[I_COMP_OVERLAP]), w[W_COMP_NORM],
-                                 f[F_COMP_EPS], s[S_COMP_COS], s[S_COMP_SIN], s[S_ENTRY_OUT_SLOTS])
-            entry_pool, entry_slots = s[S_ENTRIES], s[S_ENTRY_SLOTS]
+            info = per_rate[rate]
+            if info["w"] is not None:
+                cw, sw, _ = rope_rows(n[I_COMP_ROPE], info["w"] * rate)
+                compress_windows(p[P_ENTRIES], p[P_COMP_KV], p[P_COMP_GATE], w[W_COMP_APE], info["window_slots"],
+                                 info["prior_slots"], info["has_prior"], bool(n[I_COMP_OVERLAP]), w[W_COMP_NORM],
+                                 f[F_COMP_EPS], cw, sw, info["entry_out_slots"])
+            entry_pool, entry_slots = p[P_ENTRIES], info["entry_slots"]
             if indexed:
-                if closing:
-                    compress_windows(s[S_IDX_ENTRIES], s[S_IDX_KV], s[S_IDX_GATE], w[W_IDX_APE], s[S_WINDOW_SLOTS],
-                                     s[S_PRIOR_SLOTS], s[S_HAS_PRIOR], bool(n[I_IDX_OVERLAP]), w[W_IDX_NORM],
-                                     f[F_IDX_EPS], s[S_IDX_COS], s[S_IDX_SIN], s[S_ENTRY_OUT_SLOTS])
-                row_lengths = list(totals[used[0]:used[0] + b])
-                used[0] += b
+                if info["w"] is not None:
+                    cw, sw, _ = rope_rows(n[I_IDX_ROPE], info["w"] * rate)
+                    compress_windows(p[P_IDX_ENTRIES], p[P_IDX_KV], p[P_IDX_GATE], w[W_IDX_APE],
+                                     info["window_slots"], info["prior_slots"], info["has_prior"],
+                                     bool(n[I_IDX_OVERLAP]), w[W_IDX_NORM], f[F_IDX_EPS], cw, sw,
+                                     info["entry_out_slots"])
                 if entry_slots.shape[1] == 0:
                     entry_visible = torch.zeros((b, 1, 0), dtype=torch.bool, device=streams.device)
                 else:
                     heads = n[I_IDX_HEADS]
                     entry_visible = indexer_select(qi.view(b, 1, heads, n[I_IDX_DIM]),
                                                    y[:, n[I_HW_START]:n[I_HW_END]].view(b, 1, heads),
-                                                   s[S_IDX_ENTRIES], entry_slots, s[S_THRESHOLD], f[F_IDX_QSCALE],
-                                                   f[F_IDX_WSCALE], n[I_TOPK], row_lengths)
+                                                   p[P_IDX_ENTRIES], entry_slots, info["threshold"],
+                                                   f[F_IDX_QSCALE], f[F_IDX_WSCALE], n[I_TOPK], info["totals"])
             else:
-                threshold = s[S_THRESHOLD]
+                threshold = info["threshold"]
         heads, dim = n[I_HEADS], n[I_HEAD_DIM]
-        core = sink_attention_paged(q.view(b, 1, heads, dim), s[S_KV], key_slots, window_visible, w[W_SINK],
+        core = sink_attention_paged(q.view(b, 1, heads, dim), p[P_KV], key_slots, window_visible, w[W_SINK],
                                     f[F_SCALE], entry_pool, entry_slots, entry_visible, threshold)
-        return attn_back(core.reshape(b, heads, dim).contiguous(), s[S_COS_INV], s[S_SIN_INV], w[W_WO_A],
-                         n[I_GROUPS], w[W_WO_B])
+        return attn_back(core.reshape(b, heads, dim).contiguous(), c, s_inv, w[W_WO_A], n[I_GROUPS], w[W_WO_B])
 
     def feed(layer: int, x: torch.Tensor) -> torch.Tensor:
         w, n, f = record(weights, layer, WEIGHTS), record(ints, layer, INTS), record(floats, layer, FLOATS)
