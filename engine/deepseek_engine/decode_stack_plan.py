@@ -5,8 +5,10 @@ On a decode step (every sequence adds one token) the layer loop of ``models.deep
 models that glue costs as much as the kernels. ``ops.decode_stack`` runs the same ops in the same order in
 one call (the same bits), from flat per-layer argument lists (their layout: ``deepseek_kernels.decode_stack``).
 
-:class:`DecodeStackPlan` builds the parts that stay from step to step once (parameters, sizes, settings) and
-each step's parts from the :class:`~deepseek_engine.batched_attention.StepLayout`. It declines
+:class:`DecodeStackPlan` builds the parts that stay from step to step once (parameters, sizes, settings, the
+pools) and gives each step the few inputs the op builds the step's layout from (positions, slots, padded
+block tables, prompt lengths and the rotary modules' whole-position tables): a decode step builds no
+:class:`~deepseek_engine.batched_attention.StepLayout`. It declines
 (:meth:`DecodeStackPlan.build` returns ``None``) models whose layers take a path the op does not have: MoE
 layers with many experts (routed instead of the dense few-expert product), an indexer with a rotary module
 of its own, or parameters that are not float32. Those run the Python layer loop, as do prefill steps.
@@ -32,7 +34,6 @@ class DecodeStackPlan:
 
     def __init__(self, layers: list, sites: list, attention_plans: list[AttentionPlan], window: int) -> None:
         self.window = window  # the sliding window (config.sliding_window)
-        self.source = (sites, attention_plans)  # the plans this one was built from
         self.plans = attention_plans
         #: The rotary modules whose position tables the op reads (``ints``' I_ROPE etc. index this list).
         self.ropes: list = []
