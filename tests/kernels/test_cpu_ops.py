@@ -499,3 +499,23 @@ def test_indexer_select_ties_keep_the_topk_choice(n, topk) -> None:
     for totals in ([n] * b, [n, max(n - 2, 0), n + 5, 1]):
         fast, slow = both(ops.indexer_select, q, w, pool, slots, threshold, 0.5, 1.0, topk, totals)
         assert torch.equal(fast, slow)
+
+
+@pytest.mark.parametrize("bad", [10**9, -1, 160])
+def test_slots_outside_the_pools_are_errors_not_reads(bad: int) -> None:
+    # The kernels read the pools at the given slots in place; a slot past either end is refused (found by a
+    # fuzz of decode_stack's arguments: a huge block size turned the step's slots into reads far outside).
+    q, pool = torch.randn(2, 1, 4, 32), torch.randn(10, 16, 32)
+    good = torch.tensor([[0, 1, 2], [3, 4, 159]])
+    visible = torch.ones(2, 1, 3, dtype=torch.bool)
+    slots = good.clone()
+    slots[1, 2] = bad
+    with pytest.raises(RuntimeError, match="key_slots must be rows of the pool"):
+        ops.sink_attention_paged(q, pool, slots, visible, torch.zeros(4), 0.1)
+    with pytest.raises(RuntimeError, match="entry_slots must be rows of the pool"):
+        ops.sink_attention_paged(q, pool, good, visible, torch.zeros(4), 0.1, pool, slots, None,
+                                 torch.tensor([[3], [3]]))
+    with pytest.raises(RuntimeError, match="entry_slots must be rows of the pool"):
+        ops.indexer_select(torch.randn(2, 1, 4, 32), torch.randn(2, 1, 4), pool.view(-1, 32), slots,
+                           torch.tensor([[3], [3]]), 0.25, 0.5, 2, [3, 3])
+    ops.sink_attention_paged(q, pool, good, visible, torch.zeros(4), 0.1)  # the last row (159) is fine

@@ -70,6 +70,8 @@ static at::Tensor sink_attention_paged_cpu(const at::Tensor &q, const at::Tensor
     auto qf = dk::f32(q), sf = dk::f32(sink), ks = key_slots.contiguous(), wv = win_visible.contiguous();
     // float32 pools are read in place; others through a float32 copy of the rows this call reads
     at::Tensor kvp = kv_pool;
+    dk::expect_slots(op, "key_slots", ks, d ? kv_pool.numel() / d : 0);
+    if (ep.defined()) dk::expect_slots(op, "entry_slots", es, d ? ep.numel() / d : 0);
     dk::gather_rows_f32(kvp, ks);
     if (ep.defined()) dk::gather_rows_f32(ep, es);
     auto out = at::empty({b, tq, h, d}, qf.options());

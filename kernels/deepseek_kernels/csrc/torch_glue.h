@@ -43,6 +43,20 @@ inline at::Tensor like(const at::Tensor &out, at::ScalarType dtype) {
 
 inline const float *ptr_or_null(const at::Tensor &t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
 
+// Every entry of the int64 tensor `slots` names a row of a pool of `rows` rows (the kernels read the pools at
+// these rows without further checks).
+inline void expect_slots(const char *op, const char *name, const at::Tensor &slots, int64_t rows) {
+    const auto flat = slots.contiguous();
+    const int64_t *p = flat.data_ptr<int64_t>(), n = flat.numel();
+    int64_t lo = 0, hi = -1;
+    for (int64_t i = 0; i < n; i++) {
+        lo = p[i] < lo ? p[i] : lo;
+        hi = p[i] > hi ? p[i] : hi;
+    }
+    TORCH_CHECK(n == 0 || (lo >= 0 && hi < rows), "deepseek_kernels::", op, ": ", name, " must be rows of the pool (0 .. ",
+                rows - 1, "), got ", lo < 0 ? lo : hi);
+}
+
 // Pools that the kernels cannot read in place (another dtype, not contiguous): the rows that ``slots`` name,
 // gathered into a float32 pool of their own, and ``slots`` renumbered to match.
 inline void gather_rows_f32(at::Tensor &pool, at::Tensor &slots) {

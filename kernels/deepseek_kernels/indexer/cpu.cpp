@@ -18,6 +18,7 @@ static at::Tensor indexer_scores_cpu(const at::Tensor &q, const at::Tensor &weig
     const int64_t n = entry_slots.size(1);
     auto qf = dk::f32(q), wf = dk::f32(weights), es = entry_slots.contiguous(), th = threshold.contiguous();
     at::Tensor pool = entry_pool;
+    dk::expect_slots(op, "entry_slots", es, di ? entry_pool.numel() / di : 0);
     dk::gather_rows_f32(pool, es);
     auto scores = at::empty({b, tq, n}, qf.options());
     if (scores.numel())
