@@ -130,10 +130,13 @@ class DecodeStackPlan:
         """Follow in-place changes of the weights behind the derived matrices: one pass over the addresses and
         versions of all of them; when any moved, each layer's own check (``FusedLinears.weight``,
         ``DeepseekV4MoE._stacked``) stacks again what changed."""
+        w = self.weights
+        for i, (_, moe_plan) in enumerate(self.moe):
+            if moe_plan.hashed:  # a buffer: ``Module.to`` may replace it without a registration, so read it anew
+                w[i * stack.WEIGHTS + stack.W_TID2EID] = moe_plan.gate.tid2eid
         key = [(t.data_ptr(), t._version) for t in self._sources]
         if key == self._key:
             return
-        w = self.weights
         for i, (plan, (moe, moe_plan)) in enumerate(zip(self.plans, self.moe)):
             base = i * stack.WEIGHTS
             w[base + stack.W_FUSED] = plan.fused.weight()

@@ -158,3 +158,19 @@ def test_schema_and_fake_implementation():
     with torch.inference_mode(False):
         torch.library.opcheck(torch.ops.deepseek_kernels.decode_stack.default, tuple(plain(a) for a in args),
                               test_utils=("test_schema", "test_faketensor"))
+
+
+def test_a_hash_table_replaced_without_a_registration_is_followed():
+    # ``Module.to`` and ``_apply`` put new buffer objects straight into ``_buffers`` (no registration, so the
+    # kept plans stay); the op must still route by the table the module holds now.
+    m = load_model(PLAIN)
+    llm = _engine(True, m, enable_prefix_caching=False)  # (cached blocks would keep the old routing's rows)
+    prompt = _prompts(7, 1)[0]
+    params = SamplingParams(temperature=0, max_tokens=10, ignore_eos=True)
+    before = llm.generate([prompt], params)[0].token_ids
+    gate = next(layer.ffn.gate for layer in m.layers if layer.ffn.gate.hash_routed)
+    gate._buffers["tid2eid"] = (gate.tid2eid + 1) % m.layers[0].ffn.experts.w1.shape[0]
+    after = llm.generate([prompt], params)[0].token_ids
+    assert llm.runner.model._stack[1] is not None
+    assert after == greedy(m, torch.tensor(prompt), 10)
+    assert after != before
