@@ -67,7 +67,7 @@ class BatchedDeepseekV4(nn.Module):
         """``ops.decode_stack``'s arguments after ``input_ids`` (up to ``pools``) for a step where every sequence
         adds one token and the model's layers all take the op's path (:mod:`.decode_stack_plan`); ``None``
         otherwise, and when ``use_decode_stack`` is off (the layer loop then runs, as for prefill)."""
-        if not self.use_decode_stack or ctx.query_start_loc[-1] != len(ctx.block_tables):
+        if not self.use_decode_stack or not ctx.block_tables or ctx.query_start_loc[-1] != len(ctx.block_tables):
             return None
         plans = self.plans()
         if self._stack is None or self._stack[0] is not plans:
