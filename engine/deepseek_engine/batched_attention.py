@@ -24,6 +24,7 @@ from __future__ import annotations
 import deepseek_kernels as ops
 import torch
 import torch.nn.functional as F
+from deepseek_kernels.step_layout import closing_windows
 
 from .int_tensors import long_tensor, padded_rows
 from .kv_cache import read_rows, write_rows
@@ -212,32 +213,8 @@ class StepLayout:
         return info
 
     def _windows(self, rate: int) -> dict[str, torch.Tensor]:
-        """Every compression window of ``rate`` closed by this step's tokens, as (sequence, entry index) pairs:
-        the entry indices ``w`` and the pool rows the pooling reads and writes.
-
-        The pairs are listed in Python (sequence order, then entry order; a decode step closes at most one
-        window per sequence) and turned into one tensor: a few dozen integers, cheaper than the former tensor
-        formulation (``repeat_interleave`` and cumulative sums: about 115 us against 78 us for a decode step of 32
-        sequences closing a window each).
-        """
-        dev = self.positions.device
-        pairs: list[list[int]] = [[], []]  # sequence, entry index
-        for b, (start, end) in enumerate(zip(self.starts.tolist(), self.ends.tolist())):
-            for w in range(start // rate, end // rate):
-                pairs[0].append(b)
-                pairs[1].append(w)
-        win_seq, w = torch.tensor(pairs, dtype=torch.long, device=dev)
-        rows = w[:, None] * rate + torch.arange(rate, device=dev)[None, :]  # the window's own rows
-        sub = self.tables.index_select(0, win_seq)
-        window_slots = self.rows_to_slots(rows, sub)
-        return {
-            "w": w,
-            "window_slots": window_slots,
-            "prior_slots": self.rows_to_slots((rows - rate).clamp_min(0), sub),  # the previous window's rows
-            "has_prior": w > 0,
-            # the entry sits in the row of the token closing its window: the window's last row
-            "entry_out_slots": window_slots[:, rate - 1].contiguous(),
-        }
+        """The windows of ``rate`` this step's tokens close (``deepseek_kernels.step_layout.closing_windows``)."""
+        return closing_windows(self.starts.tolist(), self.ends.tolist(), self.tables, self.block_size, rate)
 
 
 class FusedLinears:

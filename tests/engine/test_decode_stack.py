@@ -88,25 +88,6 @@ def test_the_op_is_its_reference_composition_bit_for_bit():
     assert 0 < closing < len(calls)
 
 
-def test_closing_windows_are_the_layouts():
-    # The op's reference lists a decode step's closing windows itself; they are StepLayout's (the Python loop's).
-    from deepseek_engine.batched_attention import StepLayout
-
-    rng = random.Random(6)
-    for _ in range(20):
-        b, bs = rng.randint(1, 9), rng.choice([4, 8, 16])
-        positions = torch.tensor([rng.randrange(0, 200) for _ in range(b)])
-        tables = [rng.sample(range(500), 200 // bs + 1) for _ in range(b)]
-        layout = StepLayout(positions, positions, list(range(b + 1)), tables, bs, 64, None, (4, 16))
-        for rate in (4, 16):
-            want = layout.rate_info(rate)
-            if not want["w"].numel():
-                continue
-            got = stack.closing_windows(positions, layout.tables, bs, rate)
-            for key in ("w", "window_slots", "prior_slots", "has_prior", "entry_out_slots"):
-                assert torch.equal(got[key], want[key]), key
-
-
 def test_the_op_in_reference_mode_is_close_to_the_kernels():
     (args, out, _), = _captured_call(_prompts(2, 4), 1)
     with ops.using("reference"), torch.inference_mode():  # (the captured pools are inference tensors)

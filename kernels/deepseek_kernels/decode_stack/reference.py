@@ -28,6 +28,8 @@ from collections.abc import Callable, Sequence
 import torch
 import torch.nn.functional as F
 
+from ..step_layout.reference import closing_windows
+
 # weights, per layer
 (W_HC_ATTN_FN, W_HC_ATTN_BASE, W_HC_ATTN_SCALE, W_ATTN_NORM, W_HC_FFN_FN, W_HC_FFN_BASE, W_HC_FFN_SCALE, W_FFN_NORM,
  W_FUSED, W_Q_NORM, W_WQ_B, W_KV_NORM, W_IDX_WQ_B, W_COMP_APE, W_COMP_NORM, W_IDX_APE, W_IDX_NORM, W_SINK, W_WO_A,
@@ -73,26 +75,6 @@ def stack_layers(streams: torch.Tensor, n_layers: int, sites: Callable[[int], Se
     return streams if block is None else hc_merge(streams, block, post, comb)
 
 
-def closing_windows(positions: torch.Tensor, tables: torch.Tensor, block_size: int, rate: int) -> dict:
-    """The windows of ``rate`` a decode step closes, in sequence order: a sequence at position ``p`` closes
-    window ``p // rate`` when ``p + 1`` is a multiple of ``rate``. ``w`` (the window indices), the pool slots of
-    each window's rows and of the previous window's (clamped at row 0), whether a previous window exists, and
-    the slot of the row that closes the window (where its entry is stored)."""
-    pos = positions.tolist()
-    seqs = [b for b, p in enumerate(pos) if (p + 1) // rate > p // rate]
-    dev = positions.device
-    w = torch.tensor([pos[b] // rate for b in seqs], dtype=torch.long, device=dev)
-    rows = w[:, None] * rate + torch.arange(rate, device=dev)[None, :]
-    own = tables.index_select(0, torch.tensor(seqs, dtype=torch.long, device=dev))
-
-    def slots(r: torch.Tensor) -> torch.Tensor:
-        return torch.gather(own, 1, r // block_size) * block_size + r % block_size
-
-    window_slots = slots(rows)
-    return {"w": w, "window_slots": window_slots, "prior_slots": slots((rows - rate).clamp_min(0)),
-            "has_prior": w > 0, "entry_out_slots": window_slots[:, rate - 1].contiguous()}
-
-
 def decode_stack_reference(streams: torch.Tensor, input_ids: torch.Tensor, positions: torch.Tensor,
                            slots: torch.Tensor, tables: torch.Tensor, prompt_lens: torch.Tensor | None,
                            block_size: int, window: int, rope_tables: list[torch.Tensor], weights: list,
@@ -107,8 +89,8 @@ def decode_stack_reference(streams: torch.Tensor, input_ids: torch.Tensor, posit
         moe_dense_experts,
         sink_attention_paged,
     )
-
     b = streams.shape[0]
+    starts = positions.tolist()
     rates = sorted({r for r in ints[I_RATE::INTS] if r})
     found = decode_layout(positions, tables, prompt_lens, block_size, window, rates)
     rank_ends, key_slots, window_visible = found[:3]
@@ -118,7 +100,7 @@ def decode_stack_reference(streams: torch.Tensor, input_ids: torch.Tensor, posit
         info = {"entry_slots": found[3 + 3 * j], "threshold": found[5 + 3 * j],
                 "totals": (rank_ends // rate).tolist(), "w": None}
         if closed[j]:
-            info.update(closing_windows(positions, tables, block_size, rate))
+            info.update(closing_windows(starts, [p + 1 for p in starts], tables, block_size, rate))
         per_rate[rate] = info
 
     def rope_rows(index: int, at: torch.Tensor) -> tuple[torch.Tensor, ...]:

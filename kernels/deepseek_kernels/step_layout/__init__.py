@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from .._registry import device_impl, entry_point, fake
-from .reference import decode_layout_reference
+from .reference import closing_windows, decode_layout_reference
 
 
 @fake("decode_layout")
@@ -31,4 +31,4 @@ device_impl("decode_layout", decode_layout_reference, "PyTorch reference")
 decode_layout = entry_point("decode_layout", decode_layout_reference)
 
 
-__all__ = ["decode_layout", "decode_layout_reference"]
+__all__ = ["closing_windows", "decode_layout", "decode_layout_reference"]

@@ -53,3 +53,31 @@ def decode_layout_reference(positions: torch.Tensor, tables: torch.Tensor, promp
         closing.append(int((total - done).sum()))
     out.append(torch.tensor(closing, dtype=torch.long, device=dev))
     return out
+
+
+def closing_windows(starts: list[int], ends: list[int], tables: torch.Tensor, block_size: int,
+                    rate: int) -> dict[str, torch.Tensor]:
+    """Every compression window of ``rate`` that the new tokens ``starts[b] .. ends[b] - 1`` of sequence ``b``
+    close (sequence order, then window order; a decode step closes at most one per sequence): the window
+    indices ``w``, the pool slots of each window's own rows and of the previous window's (clamped at row 0),
+    whether a previous window exists, and the slot of the row that closes the window (where its entry goes).
+
+    The pairs are listed in Python: a few dozen integers, cheaper than a tensor formulation.
+    """
+    dev = tables.device
+    pairs: list[list[int]] = [[], []]  # sequence, window index
+    for b, (start, end) in enumerate(zip(starts, ends)):
+        for w in range(start // rate, end // rate):
+            pairs[0].append(b)
+            pairs[1].append(w)
+    win_seq, w = torch.tensor(pairs, dtype=torch.long, device=dev)
+    rows = w[:, None] * rate + torch.arange(rate, device=dev)[None, :]
+    own = tables.index_select(0, win_seq)
+    window_slots = _slots(own, rows, block_size)
+    return {
+        "w": w,
+        "window_slots": window_slots,
+        "prior_slots": _slots(own, (rows - rate).clamp_min(0), block_size),
+        "has_prior": w > 0,
+        "entry_out_slots": window_slots[:, rate - 1].contiguous(),
+    }
