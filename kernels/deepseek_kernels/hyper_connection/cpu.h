@@ -34,15 +34,19 @@ static inline void hc_mix_one(const float *m, int hc, const float *base, float p
 }
 
 
-/* Sinkhorn iterations for 8 tokens at once: c[i*hc + j] holds entry (i, j) of each token's matrix,
-   one token per lane; the arithmetic per lane is the scalar loop's. */
-static inline void sinkhorn8(v8f *c, int hc, int iters, float hc_eps) {
-    v8f colsum[64];
-    const v8f eps = (v8f){0} + hc_eps;
+/* Sinkhorn iterations for as many tokens as V has lanes (eight or sixteen): c[i*hc + j] holds entry (i, j) of
+   each token's matrix, one token per lane; the arithmetic per lane is the scalar loop's. Between iterations it
+   also takes side[i] = expf(side[i]) for a slice of the nside floats of side (all of them by the last
+   iteration): work for the integer and FMA ports while the divider, which bounds the iterations, is busy. */
+template <typename V>
+static inline void sinkhorn_lanes(V *c, int hc, int iters, float hc_eps, float *side = 0, int nside = 0) {
+    V colsum[8];
+    const V eps = (V){0} + hc_eps;
+    int done = 0;
     for (int it = 0; it < iters; it++) {
         if (it > 0) {
             for (int i = 0; i < hc; i++) {
-                v8f s = c[i * hc];
+                V s = c[i * hc];
                 for (int j = 1; j < hc; j++) s = s + c[i * hc + j];
                 s = s + eps;
                 for (int j = 0; j < hc; j++) c[i * hc + j] = c[i * hc + j] / s;
@@ -54,6 +58,8 @@ static inline void sinkhorn8(v8f *c, int hc, int iters, float hc_eps) {
         for (int j = 0; j < hc; j++) colsum[j] = colsum[j] + eps;
         for (int i = 0; i < hc; i++)
             for (int j = 0; j < hc; j++) c[i * hc + j] = c[i * hc + j] / colsum[j];
+        const int upto = (int)((int64_t)nside * (it + 1) / iters);
+        for (; done < upto; done++) side[done] = expf(side[done]);
     }
 }
 
@@ -71,7 +77,7 @@ static inline void hc_mix(const float *mixes, int64_t T, int hc, const float *ba
             c[e] = (v8f){0} + 1.0f;
             for (int64_t l = 0; l < n; l++) c[e][l] = comb[(t0 + l) * hh + e];
         }
-        sinkhorn8(c, hc, iters, hc_eps);
+        sinkhorn_lanes(c, hc, iters, hc_eps);
         for (int e = 0; e < hh; e++)
             for (int64_t l = 0; l < n; l++) comb[(t0 + l) * hh + e] = c[e][l];
     }
@@ -179,33 +185,6 @@ static inline void lanes_linear(const v16f *x, int64_t n, const float *w, int64_
         for (int l = 0; l < 8 && n8; l++) s0 = s0 + a0[l];
         for (int64_t k = n8; k < n; k++) s0 = s0 + x[k] * w0[k];
         y[j] = s0;
-    }
-}
-
-/* sinkhorn8 for sixteen tokens. Between iterations it also takes side[i] = expf(side[i]) for a slice of the
-   nside floats of side (all of them by the last iteration): work for the integer and FMA ports while the
-   divider, which bounds the iterations, is busy. */
-static inline void sinkhorn16(v16f *c, int hc, int iters, float hc_eps, float *side, int nside) {
-    v16f colsum[8];
-    const v16f eps = (v16f){0} + hc_eps;
-    int done = 0;
-    for (int it = 0; it < iters; it++) {
-        if (it > 0) {
-            for (int i = 0; i < hc; i++) {
-                v16f s = c[i * hc];
-                for (int j = 1; j < hc; j++) s = s + c[i * hc + j];
-                s = s + eps;
-                for (int j = 0; j < hc; j++) c[i * hc + j] = c[i * hc + j] / s;
-            }
-        }
-        for (int j = 0; j < hc; j++) colsum[j] = c[j];
-        for (int i = 1; i < hc; i++)
-            for (int j = 0; j < hc; j++) colsum[j] = colsum[j] + c[i * hc + j];
-        for (int j = 0; j < hc; j++) colsum[j] = colsum[j] + eps;
-        for (int i = 0; i < hc; i++)
-            for (int j = 0; j < hc; j++) c[i * hc + j] = c[i * hc + j] / colsum[j];
-        const int upto = (int)((int64_t)nside * (it + 1) / iters);
-        for (; done < upto; done++) side[done] = expf(side[done]);
     }
 }
 
@@ -429,7 +408,7 @@ static inline void hc_step(const float *streams_in, const float *block, const fl
         if (t1 < T)
             hc_step_prepare(streams_in, block, post_prev, comb_prev, t1, (int)((T - t1) < HC_LANES ? (T - t1) : HC_LANES),
                             hc, D, fn, base, ps, qs, cs, norm_eps, streams_out, xt, args[g ^ 1]);
-        sinkhorn16(cm, hc, iters, hc_eps, args[g ^ 1], t1 < T ? nexp : 0);
+        sinkhorn_lanes(cm, hc, iters, hc_eps, args[g ^ 1], t1 < T ? nexp : 0);
         const float *so = streams_out + t0 * width;
         for (int l = 0; l < n; l++) {
             float *pt = post + (t0 + l) * hc, *ct = comb + (t0 + l) * hh;
