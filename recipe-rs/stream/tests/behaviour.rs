@@ -6,16 +6,8 @@ use recipe_core::{ParsingOptions, SpecialToken, ThinkingInitialStage, Tokenizer}
 use recipe_stream::*;
 use serde_json::Value;
 
-fn tokenizer() -> Tokenizer {
-    static TOK: std::sync::OnceLock<Tokenizer> = std::sync::OnceLock::new();
-    TOK.get_or_init(|| {
-        let path = std::env::var("DEEPSEEK_TOKENIZER_JSON").unwrap_or_else(|_| {
-            panic!("set DEEPSEEK_TOKENIZER_JSON to the DeepSeek V4 tokenizer.json")
-        });
-        Tokenizer::from_file(&path).unwrap_or_else(|e| panic!("cannot load tokenizer {path}: {e}"))
-    })
-    .clone()
-}
+mod common;
+use common::tokenizer;
 
 const D: &str = "｜DSML｜";
 

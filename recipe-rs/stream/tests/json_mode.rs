@@ -9,7 +9,7 @@ use recipe_stream::*;
 use serde_json::Value;
 
 mod common;
-use common::tokenizer;
+use common::{logprob_tokens, push_with_logprobs, tokenizer};
 
 fn chat() -> Generator {
     Generator::Chat(ChatGenerator::new(
@@ -338,28 +338,13 @@ fn run_logprobs(pushes: &[&[&str]]) -> Vec<Vec<(String, Vec<String>)>> {
         for p in *pieces {
             ids.extend(tok.encode_with_special(p).unwrap());
         }
-        let logprobs = ids.iter().map(|_| (-1.0, Vec::new())).collect();
-        let items = sp
-            .push(InferenceChunk::Tokens {
-                token_ids: ids,
-                logprobs: Some(logprobs),
-            })
-            .unwrap();
         let mut got = Vec::new();
-        for i in items {
-            let v = i.to_value();
-            let choice = &v["choices"][0];
-            if let Some(text) = choice["delta"]["content"]
+        for v in push_with_logprobs(&mut sp, ids) {
+            if let Some(text) = v["choices"][0]["delta"]["content"]
                 .as_str()
                 .filter(|t| !t.is_empty())
             {
-                let tokens = choice["logprobs"]["content"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|lp| lp["token"].as_str().unwrap_or_default().to_owned())
-                    .collect();
-                got.push((text.to_owned(), tokens));
+                got.push((text.to_owned(), logprob_tokens(&v)));
             }
         }
         all.push(got);

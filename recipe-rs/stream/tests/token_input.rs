@@ -7,7 +7,7 @@ use recipe_stream::*;
 use serde_json::Value;
 
 mod common;
-use common::tokenizer;
+use common::{logprob_tokens, push_with_logprobs, tokenizer};
 
 const DSML_ID: u32 = 128825;
 /// `｜DSML｜` written out in ordinary tokens.
@@ -341,22 +341,8 @@ fn json_mode_drops_the_log_probabilities_of_text_it_dropped_in_earlier_pushes() 
     let mut carried = Vec::new();
     for piece in ["```", "json", "\n", "{\"", "a\"", ": 1}"] {
         let ids = tok.encode_with_special(piece).unwrap();
-        let logprobs = ids.iter().map(|_| (-1.0, Vec::new())).collect();
-        let items = sp
-            .push(InferenceChunk::Tokens {
-                token_ids: ids,
-                logprobs: Some(logprobs),
-            })
-            .unwrap();
-        for i in items {
-            let v = i.to_value();
-            for lp in v["choices"][0]["logprobs"]["content"]
-                .as_array()
-                .into_iter()
-                .flatten()
-            {
-                carried.push(lp["token"].as_str().unwrap_or_default().to_owned());
-            }
+        for v in push_with_logprobs(&mut sp, ids) {
+            carried.extend(logprob_tokens(&v));
         }
     }
     assert_eq!(
