@@ -99,53 +99,6 @@ static inline void linear_t(const float *x, int64_t T, int64_t n, int64_t xs, co
 #endif
 }
 
-/* rms_norm (same arithmetic, same arguments), eight rows' lane sums added up at once through lane_sums8 when the
-   row width is a multiple of 8 and at least 16 (rms_norm's eight-lane case); other widths and the last rows
-   through rms_norm itself. */
-static inline void rms_norm_rows(const float *x, int64_t rows, int64_t D, int64_t stride, const float *w, float eps,
-                                 float *out) {
-    int64_t r0 = 0;
-#if defined(__AVX__)
-    if (D >= 16 && (D & 7) == 0) {
-        const v8f dv = bc((float)D), ev = bc(eps), one = bc(1.0f);
-        for (; r0 + 8 <= rows; r0 += 8) {
-            v8f acc[8];
-            for (int i = 0; i < 8; i++) {
-                const float *xr = x + (r0 + i) * stride;
-                v8f a = {0};
-                for (int64_t d = 0; d < D; d += 8) {
-                    v8f v;
-                    memcpy(&v, xr + d, sizeof(v));
-                    a = a + v * v;
-                }
-                acc[i] = a;
-            }
-            const v8f s = (v8f)lane_sums8(acc);
-            v8f sq = s / dv + ev;
-            sq = (v8f)_mm256_sqrt_ps((__m256)sq);
-            const v8f inv = one / sq;
-            for (int i = 0; i < 8; i++) {
-                const float *xr = x + (r0 + i) * stride;
-                float *o = out + (r0 + i) * D;
-                const v8f iv = bc(inv[i]);
-                for (int64_t d = 0; d < D; d += 8) {
-                    v8f v;
-                    memcpy(&v, xr + d, sizeof(v));
-                    v = v * iv;
-                    if (w) {
-                        v8f wv;
-                        memcpy(&wv, w + d, sizeof(wv));
-                        v = wv * v;
-                    }
-                    memcpy(o + d, &v, sizeof(v));
-                }
-            }
-        }
-    }
-#endif
-    if (r0 < rows) rms_norm(x + r0 * stride, rows - r0, D, stride, w, eps, out + r0 * D);
-}
-
 /* The per-token front of an attention block after its fused input projection proj [T, P]:
    q_latent = RMSNorm(q_norm_w)(proj[:, :qa]); q = rope(rms_per_head(q_latent @ wq_b^T)) [T, H, D];
    the shared key/value rope(RMSNorm(kv_norm_w)(proj[:, qa:qa + D])) stored at kv_pool row slots[t];
@@ -160,11 +113,11 @@ static inline void attn_front(const float *proj, int64_t T, int64_t P, int64_t q
                 const float *idx_wq_bt, int64_t Hi, int64_t di, float *q_latent, float *q_out, float *qi_out,
                 float *scratch) {
     float *qraw = scratch, *kvn = qraw + T * H * D, *qiraw = kvn + T * D;
-    rms_norm_rows(proj, T, qa, P, q_norm_w, q_eps, q_latent);
+    rms_norm(proj, T, qa, P, q_norm_w, q_eps, q_latent);
     linear_t(q_latent, T, qa, qa, wq_bt, H * D, qraw, H * D);
-    rms_norm_rows(qraw, T * H, D, D, 0, head_eps, q_out);
+    rms_norm(qraw, T * H, D, D, 0, head_eps, q_out);
     rope_apply(q_out, T, H, D, R, c, s, q_out);
-    rms_norm_rows(proj + qa, T, D, P, kv_norm_w, kv_eps, kvn);
+    rms_norm(proj + qa, T, D, P, kv_norm_w, kv_eps, kvn);
     for (int64_t t = 0; t < T; t++) {
         rope_apply(kvn + t * D, 1, 1, D, R, c + t * R, s + t * R, kv_pool + slots[t] * D);
         const float *pr = proj + t * P;

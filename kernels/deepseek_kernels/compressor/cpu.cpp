@@ -2,7 +2,6 @@
 #include "cpu.h"
 #include "../rms_norm/cpu.h"
 #include "../rope/cpu.h"
-#include "../attention_block/cpu.h"
 #include "../csrc/torch_glue.h"
 
 #include <vector>
@@ -75,7 +74,7 @@ static void compress_windows_fused(float *ep, const float *kvp, const float *gp,
             _mm512_mask_storeu_ps(pooled + i * d + c0, m, acc);
         }
     }
-    rms_norm_rows(pooled, n, d, d, nw, eps, normed);
+    rms_norm(pooled, n, d, d, nw, eps, normed);
     for (int64_t i = 0; i < n; i++) rope_apply(normed + i * d, 1, 1, d, rot, c + i * rot, s + i * rot, ep + os[i] * d);
 }
 #endif
