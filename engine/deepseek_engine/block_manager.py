@@ -7,6 +7,11 @@ under a hash of its tokens chained with the hash of the block before it, so a la
 sequence with the same prefix (block for block) reuses it instead of recomputing.
 Freed blocks keep their hash until they are handed out again (least recently freed
 first), so a prefix stays reusable while nothing else needs the space.
+
+A full block that a running sequence has been given but not computed yet is *in
+flight*: ``prefix_in_flight`` tells the scheduler that a waiting sequence would find
+its next prefix block cached if it waited for that computation (requests sharing a
+prompt, such as the choices of an ``n > 1`` request, then compute it once).
 """
 
 from __future__ import annotations
@@ -56,7 +61,10 @@ class BlockManager:
         self.hash_to_block: dict[bytes, int] = {}
         # Per sequence: number of its leading blocks already registered as cached.
         self._num_hashed: dict[int, int] = {}
-        self._last_hash: dict[int, bytes | None] = {}
+        # Hashes of full blocks being computed by running sequences (-> how many), and per sequence
+        # the end of its in-flight block range (its blocks [num_hashed, end) are in flight).
+        self.in_flight: dict[bytes, int] = {}
+        self._in_flight_end: dict[int, int] = {}
 
     # -- queries --------------------------------------------------------------------------
     @property
@@ -66,21 +74,37 @@ class BlockManager:
     def blocks_needed(self, num_tokens: int) -> int:
         return -(-num_tokens // self.block_size)
 
+    def block_hash(self, seq: Sequence, i: int) -> bytes:
+        """The chained hash of ``seq``'s full block ``i`` (kept in ``seq.block_hashes``)."""
+        hashes, bs = seq.block_hashes, self.block_size
+        while len(hashes) <= i:
+            j = len(hashes)
+            hashes.append(chain_hash(hashes[-1] if hashes else None, seq.token_ids[j * bs : (j + 1) * bs]))
+        return hashes[i]
+
     def _cached_prefix(self, seq: Sequence) -> list[int]:
         """Block IDs of the longest cached prefix of ``seq``, leaving at least one token to compute."""
         if not self.enable_prefix_caching:
             return []
         hits: list[int] = []
-        prev: bytes | None = None
-        max_blocks = (len(seq) - 1) // self.block_size
+        bs = self.block_size
+        max_blocks = (len(seq) - 1) // bs
         for i in range(max_blocks):
-            ids = seq.token_ids[i * self.block_size : (i + 1) * self.block_size]
-            prev = chain_hash(prev, ids)
-            block_id = self.hash_to_block.get(prev)
-            if block_id is None or self.blocks[block_id].token_ids != tuple(ids):
+            block_id = self.hash_to_block.get(self.block_hash(seq, i))
+            if block_id is None or self.blocks[block_id].token_ids != tuple(seq.token_ids[i * bs : (i + 1) * bs]):
                 break
             hits.append(block_id)
         return hits
+
+    def prefix_in_flight(self, seq: Sequence) -> bool:
+        """Whether the first block of ``seq`` missing from the cache is being computed by a running
+        sequence (so ``seq`` would find it cached after waiting for that step)."""
+        if not self.in_flight:
+            return False
+        hits = len(self._cached_prefix(seq))
+        if hits >= (len(seq) - 1) // self.block_size:
+            return False
+        return self.block_hash(seq, hits) in self.in_flight
 
     def _take_free(self, block_id: int | None = None) -> Block:
         """Take a block out of the free queue: ``block_id`` (a cache hit) or the oldest one."""
@@ -119,8 +143,23 @@ class BlockManager:
                 block.ref_count += 1
         seq.block_table = hits + [self._take_free().block_id for _ in range(new)]
         self._num_hashed[seq.seq_id] = len(hits)
-        self._last_hash[seq.seq_id] = self.blocks[hits[-1]].hash if hits else None
+        if use_prefix_cache and self.enable_prefix_caching:
+            end = len(seq) // self.block_size
+            for i in range(len(hits), end):
+                h = self.block_hash(seq, i)
+                self.in_flight[h] = self.in_flight.get(h, 0) + 1
+            self._in_flight_end[seq.seq_id] = end
         return len(hits) * self.block_size
+
+    def _land(self, seq: Sequence, start: int, stop: int) -> None:
+        """Blocks ``[start, stop)`` of ``seq`` are no longer in flight (computed, or given up)."""
+        for i in range(start, min(stop, self._in_flight_end.get(seq.seq_id, 0))):
+            h = seq.block_hashes[i]
+            left = self.in_flight[h] - 1
+            if left:
+                self.in_flight[h] = left
+            else:
+                del self.in_flight[h]
 
     def deallocate(self, seq: Sequence) -> None:
         """Drop ``seq``'s references; blocks nobody uses go back to the free queue."""
@@ -130,8 +169,10 @@ class BlockManager:
             if block.ref_count == 0:
                 self.free[block_id] = None
         seq.block_table = []
+        if seq.seq_id in self._in_flight_end:
+            self._land(seq, self._num_hashed.get(seq.seq_id, 0), self._in_flight_end[seq.seq_id])
+            del self._in_flight_end[seq.seq_id]
         self._num_hashed.pop(seq.seq_id, None)
-        self._last_hash.pop(seq.seq_id, None)
 
     def ensure_slots(self, seq: Sequence, num_tokens: int) -> bool:
         """Grow ``seq``'s block table to cover ``num_tokens`` tokens; ``False`` (no change) if blocks run out."""
@@ -150,18 +191,17 @@ class BlockManager:
         full = min(seq.num_computed_tokens, len(seq.token_ids)) // self.block_size
         if full <= done:  # no block filled since the last commit (most decode steps)
             return
-        prev = self._last_hash.get(seq.seq_id)
+        self._land(seq, done, full)
         for i in range(done, full):
             ids = seq.token_ids[i * self.block_size : (i + 1) * self.block_size]
-            prev = chain_hash(prev, ids)
+            h = self.block_hash(seq, i)
             block = self.blocks[seq.block_table[i]]
             if block.hash is None:
-                block.hash = prev
+                block.hash = h
                 block.token_ids = tuple(ids)
                 # An identical block computed by another sequence keeps its registration.
-                self.hash_to_block.setdefault(prev, block.block_id)
+                self.hash_to_block.setdefault(h, block.block_id)
         self._num_hashed[seq.seq_id] = max(done, full)
-        self._last_hash[seq.seq_id] = prev
 
     # -- checks ----------------------------------------------------------------------------
     def check_invariants(self, live: list[Sequence]) -> None:
@@ -174,3 +214,8 @@ class BlockManager:
             assert (block.ref_count == 0) == (block.block_id in self.free), block.block_id
         for h, block_id in self.hash_to_block.items():
             assert self.blocks[block_id].hash == h
+        flying: dict[bytes, int] = {}
+        for seq in live:
+            for i in range(self._num_hashed.get(seq.seq_id, 0), self._in_flight_end.get(seq.seq_id, 0)):
+                flying[seq.block_hashes[i]] = flying.get(seq.block_hashes[i], 0) + 1
+        assert flying == self.in_flight, "in-flight blocks differ from the live sequences' uncommitted blocks"

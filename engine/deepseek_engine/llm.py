@@ -26,15 +26,16 @@ from .sequence import Sequence, TokenLogprob
 class RequestOutput:
     """The result of one request.
 
+    ``request_id`` is the ID ``add_request`` returned (the caller's own, when it gave one).
     ``token_ids`` are the generated tokens; when generation ended on EOS or a stop
     token (``finish_reason == "stop"``) that token is the last one and is also in
     ``stop_token_id`` (``None`` when an ``on_token`` callback ended the request).
-    ``finish_reason == "length"`` means ``max_tokens`` or the
-    context length was reached. ``num_cached_tokens`` is how many prompt tokens came
-    from the prefix cache.
+    ``finish_reason == "length"`` means ``max_tokens`` or the context length was
+    reached; ``"abort"`` that ``abort_request`` ended it. ``num_cached_tokens`` is how
+    many prompt tokens came from the prefix cache.
     """
 
-    request_id: int
+    request_id: int | str
     prompt_token_ids: list[int]
     token_ids: list[int]
     finish_reason: str
@@ -157,6 +158,7 @@ class LLM:
         self._default_speculative = None
         self._spec_requests = None
         self._next_id = 0
+        self._requests: dict[int | str, Sequence] = {}  # unfinished requests by request ID
         self._seed_rng = random.Random(int.from_bytes(os.urandom(8), "little"))
 
     # -- request-level API ---------------------------------------------------------------------
@@ -176,9 +178,13 @@ class LLM:
         return ids
 
     def add_request(self, prompt: Seq[int], params: SamplingParams | None = None,
-                    on_token: Callable[[Sequence], bool] | None = None) -> int:
+                    on_token: Callable[[Sequence], bool] | None = None,
+                    request_id: str | None = None) -> int | str:
         """Queue one token-ID prompt; return its request ID.
 
+        ``request_id`` names the request (a server passes its own request ID), a string
+        that is not the ID of an unfinished request; without one the engine numbers
+        requests (ints, so they never collide with a caller's names).
         ``on_token(seq)`` runs after each generated token other than EOS or a stop
         token; returning ``True`` ends the request (``finish_reason`` "stop").
         """
@@ -186,11 +192,26 @@ class LLM:
         ids = self._check_prompt(prompt)
         if params.speculative not in (None, False):
             raise ValueError("speculative requests run through generate(), not add_request()")
-        seq = Sequence(self._next_id, ids, params, self._generator(params))
+        if request_id is not None and not isinstance(request_id, str):
+            raise TypeError(f"request_id must be a string, got {type(request_id).__name__}")
+        if request_id is not None and request_id in self._requests:
+            raise ValueError(f"request ID {request_id!r} is already in use by an unfinished request")
+        seq = Sequence(self._next_id, ids, params, self._generator(params), request_id)
         seq.on_token = on_token
         self._next_id += 1
+        self._requests[seq.request_id] = seq
         self.scheduler.add(seq)
-        return seq.seq_id
+        return seq.request_id
+
+    def abort_request(self, request_id: int | str) -> RequestOutput | None:
+        """End an unfinished request now: it leaves the scheduler and its cache blocks are freed
+        (``finish_reason`` "abort", with the tokens generated so far). ``None`` when no unfinished
+        request has this ID (it finished already, say). Call it between steps, like ``add_request``."""
+        seq = self._requests.pop(request_id, None)
+        if seq is None:
+            return None
+        self.scheduler.abort(seq)
+        return self._output(seq)
 
     def _generator(self, params: SamplingParams) -> torch.Generator:
         seed = params.seed if params.seed is not None else self._seed_rng.getrandbits(63)
@@ -218,12 +239,15 @@ class LLM:
         """Run one scheduled model step; return the requests that finished in it."""
         batch = self.scheduler.schedule()
         sampled = self.runner.step(batch)
-        return [self._output(s) for s in self.scheduler.postprocess(batch, sampled)]
+        finished = self.scheduler.postprocess(batch, sampled)
+        for seq in finished:
+            del self._requests[seq.request_id]
+        return [self._output(s) for s in finished]
 
     @staticmethod
     def _output(seq: Sequence) -> RequestOutput:
         return RequestOutput(
-            request_id=seq.seq_id,
+            request_id=seq.request_id,
             prompt_token_ids=seq.token_ids[: seq.num_prompt_tokens],
             token_ids=seq.output_token_ids,
             finish_reason=seq.finish_reason or "length",
@@ -253,7 +277,7 @@ class LLM:
         specs = [self._speculative_config(sp) for sp in params_list]
         ids = [None if spec is not None else self.add_request(p, sp)
                for p, sp, spec in zip(prompts, params_list, specs)]
-        results: dict[int, RequestOutput] = {}
+        results: dict[int | str, RequestOutput] = {}
         bar = None
         if use_tqdm:
             from tqdm.auto import tqdm

@@ -8,6 +8,12 @@ running sequence needs a new block and none is free, the most recently admitted
 running sequence is preempted: its blocks are released and it goes back to the
 front of the waiting queue, to be recomputed later (its full blocks usually come
 back from the prefix cache).
+
+A waiting sequence whose next prefix block a running sequence is computing right now
+(``BlockManager.prefix_in_flight``: the same prompt submitted several times, e.g. the
+choices of an ``n > 1`` request) is passed over until that block is computed, then
+admitted with it as a cache hit; sequences behind it are admitted meanwhile.
+``abort`` removes a waiting or running sequence and frees its blocks at once.
 """
 
 from __future__ import annotations
@@ -107,8 +113,12 @@ class Scheduler:
             budget -= n
         self.running = kept
 
+        passed_over: list[Sequence] = []
         while not preempted and self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
             seq = self.waiting[0]
+            if self.block_manager.prefix_in_flight(seq):
+                passed_over.append(self.waiting.popleft())
+                continue
             cached = self.block_manager.allocate(seq)
             if cached is None:
                 break
@@ -122,7 +132,21 @@ class Scheduler:
             seqs.append(seq)
             counts.append(n)
             budget -= n
+        self.waiting.extendleft(reversed(passed_over))
         return ScheduledBatch(seqs, counts)
+
+    def abort(self, seq: Sequence) -> None:
+        """Remove an unfinished sequence (waiting or running) and release its blocks;
+        it ends with ``finish_reason`` "abort"."""
+        if seq.status is SequenceStatus.RUNNING:
+            self.running.remove(seq)
+        elif seq.status is SequenceStatus.WAITING:
+            self.waiting.remove(seq)
+        else:
+            raise ValueError(f"sequence {seq.seq_id} has already finished")
+        self.block_manager.deallocate(seq)
+        seq.status = SequenceStatus.FINISHED
+        seq.finish_reason = "abort"
 
     def postprocess(self, batch: ScheduledBatch, sampled: dict[int, int]) -> list[Sequence]:
         """Advance the sequences of ``batch``; ``sampled`` maps seq_id to its new token.

@@ -36,6 +36,12 @@ class Sequence:
     everything after it still has to run through the model (a prefill, possibly in
     chunks, or the one new token of a decode step). ``block_table`` lists the cache
     blocks holding the sequence, in order.
+
+    ``seq_id`` is the engine's own number for the sequence (block manager and sampler
+    keys); ``request_id`` is the caller's name for it (``LLM.add_request``), by
+    default the same number. ``block_hashes`` holds the prefix-cache hash of each
+    full block of ``token_ids`` computed so far (``BlockManager`` extends it; full
+    blocks never change, so the hashes stay valid as the sequence grows).
     """
 
     def __init__(
@@ -44,8 +50,10 @@ class Sequence:
         prompt_token_ids: list[int],
         params: SamplingParams,
         generator: torch.Generator,
+        request_id: int | str | None = None,
     ) -> None:
         self.seq_id = seq_id
+        self.request_id: int | str = seq_id if request_id is None else request_id
         self.token_ids: list[int] = list(prompt_token_ids)
         self.num_prompt_tokens = len(prompt_token_ids)
         self.params = params
@@ -63,6 +71,7 @@ class Sequence:
         self.on_token: Callable[[Sequence], bool] | None = None
         # Private state the model keeps for this sequence between steps (``StepContext.seq_states``).
         self.model_state: dict = {}
+        self.block_hashes: list[bytes] = []
 
     def __len__(self) -> int:
         return len(self.token_ids)

@@ -164,3 +164,68 @@ def test_bad_requests_raise_clear_errors():
         llm.generate([[1], [2], [3]], [SamplingParams(), SamplingParams()])
     # Nothing was queued by the failed calls.
     assert not llm.has_unfinished_requests()
+
+
+def test_request_ids_are_the_callers_strings_or_engine_numbers():
+    llm = toy_llm(MODEL)
+    p = prompts(2, seed=21)
+    assert llm.add_request(p[0], SamplingParams(temperature=0, max_tokens=3), request_id="req-a") == "req-a"
+    auto = llm.add_request(p[1], SamplingParams(temperature=0, max_tokens=3))
+    assert isinstance(auto, int)
+    with pytest.raises(ValueError, match="already in use"):
+        llm.add_request(p[1], request_id="req-a")
+    with pytest.raises(TypeError, match="string"):
+        llm.add_request(p[1], request_id=7)
+    outs = {}
+    while llm.has_unfinished_requests():
+        outs.update((o.request_id, o) for o in llm.step())
+    assert set(outs) == {"req-a", auto}
+    assert outs["req-a"].token_ids == MODEL.reference_greedy(p[0], 3)
+    # A finished request's ID can be used again.
+    assert llm.add_request(p[0], request_id="req-a") == "req-a"
+
+
+def test_abort_request_frees_its_slot_and_blocks_and_leaves_the_others_alone():
+    llm = toy_llm(MODEL, block_size=4, max_num_seqs=2)
+    bm = llm.block_manager
+    ps = prompts(3, seed=23, lo=20, hi=30)
+    greedy = SamplingParams(temperature=0, max_tokens=12)
+    for i, p in enumerate(ps):
+        llm.add_request(p, greedy, request_id=f"r{i}")
+    llm.step()
+    llm.step()  # r0 and r1 run (two slots), r2 waits
+    assert {s.request_id for s in llm.scheduler.running} == {"r0", "r1"}
+    held = len(llm.scheduler.running[0].block_table)
+    free = bm.num_free_blocks
+    out = llm.abort_request("r0")
+    assert out.finish_reason == "abort" and out.request_id == "r0" and out.stop_token_id is None
+    assert out.token_ids == MODEL.reference_greedy(ps[0], 2)  # what it had generated
+    assert {s.request_id for s in llm.scheduler.running} == {"r1"} and bm.num_free_blocks == free + held
+    bm.check_invariants(llm.scheduler.running)
+    assert llm.abort_request("r0") is None and llm.abort_request("nobody") is None
+    waiting = llm.abort_request("r2")  # never admitted
+    assert waiting.finish_reason == "abort" and waiting.token_ids == []
+    outs = []
+    while llm.has_unfinished_requests():
+        outs += llm.step()
+    assert [o.request_id for o in outs] == ["r1"] and outs[0].token_ids == MODEL.reference_greedy(ps[1], 12)
+    assert bm.num_free_blocks == len(bm.blocks)
+
+
+@pytest.mark.parametrize("engine_args", [{}, {"max_num_batched_tokens": 9}])
+def test_choices_of_one_prompt_share_its_blocks_and_equal_separate_requests(engine_args):
+    """``n > 1`` as a server submits it: n requests with one prompt and seeds seed + i, added together. The
+    first computes the prompt; the others wait for its blocks and find them cached (also when the prompt is
+    prefilled in chunks), and each choice is the request it would be on its own."""
+    p = prompts(1, seed=25, lo=30, hi=30)[0]
+    params = [SamplingParams(temperature=1.2, top_p=0.9, seed=100 + i, max_tokens=8, logprobs=2) for i in range(4)]
+    llm = toy_llm(MODEL, block_size=4, **engine_args)
+    outs = llm.generate([p] * 4, params)
+    assert outs[0].num_cached_tokens == 0
+    assert [o.num_cached_tokens for o in outs[1:]] == [28, 28, 28]  # seven full blocks of 30 tokens
+    for sp, out in zip(params, outs):
+        alone = toy_llm(MODEL, block_size=4).generate([p], sp)[0]
+        assert out.token_ids == alone.token_ids
+        # (log probabilities to rounding: a batch of four rows and a lone row round differently)
+        for a, b in zip(out.logprobs, alone.logprobs):
+            assert a.logprob == pytest.approx(b.logprob, abs=1e-5) and [t for t, _ in a.top] == [t for t, _ in b.top]
