@@ -162,7 +162,7 @@ class LLM:
         self._seed_rng = random.Random(int.from_bytes(os.urandom(8), "little"))
 
     # -- request-level API ---------------------------------------------------------------------
-    def _check_prompt(self, prompt: Seq[int], generating: bool = True) -> list[int]:
+    def check_prompt(self, prompt: Seq[int], generating: bool = True) -> list[int]:
         """Validate token IDs; a prompt to generate from must leave room for one more token."""
         ids = [int(t) for t in prompt]
         if not ids:
@@ -189,7 +189,7 @@ class LLM:
         token; returning ``True`` ends the request (``finish_reason`` "stop").
         """
         params = params or SamplingParams()
-        ids = self._check_prompt(prompt)
+        ids = self.check_prompt(prompt)
         if params.speculative not in (None, False):
             raise ValueError("speculative requests run through generate(), not add_request()")
         if request_id is not None and not isinstance(request_id, str):
@@ -273,7 +273,7 @@ class LLM:
             if len(params_list) != len(prompts):
                 raise ValueError(f"{len(prompts)} prompts but {len(params_list)} sampling parameters")
         for p in prompts:
-            self._check_prompt(p)
+            self.check_prompt(p)
         specs = [self._speculative_config(sp) for sp in params_list]
         ids = [None if spec is not None else self.add_request(p, sp)
                for p, sp, spec in zip(prompts, params_list, specs)]
@@ -290,7 +290,7 @@ class LLM:
                     bar.update(1)
         spec_rows = [i for i, spec in enumerate(specs) if spec is not None]
         if spec_rows:
-            runs = self._speculation().run([(self._check_prompt(prompts[i]), params_list[i], specs[i],
+            runs = self._speculation().run([(self.check_prompt(prompts[i]), params_list[i], specs[i],
                                              self._generator(params_list[i])) for i in spec_rows])
             for i, run in zip(spec_rows, runs):
                 ids[i] = self._next_id
@@ -313,7 +313,7 @@ class LLM:
         """Logits ``[len(token_ids), vocab]`` of one sequence, each row predicting the next token."""
         if self.scheduler.has_unfinished():
             raise RuntimeError("forward_logits needs an idle engine")
-        ids = self._check_prompt(token_ids, generating=False)
+        ids = self.check_prompt(token_ids, generating=False)
         seq = Sequence(-1, ids, SamplingParams(), torch.Generator(device=self.device))
         if self.block_manager.allocate(seq, use_prefix_cache=False) is None:
             raise RuntimeError("not enough cache blocks for this sequence")
