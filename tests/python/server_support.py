@@ -94,8 +94,12 @@ class ScriptedBackend(TokenBackend):
     async def _run(self, request: GenerateRequest) -> AsyncIterator[TokenChunk]:
         if self.fail_with is not None:
             raise self.fail_with
-        if self.gate is not None:
-            await self.gate.wait()
+        try:
+            if self.gate is not None:
+                await self.gate.wait()
+        except BaseException:
+            self.aborted.append(request.request_id)
+            raise
         script = self.script(request)
         out = list(script.token_ids)[: request.sampling.max_tokens]
         finish = script.finish

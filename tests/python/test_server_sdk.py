@@ -10,7 +10,7 @@ import openai
 import pytest
 from deepseek_recipe.server.app import create_app
 from deepseek_recipe.server.config import ServerConfig
-from server_support import LiveServer, Script, ScriptedBackend, ids, tool_call_text
+from server_support import TOK, LiveServer, Script, ScriptedBackend, ids, tool_call_text
 
 TOOLS_OPENAI = [{"type": "function", "function": {"name": "get_weather", "description": "weather",
                                                   "parameters": {"type": "object", "properties": {
@@ -37,7 +37,7 @@ def script(request):
 @pytest.fixture(scope="module")
 def server():
     backend = ScriptedBackend(script=script)
-    with LiveServer(create_app(backend, ServerConfig())) as live:
+    with LiveServer(create_app(backend, ServerConfig(), tokenizer=TOK)) as live:
         live.backend = backend
         yield live
 

@@ -45,12 +45,12 @@ CLIENT_CLOSED = 499
 class ServerState:
     """What every handler shares: the backend, the codec, the queue, the metrics."""
 
-    def __init__(self, backend: TokenBackend, config: ServerConfig) -> None:
+    def __init__(self, backend: TokenBackend, config: ServerConfig, tokenizer: Any = None) -> None:
         self.backend = backend
         self.config = config
         self.model_name = config.served_model_name or backend.model_name
         context = backend.max_model_len or config.max_model_len
-        self.codec = RequestCodec(config, self.model_name, context)
+        self.codec = RequestCodec(config, self.model_name, context, tokenizer)
         self.admission = AdmissionQueue(config.max_queued_requests, config.max_queued_tokens, config.retry_after_s)
         self.metrics = Metrics()
         self.running = 0
@@ -223,9 +223,10 @@ class CountTokensEndpoint(_Endpoint):
         return 200
 
 
-def create_app(backend: TokenBackend, config: ServerConfig) -> Starlette:
-    """The server's ASGI application over ``backend``."""
-    state = ServerState(backend, config)
+def create_app(backend: TokenBackend, config: ServerConfig, *, tokenizer: Any = None) -> Starlette:
+    """The server's ASGI application over ``backend``; ``tokenizer`` (a loaded ``deepseek_recipe.Tokenizer``)
+    saves loading ``config.tokenizer`` again when the caller has one."""
+    state = ServerState(backend, config, tokenizer)
 
     async def models(request: Request) -> Response:
         state.metrics.count_request("models", 200)

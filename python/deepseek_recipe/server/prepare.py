@@ -71,9 +71,10 @@ class Prepared:
 class RequestCodec:
     """The server's codec state: tokenizer, encoding, conversion options, caches."""
 
-    def __init__(self, config: ServerConfig, served_model_name: str, context_length: int) -> None:
+    def __init__(self, config: ServerConfig, served_model_name: str, context_length: int,
+                 tokenizer: Any = None) -> None:
         self.config = config
-        self.tokenizer = dr.Tokenizer.from_file(find_tokenizer(config.tokenizer))
+        self.tokenizer = tokenizer if tokenizer is not None else dr.Tokenizer.from_file(find_tokenizer(config.tokenizer))
         if config.model_version not in VERSIONS:
             raise ValueError(f"model_version must be one of {sorted(VERSIONS)}, not {config.model_version!r}")
         self.version = VERSIONS[config.model_version]
