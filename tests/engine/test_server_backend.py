@@ -107,8 +107,8 @@ def test_concurrent_streams_equal_offline_generation():
     assert max(len(c) for c in results) > 2  # tokens arrived over several chunks
     assert stats.running_requests == stats.queued_requests == stats.queued_prompt_tokens == 0
     assert stats.free_kv_blocks == stats.total_kv_blocks > 0
-    assert stats.extra["engine_steps_total"] > 0
-    assert stats.extra["engine_generated_tokens_total"] == sum(len(joined(c)) for c in results)
+    assert stats.extra["steps_total"] > 0
+    assert stats.extra["generated_tokens_total"] == sum(len(joined(c)) for c in results)
 
 
 @pytest.mark.parametrize("how", ["aclose", "cancel"])
@@ -138,7 +138,7 @@ def test_closing_the_iterator_frees_the_slot_and_blocks(how):
         await backend.sync()  # the abort is applied before the engine's next step
         stats = backend.stats()
         state = (llm.has_unfinished_requests(), llm.block_manager.num_free_blocks, stats.running_requests,
-                 stats.free_kv_blocks, stats.extra["engine_aborted_requests_total"])
+                 stats.free_kv_blocks, stats.extra["aborted_requests_total"])
         # The ID is free again.
         again = await collect(backend, request("gone", PROMPTS[1], temperature=0, max_tokens=3))
         await backend.aclose()

@@ -14,9 +14,8 @@ import deepseek_recipe as dr
 import pytest
 import torch
 from deepseek_engine import LLM
-from deepseek_engine.batch_cli import main
+from deepseek_engine.entrypoints.cli import main  # the `deepseek-engine` command: a batch run
 from deepseek_engine.protocol_api import ProtocolEngine, ProtocolError, find_tokenizer_json
-from deepseek_engine.tiny_checkpoint import ensure_tiny_checkpoint
 
 torch.set_num_threads(1)  # a tiny model: one thread is fastest on a shared box
 
@@ -25,8 +24,8 @@ CHAT = {"model": "DeepSeek-V4-Pro", "messages": [{"role": "user", "content": "Na
 
 
 @pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
-    return ensure_tiny_checkpoint(tmp_path_factory.mktemp("ckpt") / "tiny-v4")
+def checkpoint(tiny_v4_checkpoint):
+    return tiny_v4_checkpoint
 
 
 @pytest.fixture(scope="module")

@@ -119,8 +119,8 @@ class EngineBackend(TokenBackend):
         self._live: dict[str, _Stream] = {}
         self._touched: list[tuple[_Stream, Sequence]] = []
         self._stats = BackendStats()
-        self._counters = {"engine_steps_total": 0, "engine_generated_tokens_total": 0,
-                          "engine_aborted_requests_total": 0}
+        self._counters = {"steps_total": 0, "generated_tokens_total": 0,
+                          "aborted_requests_total": 0}
 
     # -- lifecycle ---------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -302,7 +302,7 @@ class EngineBackend(TokenBackend):
         stream = self._live.pop(request_id, None)
         out = self._llm.abort_request(request_id)
         if stream is not None and out is not None:
-            self._counters["engine_aborted_requests_total"] += 1
+            self._counters["aborted_requests_total"] += 1
             batch.append((stream, self._final_chunk(stream, out)))
 
     def _step(self, llm: LLM) -> None:
@@ -323,8 +323,8 @@ class EngineBackend(TokenBackend):
             stream = self._live.pop(out.request_id)
             generated += len(out.token_ids) - stream.delivered
             batch.append((stream, self._final_chunk(stream, out)))
-        self._counters["engine_steps_total"] += 1
-        self._counters["engine_generated_tokens_total"] += generated
+        self._counters["steps_total"] += 1
+        self._counters["generated_tokens_total"] += generated
         self._post(batch)
         self._publish_stats()
 
@@ -347,7 +347,7 @@ class EngineBackend(TokenBackend):
             running_requests=len(sched.running), queued_requests=len(sched.waiting),
             queued_prompt_tokens=queued_tokens, free_kv_blocks=blocks.num_free_blocks,
             total_kv_blocks=len(blocks.blocks),
-            extra={**self._counters, "engine_preemptions_total": sched.num_preemptions},
+            extra={**self._counters, "preemptions_total": sched.num_preemptions},
         )
 
     def _end(self, reason: BaseException, error: BackendUnavailable | None) -> None:
