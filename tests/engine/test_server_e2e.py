@@ -22,9 +22,9 @@ import pytest
 import torch
 from deepseek_engine import LLM
 from deepseek_engine.entrypoints.cli import main
+from deepseek_engine.entrypoints.protocol_api import ProtocolEngine
 from deepseek_engine.entrypoints.serve import build_parser, detect_model_version, server_config
 from deepseek_engine.entrypoints.server_backend import EngineBackend
-from deepseek_engine.protocol_api import ProtocolEngine
 from deepseek_recipe.server.app import create_app
 from deepseek_recipe.server.config import ServerConfig
 from server_support import TOK, LiveServer

@@ -15,7 +15,11 @@ import pytest
 import torch
 from deepseek_engine import LLM
 from deepseek_engine.entrypoints.cli import main  # the `deepseek-engine` command: a batch run
-from deepseek_engine.protocol_api import ProtocolEngine, ProtocolError, find_tokenizer_json
+from deepseek_engine.entrypoints.protocol_api import (
+    ProtocolEngine,
+    ProtocolError,
+    find_tokenizer_json,
+)
 
 torch.set_num_threads(1)  # a tiny model: one thread is fastest on a shared box
 

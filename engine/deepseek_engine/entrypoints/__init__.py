@@ -1,1 +1,2 @@
-"""Ways into the engine from outside: the HTTP server's token backend and the ``deepseek-engine serve`` command."""
+"""Entry points over ``LLM``: the protocol API (``ProtocolEngine``, through the codec), the batch CLI, and the
+HTTP server's token backend with the ``deepseek-engine serve`` command."""

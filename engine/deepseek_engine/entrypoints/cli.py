@@ -14,12 +14,12 @@ USAGE = """usage: deepseek-engine MODEL_DIR INPUT.jsonl OUTPUT.jsonl [options]  
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["serve"]:
-        from .serve import main as serve
+        from deepseek_engine.entrypoints.serve import main as serve
 
         return serve(argv[1:])
     if argv[:1] in (["-h"], ["--help"]):
         print(USAGE)
-    from ..batch_cli import main as batch
+    from deepseek_engine.entrypoints.batch_cli import main as batch
 
     return batch(argv)
 

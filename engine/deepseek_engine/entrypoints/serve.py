@@ -20,11 +20,11 @@ from pathlib import Path
 
 from deepseek_recipe.server.config import ServerConfig
 
-from ..config import load_config
-from ..config_v41 import DeepseekV41ModelConfig
-from ..llm import LLM
-from ..protocol_api import find_tokenizer_json
-from .server_backend import EngineBackend
+from deepseek_engine.entrypoints.protocol_api import find_tokenizer_json
+from deepseek_engine.entrypoints.server_backend import EngineBackend
+from deepseek_engine.llm import LLM
+from deepseek_engine.models import load_config
+from deepseek_engine.models.deepseek_v41.config import DeepseekV41ModelConfig
 
 _DEFAULTS = ServerConfig()
 

@@ -39,9 +39,9 @@ from deepseek_recipe.server.backend import (
     TokenChunk,
 )
 
-from ..llm import LLM, RequestOutput
-from ..sampling_params import SamplingParams
-from ..sequence import Sequence
+from deepseek_engine.core.sequence import Sequence
+from deepseek_engine.llm import LLM, RequestOutput
+from deepseek_engine.sampling_params import SamplingParams
 
 log = logging.getLogger(__name__)
 
