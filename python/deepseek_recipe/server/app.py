@@ -263,6 +263,12 @@ def create_app(backend: TokenBackend, config: ServerConfig, *, tokenizer: Any = 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await backend.start()
+        # A fleet backend learns its model's name and context length from the fleet server.
+        name = config.served_model_name or backend.model_name
+        context = backend.max_model_len or config.max_model_len
+        if (name, context) != (state.model_name, state.codec.context_length):
+            state.model_name = name
+            state.codec.set_served_model(name, context)
         state.started = True
         try:
             yield

@@ -80,16 +80,7 @@ class RequestCodec:
         self.version = VERSIONS[config.model_version]
         cls = dr.DeepseekV4Encoding if config.model_version == "v4" else dr.DeepseekV41Encoding
         self.encoding = cls().with_tokenizer(self.tokenizer)
-        names = {served_model_name: self.version}
-        if config.accept_canonical_model_names:
-            for name, version in dr.ConversionOptions().model_versions_by_name.items():
-                if int(version) == int(self.version):
-                    names.setdefault(name, version)
-        self.model_names = list(names)
-        self.served_model_name = served_model_name
-        self.options = dr.ConversionOptions(default_thinking_mode=config.default_thinking_mode) \
-            .with_model_versions_by_name(names)
-        self.context_length = context_length
+        self.set_served_model(served_model_name, context_length)
         eos = self.tokenizer.encode(dr.SpecialTokens().token(dr.SpecialToken.Eos))
         if len(eos) != 1:
             raise ValueError("the tokenizer does not spell the end-of-sentence token as one ID")
@@ -98,6 +89,20 @@ class RequestCodec:
         self.reasoning = ReasoningStore(config.reasoning_store_entries, config.reasoning_store_bytes) \
             if config.restore_reasoning else None
         self._image_resolver: Any = None
+
+    def set_served_model(self, served_model_name: str, context_length: int) -> None:
+        """The name requests must give (the codec's own names for the version too, if configured)
+        and the context length; set again once a fleet backend has reported its own."""
+        names = {served_model_name: self.version}
+        if self.config.accept_canonical_model_names:
+            for name, version in dr.ConversionOptions().model_versions_by_name.items():
+                if int(version) == int(self.version):
+                    names.setdefault(name, version)
+        self.model_names = list(names)
+        self.served_model_name = served_model_name
+        self.options = dr.ConversionOptions(default_thinking_mode=self.config.default_thinking_mode) \
+            .with_model_versions_by_name(names)
+        self.context_length = context_length
 
     # -- one request ---------------------------------------------------------------------------
     def parse_body(self, raw: bytes) -> dict[str, Any]:
