@@ -46,7 +46,7 @@ class ServerConfig:
     session_max_cached_tokens: int = 1 << 20
     #: Put back the reasoning of the server's own earlier turns when a client drops it.
     restore_reasoning: bool = False
-    #: How many generated turns the reasoning store keeps, and their reasoning text in bytes.
+    #: How many entries the reasoning store keeps, and their reasoning text in characters.
     reasoning_store_entries: int = 4096
     reasoning_store_bytes: int = 64 * 1024 * 1024
     #: Add ``input_tokens_details.cache_write_tokens`` (always 0) to Responses usage, which the
