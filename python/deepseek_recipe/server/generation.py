@@ -67,6 +67,7 @@ class Choice:
         self.ended = False  # the backend sent its last chunk (or was aborted by us)
         self.generated = 0
         self.cached = 0
+        self.late_cached = 0
         self.t_first: float | None = None
         self.t_last = 0.0
 
@@ -106,6 +107,7 @@ class Choice:
             items = self.proc.push(dr.InferenceChunk.tokens(ids, lps))
         if chunk.finish_reason is not None:
             self.ended = True
+            self.late_cached = max(chunk.cached_tokens - self.cached, 0)  # a backend that knows them late
             if chunk.finish_reason == "abort":
                 raise unavailable("the backend aborted the request")
             if not self.proc.finished:
@@ -186,6 +188,7 @@ class Generation:
         firsts = [c.t_first for c in self.choices if c.t_first is not None]
         if firsts:
             self.metrics.ttft.observe(min(firsts) - self.arrival)
+        self.metrics.cached_tokens += self.choices[0].late_cached if self.choices else 0
         for c in self.choices:
             self.metrics.generation_tokens += c.generated
             if c.t_first is not None and c.generated > 1:
