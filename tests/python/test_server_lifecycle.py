@@ -167,3 +167,35 @@ def test_raw_socket_half_request_and_garbage():
         wait_for(lambda: s.call(lambda: s.server.config.app.state.server.admission.requests) == 0,
                  "the half request's queue place to be released")
         assert json.loads(httpx.get(s.url + "/v1/models").text)["data"][0]["id"] == "tiny"
+
+
+def seeded_script(request):
+    seed = request.sampling.seed
+    words = " ".join(f"w{(seed * 7 + i) % 13}" for i in range(8 + seed % 5))
+    return Script(ids(f"Answer {seed}: {words}."), chunk_size=1 + seed % 3, delay_s=0.001)
+
+
+def test_concurrent_streams_equal_single_requests():
+    """32 seeded streams at once, chunked differently, each equal the same request alone."""
+    backend = ScriptedBackend(script=seeded_script)
+
+    async def run(url):
+        async with httpx.AsyncClient(base_url=url, timeout=60) as client:
+            async def one(seed):
+                path, data = "/v1/chat/completions", dict(CHAT, seed=seed, stream=True)
+                text = ""
+                async with client.stream("POST", path, json=data) as r:
+                    assert r.status_code == 200
+                    async for line in r.aiter_lines():
+                        if line.startswith("data: {"):
+                            for c in json.loads(line[6:])["choices"]:
+                                text += c["delta"].get("content") or ""
+                alone = (await client.post(path, json=dict(data, stream=False))).json()
+                return text, alone["choices"][0]["message"]["content"]
+            return await asyncio.gather(*(one(seed) for seed in range(32)))
+
+    with LiveServer(create_app(backend, ServerConfig(), tokenizer=TOK)) as s:
+        results = asyncio.run(run(s.url))
+    for seed, (streamed, alone) in enumerate(results):
+        words = " ".join(f"w{(seed * 7 + i) % 13}" for i in range(8 + seed % 5))
+        assert streamed == alone == f"Answer {seed}: {words}."
