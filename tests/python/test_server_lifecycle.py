@@ -199,3 +199,40 @@ def test_concurrent_streams_equal_single_requests():
     for seed, (streamed, alone) in enumerate(results):
         words = " ".join(f"w{(seed * 7 + i) % 13}" for i in range(8 + seed % 5))
         assert streamed == alone == f"Answer {seed}: {words}."
+
+
+class SlowStart(ScriptedBackend):
+    """A backend that loads until told to finish (or fails to load)."""
+
+    def __init__(self, fail=False):
+        super().__init__()
+        self.loaded = asyncio.Event()
+        self.fail = fail
+        self.up = False
+
+    async def start(self):
+        await self.loaded.wait()
+        if self.fail:
+            raise RuntimeError("no weights")
+        self.up = True
+
+    def health(self):
+        return self.up
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_health_503_until_loaded(fail):
+    backend = SlowStart(fail)
+    app = create_app(backend, ServerConfig(), tokenizer=TOK)
+    live = LiveServer(app)
+    live.app = None  # do not wait for the backend: the socket must answer while it loads
+    with live as s:
+        assert httpx.get(s.url + "/health").status_code == 503
+        r = httpx.post(s.url + "/v1/chat/completions", json=CHAT)
+        assert r.status_code == 503 and "retry-after" in r.headers
+        r = httpx.post(s.url + "/v1/messages", json=MESSAGES)
+        assert r.status_code == 503 and r.json()["type"] == "error"
+        s.call(backend.loaded.set)
+        wait_for(lambda: httpx.get(s.url + "/health").status_code == (503 if fail else 200) and
+                 (fail or app.state.server.started), "the backend to load")
+        assert httpx.post(s.url + "/v1/chat/completions", json=CHAT).status_code == (503 if fail else 200)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import re
 import time
 import uuid
@@ -37,6 +38,7 @@ from .sse import HEADERS as SSE_HEADERS
 from .sse import MEDIA_TYPE as SSE_MEDIA_TYPE
 from .sse import done_frame, error_frame
 
+logger = logging.getLogger("deepseek_recipe.server")
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 #: The status recorded for a request whose client went away first (nginx's convention).
 CLIENT_CLOSED = 499
@@ -109,6 +111,8 @@ class _Endpoint:
     """Shared plumbing of the POST endpoints (a raw ASGI app, to own receive and send)."""
 
     spec: ApiSpec
+    #: Whether the endpoint generates (and so waits for the backend to be ready).
+    needs_backend = True
 
     def __init__(self, state: ServerState, spec: ApiSpec) -> None:
         self.state, self.spec = state, spec
@@ -134,7 +138,7 @@ class _Endpoint:
             if scope.get("method") != "POST":
                 raise APIError(405, f"{scope.get('method')} is not allowed here; use POST", "invalid_request_error",
                                "method_not_allowed")
-            if not state.backend.health():
+            if self.needs_backend and not (state.started and state.backend.health()):
                 raise APIError(503, "the model is not ready", "server_error", "service_unavailable",
                                retry_after=state.config.retry_after_s)
             ticket = state.admission.admit()
@@ -212,6 +216,8 @@ class GenerateEndpoint(_Endpoint):
 class CountTokensEndpoint(_Endpoint):
     """``POST /v1/messages/count_tokens``: the ``input_tokens`` the same Messages request is billed."""
 
+    needs_backend = False
+
     async def serve(self, send: Any, raw: bytes, ticket: Ticket, rid: str, arrival: float,
                     headers: dict[str, str]) -> int:
         ticket.release()  # counting generates nothing
@@ -260,9 +266,13 @@ def create_app(backend: TokenBackend, config: ServerConfig, *, tokenizer: Any = 
                        "method_not_allowed")
         return Response(err.encode("openai"), status_code=405, media_type="application/json")
 
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        await backend.start()
+    async def start_backend() -> None:
+        """Load or connect the backend; the socket is open meanwhile and ``/health`` answers 503."""
+        try:
+            await backend.start()
+        except Exception:  # noqa: BLE001 - reported, and /health stays 503
+            logger.exception("the backend failed to start")
+            return
         # A fleet backend learns its model's name and context length from the fleet server.
         name = config.served_model_name or backend.model_name
         context = backend.max_model_len or config.max_model_len
@@ -270,10 +280,18 @@ def create_app(backend: TokenBackend, config: ServerConfig, *, tokenizer: Any = 
             state.model_name = name
             state.codec.set_served_model(name, context)
         state.started = True
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        starting = asyncio.ensure_future(start_backend())
         try:
             yield
         finally:
             state.started = False
+            if not starting.done():
+                starting.cancel()
+                with contextlib.suppress(BaseException):
+                    await starting
             await backend.aclose()
 
     routes = [
