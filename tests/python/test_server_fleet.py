@@ -109,10 +109,11 @@ def test_close_aborts_on_the_server(kind, app, cls):
 
 @pytest.mark.parametrize("kind,app,cls", KINDS)
 def test_errors_map_to_backend_errors(kind, app, cls):
-    for status, err in ((503, BackendOverloaded), (429, BackendOverloaded), (400, BackendRequestError),
-                        (500, BackendUnavailable)):
-        script = FleetScript(OUT, EOS, status=status)
-        with LiveServer(app(script)) as s:
+    script = FleetScript(OUT, EOS)
+    with LiveServer(app(script)) as s:
+        for status, err in ((503, BackendOverloaded), (429, BackendOverloaded), (400, BackendRequestError),
+                            (500, BackendUnavailable)):
+            script.status = status
             with pytest.raises(err):
                 asyncio.run(collect(cls(s.url), request()))
     backend = cls("http://127.0.0.1:9")  # nothing listens there
