@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT / "engine"))
 sys.path.insert(0, str(ROOT / "kernels"))
 
 from deepseek_engine import LLM, SamplingParams  # noqa: E402
-from deepseek_engine.tiny_checkpoint import ensure_tiny_checkpoint  # noqa: E402
+from deepseek_engine.testing.tiny_checkpoint import ensure_tiny_checkpoint  # noqa: E402
 
 #: The compute-bound workload's model: a few hundred MB of float32 weights.
 LARGE_CONFIG = dict(
@@ -142,7 +142,7 @@ def decode_bytes_per_step(config, batch: int, context: int) -> float:
 
 def run_large(args) -> None:
     """The compute-bound workload (``--workload large``)."""
-    from deepseek_engine.config import load_config
+    from deepseek_engine.models import load_config
 
     folder = ensure_tiny_checkpoint(args.checkpoint or ROOT / ".cache" / "large-deepseek-v4", vocab_size=LARGE_VOCAB,
                                     config=LARGE_CONFIG)

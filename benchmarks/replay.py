@@ -24,9 +24,9 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "engine"))
 
-from deepseek_engine.kv_cache import SequenceCache  # noqa: E402
-from deepseek_engine.kv_cache_v41 import V41CachePool, WindowRing  # noqa: E402
-from deepseek_engine.loader import load_model  # noqa: E402
+from deepseek_engine.models.deepseek_v4.kv_cache import SequenceCache  # noqa: E402
+from deepseek_engine.models.deepseek_v41.kv_cache import V41CachePool, WindowRing  # noqa: E402
+from deepseek_engine.models.loader import load_model  # noqa: E402
 
 
 def main(argv=None) -> None:

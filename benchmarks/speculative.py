@@ -41,7 +41,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "engine"))
 
-from deepseek_engine.loader import load_model  # noqa: E402
+from deepseek_engine.models.loader import load_model  # noqa: E402
 from deepseek_engine.sampling_params import SamplingParams  # noqa: E402
 from deepseek_engine.speculative import SpeculativeConfig, SpeculativeLLM  # noqa: E402
 from deepseek_engine.speculative.dspark import DSparkDrafter  # noqa: E402

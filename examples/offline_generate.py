@@ -26,8 +26,8 @@ except ImportError:
     sys.path.insert(0, str(ROOT / "engine"))
 
 from deepseek_engine import LLM  # noqa: E402
-from deepseek_engine.protocol_api import ProtocolEngine  # noqa: E402
-from deepseek_engine.tiny_checkpoint import ensure_tiny_checkpoint  # noqa: E402
+from deepseek_engine.entrypoints.protocol_api import ProtocolEngine  # noqa: E402
+from deepseek_engine.testing.tiny_checkpoint import ensure_tiny_checkpoint  # noqa: E402
 
 REQUEST = {
     "model": "DeepSeek-V4-Pro",

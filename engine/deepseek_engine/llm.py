@@ -15,11 +15,11 @@ from typing import Any
 
 import torch
 
-from .block_manager import BlockManager
-from .model_runner import ModelRunner
-from .sampling_params import SamplingParams
-from .scheduler import Scheduler
-from .sequence import Sequence, TokenLogprob
+from deepseek_engine.core.block_manager import BlockManager
+from deepseek_engine.core.model_runner import ModelRunner
+from deepseek_engine.core.scheduler import Scheduler
+from deepseek_engine.core.sequence import Sequence, TokenLogprob
+from deepseek_engine.sampling_params import SamplingParams
 
 
 @dataclass
@@ -87,11 +87,11 @@ class LLM:
         ``swa_replay`` (V4.1): ``"exact"`` keeps sliding-window KV out of the shared cache blocks and
         rebuilds it after a prefix-cache hit by replaying ``num_layers * (window - 1)`` tokens (equal to
         a full forward); ``"window"`` replays only ``window`` tokens (vLLM's bounded replay, not exact);
-        ``None`` keeps window KV in the blocks. See ``models/v41_serving.py``."""
-        from . import _model_adapter
+        ``None`` keeps window KV in the blocks. See ``models/deepseek_v41/serving.py``."""
+        from deepseek_engine import models
 
         device = torch.device(device)
-        model, make_kv, info = _model_adapter.load(os.fspath(model_dir), _resolve_dtype(dtype), device, swa_replay)
+        model, make_kv, info = models.load(os.fspath(model_dir), _resolve_dtype(dtype), device, swa_replay)
         self._init(model, make_kv, info, device=device, **engine_args)
         self.model_dir = os.fspath(model_dir)
         self._default_speculative = speculative
@@ -111,9 +111,9 @@ class LLM:
         ``vocab_size``, ``eos_token_id`` and ``max_model_len``.
         """
         if make_kv is None:
-            from . import _model_adapter
+            from deepseek_engine import models
 
-            model, make_kv, info = _model_adapter.wrap(model, swa_replay)
+            model, make_kv, info = models.wrap(model, swa_replay)
         else:
             info = {}
         given = {"vocab_size": vocab_size, "eos_token_id": eos_token_id, "max_model_len": max_model_len}
@@ -200,7 +200,7 @@ class LLM:
 
     def _speculation(self):
         if self._spec_requests is None:
-            from .speculative.serving import SpeculativeRequests
+            from deepseek_engine.speculative.serving import SpeculativeRequests
 
             self._spec_requests = SpeculativeRequests(self.model.model, self.model_dir, self._default_speculative,
                                                       self.max_model_len)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .speculative.config import SpeculativeConfig
+    from deepseek_engine.speculative.config import SpeculativeConfig
 
 
 @dataclass
@@ -52,7 +52,7 @@ class SamplingParams:
             raise ValueError(f"seed must be in [0, 2^63), got {self.seed}")
         self.stop_token_ids = [int(t) for t in self.stop_token_ids]
         if self.speculative is not None and self.speculative is not False:
-            from .speculative.config import SpeculativeConfig
+            from deepseek_engine.speculative.config import SpeculativeConfig
 
             if not isinstance(self.speculative, SpeculativeConfig):
                 raise ValueError("speculative must be a SpeculativeConfig, False or None, "

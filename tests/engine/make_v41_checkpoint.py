@@ -3,7 +3,7 @@
     .venv/bin/python tests/engine/make_v41_checkpoint.py
 
 Seeded (``seed=0``): rerunning writes the same files. The checkpoint is built by
-``deepseek_engine.tiny_checkpoint_v41`` (vocabulary 1024, a word-level
+``deepseek_engine.testing.tiny_checkpoint_v41`` (vocabulary 1024, a word-level
 ``tokenizer.json``); the tests build its quantised twin and the 129280-token
 variant in temporary folders from the same code.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from deepseek_engine.tiny_checkpoint_v41 import write_tiny_v41
+from deepseek_engine.testing.tiny_checkpoint_v41 import write_tiny_v41
 
 DATA = Path(__file__).resolve().parent / "data"
 

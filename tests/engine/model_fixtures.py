@@ -6,8 +6,8 @@ from functools import cache
 from pathlib import Path
 
 import torch
-from deepseek_engine.loader import load_model
-from deepseek_engine.models.deepseek_v4 import DeepseekV4ForCausalLM
+from deepseek_engine.models.deepseek_v4.model import DeepseekV4ForCausalLM
+from deepseek_engine.models.loader import load_model
 from safetensors.torch import load_file
 
 DATA = Path(__file__).resolve().parent / "data"

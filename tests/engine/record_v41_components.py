@@ -298,7 +298,7 @@ def record_token_maps() -> None:
     from vllm.models.deepseek_v41.common.engram import build_compressed_token_map
 
     sys.path.insert(0, str(ROOT / "engine"))
-    from deepseek_engine.tiny_checkpoint_v41 import tiny_tokenizer_json
+    from deepseek_engine.testing.tiny_checkpoint_v41 import tiny_tokenizer_json
 
     tiny = OUT / "tiny_tokenizer.json"
     tiny.write_text(tiny_tokenizer_json(1024), encoding="utf-8")

@@ -59,7 +59,7 @@ sys.path.insert(0, str(HERE.parents[1] / "engine"))
 
 import torch  # noqa: E402
 from deepseek_engine import LLM, SamplingParams  # noqa: E402
-from deepseek_engine.loader import load_model  # noqa: E402
+from deepseek_engine.models.loader import load_model  # noqa: E402
 from make_reference import build_quantized, full_logits, native_names, randomize  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
 from transformers import DeepseekV4Config, DeepseekV4ForCausalLM  # noqa: E402

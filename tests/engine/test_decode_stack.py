@@ -9,8 +9,8 @@ import deepseek_kernels as ops
 import pytest
 import torch
 from deepseek_engine import LLM, SamplingParams
-from deepseek_engine.decode_stack_plan import DecodeStackPlan
-from deepseek_engine.loader import load_model
+from deepseek_engine.models.deepseek_v4.decode_plan import DecodeStackPlan
+from deepseek_engine.models.loader import load_model
 from deepseek_kernels.decode_stack import reference as stack
 from model_fixtures import PLAIN, greedy, model
 

@@ -8,7 +8,7 @@ import random
 
 import pytest
 import torch
-from deepseek_engine.batched_attention import StepLayout
+from deepseek_engine.models.deepseek_v4.batched_attention import StepLayout
 
 
 @pytest.mark.parametrize("seed", range(8))

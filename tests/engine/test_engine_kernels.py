@@ -31,8 +31,8 @@ def test_kernel_step_equals_reference_step() -> None:
 
 
 def test_step_rotary_tables_match_direct_evaluation(monkeypatch) -> None:
-    from deepseek_engine import batched_attention
     from deepseek_engine.layers.rotary_embedding import rotary_tables
+    from deepseek_engine.models.deepseek_v4 import batched_attention
     from model_fixtures import PLAIN, model
 
     rope = model(PLAIN).compress_rope
@@ -52,8 +52,8 @@ def test_step_rotary_tables_match_direct_evaluation(monkeypatch) -> None:
 def test_step_rotary_rows_of_both_directions_are_the_table_rows() -> None:
     """One gather serves both directions of a step: whichever is asked first, the rows are those of the whole-position
     tables (``c``, ``s``, ``-s``) bit for bit, and the inverse shares the forward's ``c``."""
-    from deepseek_engine import batched_attention
     from deepseek_engine.layers.rotary_embedding import rotary_tables
+    from deepseek_engine.models.deepseek_v4 import batched_attention
     from model_fixtures import PLAIN, model
 
     rope = model(PLAIN).compress_rope

@@ -22,8 +22,8 @@ from pathlib import Path
 import deepseek_recipe as dr
 import pytest
 from deepseek_engine import LLM, SamplingParams
-from deepseek_engine.protocol_api import ProtocolEngine, ProtocolError
-from deepseek_engine.tiny_checkpoint_v41 import write_tiny_v41
+from deepseek_engine.entrypoints.protocol_api import ProtocolEngine, ProtocolError
+from deepseek_engine.testing.tiny_checkpoint_v41 import write_tiny_v41
 from encoding_spec import tokenizer_path
 from image_http_server import serve
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 
 import torch
-from deepseek_engine.int_tensors import long_tensor, padded_rows
+from deepseek_engine.core.int_tensors import long_tensor, padded_rows
 
 
 def test_long_tensor_equals_torch_tensor():

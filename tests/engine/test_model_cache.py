@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 import torch
-from deepseek_engine.kv_cache import KVCachePool, SequenceCache
+from deepseek_engine.models.deepseek_v4.kv_cache import KVCachePool, SequenceCache
 from model_fixtures import PLAIN, model, reference
 
 ATOL = 1e-4

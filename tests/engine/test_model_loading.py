@@ -8,9 +8,10 @@ import shutil
 
 import pytest
 import torch
-from deepseek_engine.config import DeepseekV4ModelConfig, load_config
-from deepseek_engine.loader import canonical_name, load_model
-from deepseek_engine.quantization import decode_scale, dequantize_fp8, dequantize_mxfp4
+from deepseek_engine.models import load_config
+from deepseek_engine.models.deepseek_v4.config import DeepseekV4ModelConfig
+from deepseek_engine.models.loader import canonical_name, load_model
+from deepseek_engine.models.quantization import decode_scale, dequantize_fp8, dequantize_mxfp4
 from model_fixtures import DATA, PLAIN, QUANT, model, reference
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file

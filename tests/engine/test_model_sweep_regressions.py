@@ -85,8 +85,8 @@ def test_single_sequence_greedy_with_tied_indexer_scores(index):
 
 def test_narrow_indexer_heads_are_fine_without_compressed_sparse_layers():
     """Only CSA layers build an indexer; transformers accepts a rope wider than ``index_head_dim`` otherwise."""
-    from deepseek_engine.config import DeepseekV4ModelConfig
-    from deepseek_engine.models.deepseek_v4 import DeepseekV4ForCausalLM
+    from deepseek_engine.models.deepseek_v4.config import DeepseekV4ModelConfig
+    from deepseek_engine.models.deepseek_v4.model import DeepseekV4ForCausalLM
 
     raw = dict(num_hidden_layers=2, hidden_size=16, head_dim=64, partial_rotary_factor=0.5, index_head_dim=8,
                layer_types=["sliding_attention", "heavily_compressed_attention"], mlp_layer_types=["moe", "moe"])

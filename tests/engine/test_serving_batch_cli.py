@@ -6,8 +6,8 @@ import json
 
 import deepseek_recipe as dr
 import pytest
-from deepseek_engine.batch_cli import main, run_batch
-from deepseek_engine.protocol_api import ProtocolEngine, find_tokenizer_json
+from deepseek_engine.entrypoints.batch_cli import main, run_batch
+from deepseek_engine.entrypoints.protocol_api import ProtocolEngine, find_tokenizer_json
 from serving_toy import text_model, toy_llm
 
 MODEL = text_model()

@@ -14,9 +14,13 @@ import deepseek_recipe as dr
 import pytest
 import torch
 from deepseek_engine import LLM
-from deepseek_engine.batch_cli import main
-from deepseek_engine.protocol_api import ProtocolEngine, ProtocolError, find_tokenizer_json
-from deepseek_engine.tiny_checkpoint import ensure_tiny_checkpoint
+from deepseek_engine.entrypoints.batch_cli import main
+from deepseek_engine.entrypoints.protocol_api import (
+    ProtocolEngine,
+    ProtocolError,
+    find_tokenizer_json,
+)
+from deepseek_engine.testing.tiny_checkpoint import ensure_tiny_checkpoint
 
 torch.set_num_threads(1)  # a tiny model: one thread is fastest on a shared box
 

@@ -9,7 +9,7 @@ import random
 import pytest
 import torch
 from deepseek_engine import LLM, SamplingParams
-from deepseek_engine.loader import load_model
+from deepseek_engine.models.loader import load_model
 from model_fixtures import PLAIN, greedy, model, reference
 
 REF = reference("tiny_v4")

@@ -12,7 +12,11 @@ import json
 import deepseek_recipe as dr
 import pytest
 from deepseek_engine import SamplingParams
-from deepseek_engine.protocol_api import ProtocolEngine, ProtocolError, find_tokenizer_json
+from deepseek_engine.entrypoints.protocol_api import (
+    ProtocolEngine,
+    ProtocolError,
+    find_tokenizer_json,
+)
 from serving_toy import TEXT_IDS, text_model, toy_llm
 
 MODEL = text_model()

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import torch
-from deepseek_engine.block_manager import BlockManager
+from deepseek_engine.core.block_manager import BlockManager
+from deepseek_engine.core.scheduler import Scheduler
+from deepseek_engine.core.sequence import Sequence
 from deepseek_engine.sampling_params import SamplingParams
-from deepseek_engine.scheduler import Scheduler
-from deepseek_engine.sequence import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

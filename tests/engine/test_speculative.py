@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from deepseek_engine.loader import load_model
+from deepseek_engine.models.loader import load_model
 from deepseek_engine.sampling_params import SamplingParams
 from deepseek_engine.speculative import SpeculativeConfig, SpeculativeLLM, load_drafter
 from deepseek_engine.speculative.dspark import adaptive_budget
@@ -133,7 +133,7 @@ def test_sampled_speculation_keeps_the_target_distribution():
     params = dict(temperature=1.0, top_k=3, max_tokens=2, ignore_eos=True)
     # Exact target distribution of token 2 given token 1, mixed over token 1.
     logits = m.forward_full(torch.tensor(p))[-1]
-    from deepseek_engine.sampler import filtered_probs
+    from deepseek_engine.core.sampler import filtered_probs
 
     p1 = filtered_probs(logits, SamplingParams(**params))
     dist = torch.zeros(1024)

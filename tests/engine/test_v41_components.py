@@ -18,8 +18,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from deepseek_engine.config import RopeSpec
-from deepseek_engine.layers.engram import (
+from deepseek_engine.layers.hyper_connection import hyper_merge
+from deepseek_engine.layers.rotary_embedding import RotaryEmbedding, apply_rotary
+from deepseek_engine.models.deepseek_v4.config import RopeSpec
+from deepseek_engine.models.deepseek_v41.compressor import group_positions, pool_groups
+from deepseek_engine.models.deepseek_v41.engram import (
     DEAD_ID,
     EngramLayout,
     build_compressed_token_map,
@@ -27,11 +30,8 @@ from deepseek_engine.layers.engram import (
     hash_multipliers,
     ngram_hashes,
 )
-from deepseek_engine.layers.hyper_connection import hyper_merge
-from deepseek_engine.layers.rotary_embedding import RotaryEmbedding, apply_rotary
-from deepseek_engine.layers.v41_compressor import group_positions, pool_groups
-from deepseek_engine.layers.v41_hyper_connection import mhc_pre_delayed
-from deepseek_engine.layers.v41_indexer import (
+from deepseek_engine.models.deepseek_v41.hyper_connection import mhc_pre_delayed
+from deepseek_engine.models.deepseek_v41.indexer import (
     apply_candidate_mask,
     index_keys,
     index_logits,
@@ -207,7 +207,7 @@ def test_token_map_matches_vllm_real_tokenizer():
 
 
 def test_bias_vl_routing_matches_vllm():
-    from deepseek_engine.layers.v41_moe import image_sentinel_rows, route_with_bias_vl
+    from deepseek_engine.models.deepseek_v41.moe import image_sentinel_rows, route_with_bias_vl
 
     c = case("moe_bias_vl")
     s = cases()["moe_bias_vl"]

@@ -20,13 +20,21 @@ from pathlib import Path
 
 import pytest
 import torch
-from deepseek_engine.config import DeepseekV4ModelConfig, load_config
-from deepseek_engine.config_v41 import IMAGE_SENTINEL_BASE_ID, DeepseekV41ModelConfig
-from deepseek_engine.kv_cache import SequenceCache
-from deepseek_engine.kv_cache_v41 import V41CachePool
-from deepseek_engine.loader import load_model
-from deepseek_engine.models.deepseek_v41 import DeepseekV41ForCausalLM
-from deepseek_engine.tiny_checkpoint_v41 import dequantized_state, random_state, write_tiny_v41
+from deepseek_engine.models import load_config
+from deepseek_engine.models.deepseek_v4.config import DeepseekV4ModelConfig
+from deepseek_engine.models.deepseek_v4.kv_cache import SequenceCache
+from deepseek_engine.models.deepseek_v41.config import (
+    IMAGE_SENTINEL_BASE_ID,
+    DeepseekV41ModelConfig,
+)
+from deepseek_engine.models.deepseek_v41.kv_cache import V41CachePool
+from deepseek_engine.models.deepseek_v41.model import DeepseekV41ForCausalLM
+from deepseek_engine.models.loader import load_model
+from deepseek_engine.testing.tiny_checkpoint_v41 import (
+    dequantized_state,
+    random_state,
+    write_tiny_v41,
+)
 
 DATA = Path(__file__).resolve().parent / "data"
 TINY = DATA / "tiny_v41"
@@ -64,7 +72,7 @@ def test_v41_config_selected_by_its_own_fields():
         raw["text_config"].pop(key)
     raw["text_config"].pop("compress_ratios")
     # Without the V4.1-only fields a deepseek_v41 layout is read as V4 (as before this architecture existed).
-    from deepseek_engine.config import config_from_dict
+    from deepseek_engine.models import config_from_dict
 
     assert type(config_from_dict(raw)) is DeepseekV4ModelConfig
 
@@ -102,7 +110,7 @@ def test_architecture_has_no_v4_only_parts():
 
 def test_delayed_premix_and_final_collapse():
     """Layer 0's attention reads the embedding; each later sub-block is collapsed with the previous ``pre``."""
-    from deepseek_engine.layers.v41_hyper_connection import collapse, mhc_pre_delayed
+    from deepseek_engine.models.deepseek_v41.hyper_connection import collapse, mhc_pre_delayed
 
     m = tiny()
     ids = prompt(6)
@@ -123,7 +131,7 @@ def test_delayed_premix_and_final_collapse():
     # The whole forward equals an explicit composition of the documented steps.
     cache = m.new_cache(6)
     streams = emb.unsqueeze(1).expand(-1, 4, -1).contiguous()
-    pre, step = None, __import__("deepseek_engine.models.deepseek_v41", fromlist=["StepState"]).StepState()
+    pre, step = None, __import__("deepseek_engine.models.deepseek_v41.model", fromlist=["StepState"]).StepState()
     cache.pool.token_ids.view(-1)[:6] = ids
     rows, keep = m._engram_inputs(ids, torch.arange(6), cache)
     for layer in m.layers:
@@ -176,7 +184,7 @@ def test_cached_decode_equals_uncached_forward():
 
 
 def test_batch_rows_do_not_depend_on_neighbours():
-    from deepseek_engine.model_runner import StepContext
+    from deepseek_engine.core.model_runner import StepContext
 
     m = tiny()
     prompts = [prompt(n, s) for n, s in ((11, 1), (5, 2), (17, 3))]
@@ -273,7 +281,7 @@ def real_vocab_model(folder: str) -> DeepseekV41ForCausalLM:
 
 
 def test_real_vocabulary_checkpoint(tmp_path_factory, caplog):
-    caplog.set_level(logging.INFO, logger="deepseek_engine.loader")
+    caplog.set_level(logging.INFO, logger="deepseek_engine.models.loader")
     folder = tmp_path_factory.mktemp("v41_real")
     m = real_vocab_model(str(folder / "ckpt"))
     assert m.config.vocab_size == 129280 and m.config.vision_n_layers == 1

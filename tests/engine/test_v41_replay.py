@@ -19,9 +19,9 @@ from functools import cache
 from pathlib import Path
 
 import torch
-from deepseek_engine.kv_cache import SequenceCache
-from deepseek_engine.kv_cache_v41 import V41CachePool, WindowRing
-from deepseek_engine.loader import load_model
+from deepseek_engine.models.deepseek_v4.kv_cache import SequenceCache
+from deepseek_engine.models.deepseek_v41.kv_cache import V41CachePool, WindowRing
+from deepseek_engine.models.loader import load_model
 
 TINY = Path(__file__).resolve().parent / "data" / "tiny_v41"
 torch.set_num_threads(1)

@@ -432,7 +432,7 @@ def test_dequantisation_is_exact() -> None:
 
 
 def test_dequantisation_matches_the_engine_loader() -> None:
-    from deepseek_engine import quantization
+    from deepseek_engine.models import quantization
 
     g = gen(10)
     w = (torch.randn(64, 256, generator=g) * 4).to(torch.float8_e4m3fn)

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from deepseek_engine.config import DeepseekV4ModelConfig
+from deepseek_engine.models.deepseek_v4.config import DeepseekV4ModelConfig
 from deepseek_engine.module_changes import generation
 
 

@@ -15,7 +15,7 @@ import deepseek_kernels as ops
 import torch
 from torch import nn
 
-from deepseek_engine.config import RopeSpec, yarn_mscale
+from deepseek_engine.models.deepseek_v4.config import RopeSpec, yarn_mscale
 
 
 def _inverse_frequencies(spec: RopeSpec, rope_dim: int) -> tuple[torch.Tensor, float]:

@@ -54,7 +54,7 @@ def load_drafter(folder: str | os.PathLike, target: torch.nn.Module, method: str
     """Build the drafter of ``target`` and fill it from the ``mtp.*`` tensors of the checkpoint ``folder``."""
     from contextlib import ExitStack
 
-    from deepseek_engine import loader
+    from deepseek_engine.models import loader
 
     if method == "dspark":
         from deepseek_engine.speculative.dspark import DSparkDrafter
@@ -125,7 +125,7 @@ class SpeculativeLLM:
 
     def __init__(self, model_dir: str | os.PathLike, speculative: SpeculativeConfig, dtype: torch.dtype | None = None,
                  device: str | torch.device = "cpu", block_size: int = 16, max_model_len: int = 8192) -> None:
-        from deepseek_engine.loader import load_model
+        from deepseek_engine.models.loader import load_model
 
         self.model = load_model(model_dir, dtype or torch.float32, device)
         self.drafter = load_drafter(model_dir, self.model, speculative.method)

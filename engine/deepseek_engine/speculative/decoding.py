@@ -15,7 +15,7 @@ through the target):
 5. roll back: the target cache is set to hold ``P + 1 + m`` tokens. Every
    piece of target state is addressed by position (window KV, compressor rows,
    compressed entries, index keys, engram token history; see
-   :mod:`deepseek_engine.kv_cache_v41`), is only read below the cache's token
+   :mod:`deepseek_engine.models.deepseek_v41.kv_cache`), is only read below the cache's token
    count, and is rewritten before it is read again; the drafter's caches follow
    the same rule. Nothing else has to be undone.
 
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from deepseek_engine.sampler import filtered_probs, sample_row
+from deepseek_engine.core.sampler import filtered_probs, sample_row
 from deepseek_engine.sampling_params import SamplingParams
 from deepseek_engine.speculative.config import SpeculativeConfig
 from deepseek_engine.speculative.rejection import (

@@ -37,14 +37,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from deepseek_engine.config_v41 import DeepseekV41ModelConfig
-from deepseek_engine.kv_cache import SequenceCache, read_rows, write_rows
-from deepseek_engine.kv_cache_v41 import V41CachePool
 from deepseek_engine.layers.hyper_connection import hyper_merge
 from deepseek_engine.layers.norm import RMSNorm
 from deepseek_engine.layers.rotary_embedding import RotaryEmbedding, apply_rotary
-from deepseek_engine.layers.v41_hyper_connection import collapse
-from deepseek_engine.models.deepseek_v41 import DeepseekV41DecoderLayer, sink_attention
+from deepseek_engine.models.deepseek_v4.kv_cache import SequenceCache, read_rows, write_rows
+from deepseek_engine.models.deepseek_v41.config import DeepseekV41ModelConfig
+from deepseek_engine.models.deepseek_v41.hyper_connection import collapse
+from deepseek_engine.models.deepseek_v41.kv_cache import V41CachePool
+from deepseek_engine.models.deepseek_v41.model import DeepseekV41DecoderLayer, sink_attention
 
 
 def draft_config(config: DeepseekV41ModelConfig) -> DeepseekV41ModelConfig:

@@ -26,12 +26,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from deepseek_engine.config import SLIDING, DeepseekV4ModelConfig
-from deepseek_engine.kv_cache import SequenceCache
 from deepseek_engine.layers.hyper_connection import hyper_head
 from deepseek_engine.layers.norm import RMSNorm
 from deepseek_engine.layers.rotary_embedding import RotaryEmbedding
-from deepseek_engine.models.deepseek_v4 import DeepseekV4DecoderLayer
+from deepseek_engine.models.deepseek_v4.config import SLIDING, DeepseekV4ModelConfig
+from deepseek_engine.models.deepseek_v4.kv_cache import SequenceCache
+from deepseek_engine.models.deepseek_v4.model import DeepseekV4DecoderLayer
 
 
 def mtp_config(config: DeepseekV4ModelConfig) -> DeepseekV4ModelConfig:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from deepseek_engine.sampler import filtered_probs
+from deepseek_engine.core.sampler import filtered_probs
 from deepseek_engine.sampling_params import SamplingParams
 
 

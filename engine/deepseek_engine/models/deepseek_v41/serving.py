@@ -1,7 +1,7 @@
 """Serving glue for DeepSeek V4.1: the model-runner contract over a V4.1 cache pool.
 
 The scheduler and model runner call ``model(input_ids, positions, ctx)`` with a
-step context (:mod:`deepseek_engine.model_runner`). The V4.1 model runs each
+step context (:mod:`deepseek_engine.core.model_runner`). The V4.1 model runs each
 scheduled sequence on its own (so a row never depends on the other rows of its
 step), and this wrapper returns only the logits rows the runner asks for.
 
@@ -20,7 +20,7 @@ Sliding-window KV and prefix caching (``swa_replay``):
   ``swa_bounded_replay``): cheaper, but rows after a hit longer than the window
   differ from a full forward unless the model was trained for it.
 
-Each sequence's ``model_state`` (see :class:`~deepseek_engine.sequence.Sequence`)
+Each sequence's ``model_state`` (see :class:`~deepseek_engine.core.sequence.Sequence`)
 holds its ring and ``replayed_tokens``, the number of tokens it replayed.
 """
 
@@ -31,8 +31,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from deepseek_engine.kv_cache import SequenceCache
-from deepseek_engine.kv_cache_v41 import V41CachePool, WindowRing
+from deepseek_engine.models.deepseek_v4.kv_cache import SequenceCache
+from deepseek_engine.models.deepseek_v41.kv_cache import V41CachePool, WindowRing
 
 SWA_REPLAY_MODES = (None, "exact", "window")
 

@@ -65,7 +65,7 @@ def tiny_tokenizer_json(vocab_size: int = 1024) -> str:
 
 
 def _compressed_size(tokenizer_json: Path) -> int:
-    from deepseek_engine.layers.engram import build_compressed_token_map
+    from deepseek_engine.models.deepseek_v41.engram import build_compressed_token_map
 
     return build_compressed_token_map(tokenizer_json)[1]
 
@@ -80,7 +80,7 @@ def text_config(vocab_size: int, compressed_vocab: int, **overrides) -> dict:
 @torch.no_grad()
 def random_state(config, seed: int) -> dict[str, torch.Tensor]:
     """Seeded float32 values for every parameter of a V4.1 model (native names, experts unstacked)."""
-    from deepseek_engine.models.deepseek_v41 import DeepseekV41ForCausalLM
+    from deepseek_engine.models.deepseek_v41.model import DeepseekV41ForCausalLM
 
     model = DeepseekV41ForCausalLM(config)
     g = torch.Generator().manual_seed(seed)
@@ -186,7 +186,7 @@ def write_tiny_v41(folder: str | Path, tokenizer_json: str | Path | None = None,
                    quantized: bool = False, vision: bool = False, seed: int = 0, state=None,
                    **overrides) -> Path:
     """Write the checkpoint; ``state`` (native float tensors) replaces the seeded random weights."""
-    from deepseek_engine.config_v41 import DeepseekV41ModelConfig
+    from deepseek_engine.models.deepseek_v41.config import DeepseekV41ModelConfig
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)

@@ -27,9 +27,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from deepseek_engine.kv_cache import SequenceCache, read_rows, write_rows
 from deepseek_engine.layers.norm import RMSNorm
 from deepseek_engine.layers.rotary_embedding import RotaryEmbedding, apply_rotary
+from deepseek_engine.models.deepseek_v4.kv_cache import SequenceCache, read_rows, write_rows
 
 
 class KVCompressor(nn.Module):

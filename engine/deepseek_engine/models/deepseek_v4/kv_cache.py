@@ -63,7 +63,7 @@ from collections.abc import Iterable
 
 import torch
 
-from deepseek_engine.config import CSA, SLIDING, DeepseekV4ModelConfig
+from deepseek_engine.models.deepseek_v4.config import CSA, SLIDING, DeepseekV4ModelConfig
 
 
 class LayerPool:
@@ -100,7 +100,7 @@ class LayerPool:
 
 class PagedPool:
     """Block-paged storage for all layers of one model: ``layers[i]`` is a ``layer_pool`` (one per
-    architecture: :class:`LayerPool` here, ``V41LayerPool`` in :mod:`deepseek_engine.kv_cache_v41`) built
+    architecture: :class:`LayerPool` here, ``V41LayerPool`` in :mod:`deepseek_engine.models.deepseek_v41.kv_cache`) built
     with ``(config, i, num_blocks, block_size, dtype, device, **layer_args)``."""
 
     layer_pool: type

@@ -1,7 +1,7 @@
 """Paged per-sequence state of DeepSeek V4.1 models.
 
-Same addressing as :mod:`deepseek_engine.kv_cache` (rows by token position
-through a :class:`~deepseek_engine.kv_cache.SequenceCache` block table; every
+Same addressing as :mod:`deepseek_engine.models.deepseek_v4.kv_cache` (rows by token position
+through a :class:`~deepseek_engine.models.deepseek_v4.kv_cache.SequenceCache` block table; every
 row of block ``b`` depends only on the sequence's tokens up to the end of block
 ``b``, so full blocks can be shared by prefix caching), with V4.1's tensors:
 
@@ -10,7 +10,7 @@ row of block ``b`` depends only on the sequence's tokens up to the end of block
 * per layer ``kv``: the sliding-window key/value of every token (all layers),
   unless the pool is built with ``window_kv=False``: then every sequence keeps
   its window KV in a private :class:`WindowRing` and a prefix-cache hit rebuilds
-  it by bounded replay (``models/v41_serving.py``);
+  it by bounded replay (``models/deepseek_v41/serving.py``);
 * KV-source layers only:
 
   - ``raw`` (ratio 2): the float32 compressor rows ``[kv | score]`` of every
@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import torch
 
-from deepseek_engine.config_v41 import DeepseekV41ModelConfig
-from deepseek_engine.kv_cache import PagedPool, SequenceCache
+from deepseek_engine.models.deepseek_v4.kv_cache import PagedPool, SequenceCache
+from deepseek_engine.models.deepseek_v41.config import DeepseekV41ModelConfig
 
 
 class V41LayerPool:

@@ -37,7 +37,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from deepseek_engine.config_v41 import IMAGE_SENTINEL_BASE_ID, DeepseekV41ModelConfig
+from deepseek_engine.models.deepseek_v41.config import (
+    IMAGE_SENTINEL_BASE_ID,
+    DeepseekV41ModelConfig,
+)
 
 #: Compressed id of a token that takes no part in any n-gram (image positions).
 DEAD_ID = -1

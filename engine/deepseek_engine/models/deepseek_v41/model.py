@@ -1,6 +1,6 @@
 """DeepSeek V4.1 causal language model for single-sequence, cache-driven execution.
 
-What differs from :mod:`deepseek_engine.models.deepseek_v4` (each point is
+What differs from :mod:`deepseek_engine.models.deepseek_v4.model` (each point is
 checked against vLLM 0.33's ``deepseek_v41`` code; see ``docs/engine-serving.md``):
 
 * delayed hyper-connection pre-mix: a sub-block's input is collapsed with the
@@ -13,11 +13,11 @@ checked against vLLM 0.33's ``deepseek_v41`` code; see ``docs/engine-serving.md`
   other compressed layers read the latest source at or below them (entries and
   top-k choice); every compressed layer (ratio 1 too) uses the YaRN
   ``compress`` rope, sliding-window layers the plain ``main`` rope;
-* two-level candidate filtering of the indexers (:mod:`~deepseek_engine.layers.v41_indexer`);
+* two-level candidate filtering of the indexers (:mod:`~deepseek_engine.models.deepseek_v41.indexer`);
 * learned routing on every MoE layer, with ``gate.bias_vl`` for image tokens;
-* engram layers before the attention pre-mix (:mod:`~deepseek_engine.layers.engram`).
+* engram layers before the attention pre-mix (:mod:`~deepseek_engine.models.deepseek_v41.engram`).
 
-The cache contract is :mod:`deepseek_engine.kv_cache_v41`; the forward contract
+The cache contract is :mod:`deepseek_engine.models.deepseek_v41.kv_cache`; the forward contract
 (``forward(input_ids, positions, cache) -> logits``) is the V4 one.
 """
 
@@ -29,30 +29,30 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from deepseek_engine.config_v41 import DeepseekV41ModelConfig
-from deepseek_engine.kv_cache import SequenceCache, read_rows, write_rows
-from deepseek_engine.kv_cache_v41 import V41CachePool, fresh_v41_cache
-from deepseek_engine.layers.attention import add_attention_projections
-from deepseek_engine.layers.engram import (
+from deepseek_engine.layers.hyper_connection import add_hc_sites, hyper_merge
+from deepseek_engine.layers.norm import RMSNorm
+from deepseek_engine.layers.rotary_embedding import RotaryEmbedding, apply_rotary
+from deepseek_engine.models.deepseek_v4.attention import add_attention_projections
+from deepseek_engine.models.deepseek_v4.kv_cache import SequenceCache, read_rows, write_rows
+from deepseek_engine.models.deepseek_v41.compressor import V41Compressor
+from deepseek_engine.models.deepseek_v41.config import DeepseekV41ModelConfig
+from deepseek_engine.models.deepseek_v41.engram import (
     DEAD_ID,
     Engram,
     EngramLayout,
     image_token_mask,
     ngram_hashes,
 )
-from deepseek_engine.layers.hyper_connection import add_hc_sites, hyper_merge
-from deepseek_engine.layers.norm import RMSNorm
-from deepseek_engine.layers.rotary_embedding import RotaryEmbedding, apply_rotary
-from deepseek_engine.layers.v41_compressor import V41Compressor
-from deepseek_engine.layers.v41_hyper_connection import collapse, mhc_pre_delayed
-from deepseek_engine.layers.v41_indexer import (
+from deepseek_engine.models.deepseek_v41.hyper_connection import collapse, mhc_pre_delayed
+from deepseek_engine.models.deepseek_v41.indexer import (
     V41Indexer,
     apply_candidate_mask,
     index_logits,
     select_candidate_blocks,
     topk_mask,
 )
-from deepseek_engine.layers.v41_moe import DeepseekV41MoE
+from deepseek_engine.models.deepseek_v41.kv_cache import V41CachePool, fresh_v41_cache
+from deepseek_engine.models.deepseek_v41.moe import DeepseekV41MoE
 
 
 @dataclass
@@ -301,7 +301,7 @@ class DeepseekV41ForCausalLM(nn.Module):
 
         ``cache`` shares the hit's blocks (compressor rows, entries, index keys and
         token ids of every position) but not their window KV: ``ring`` (a
-        :class:`~deepseek_engine.kv_cache_v41.WindowRing`) is this sequence's
+        :class:`~deepseek_engine.models.deepseek_v41.kv_cache.WindowRing`) is this sequence's
         private window store. The last ``depth`` hit tokens (default ``window``,
         vLLM's ``swa_bounded_replay``) are run again, starting at ``replay_start =
         max(0, h - depth)``; their window attention reads nothing below it and they
@@ -367,9 +367,9 @@ class DeepseekV41ForCausalLM(nn.Module):
 
     @torch.no_grad()
     def forward_batch(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx, rings: list | None = None) -> torch.Tensor:
-        """Several sequences back to back (the batch-context contract of :mod:`deepseek_engine.kv_cache`).
+        """Several sequences back to back (the batch-context contract of :mod:`deepseek_engine.models.deepseek_v4.kv_cache`).
 
-        ``rings``: one :class:`~deepseek_engine.kv_cache_v41.WindowRing` per sequence holding its
+        ``rings``: one :class:`~deepseek_engine.models.deepseek_v41.kv_cache.WindowRing` per sequence holding its
         window KV instead of the pool (``None``: the pool holds it)."""
         starts = list(ctx.query_start_loc)
         if len(starts) != len(ctx.block_tables) + 1 or starts[-1] != input_ids.numel():

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .sampling_params import SamplingParams
+from deepseek_engine.sampling_params import SamplingParams
 
 
 class SequenceStatus(enum.Enum):

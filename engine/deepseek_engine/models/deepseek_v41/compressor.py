@@ -15,7 +15,7 @@ A compressed layer of V4.1 keeps one compressed KV entry per ``r`` tokens
   below ``(t + 1) // r``.
 
 The pre-rope entry (the "latent") also feeds the index keys of the same
-layer's indexer (:mod:`deepseek_engine.layers.v41_indexer`).
+layer's indexer (:mod:`deepseek_engine.models.deepseek_v41.indexer`).
 
 The open ratio-2 group is a one-token state: its raw ``kv_score`` row is kept
 in the paged cache at the token's position (vLLM keeps it in a float32 ring),

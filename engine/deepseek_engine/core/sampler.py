@@ -13,8 +13,8 @@ from __future__ import annotations
 import deepseek_kernels as ops
 import torch
 
-from .sampling_params import SamplingParams
-from .sequence import TokenLogprob
+from deepseek_engine.core.sequence import TokenLogprob
+from deepseek_engine.sampling_params import SamplingParams
 
 
 def filtered_probs(logits: torch.Tensor, params: SamplingParams) -> torch.Tensor:

@@ -1,9 +1,8 @@
 """Model configuration for DeepSeek V4 text models.
 
-`load_config(path)` reads a Hugging Face style ``config.json`` (a file or the
-checkpoint folder holding it) and returns a validated
-:class:`DeepseekV4ModelConfig` (a :class:`~deepseek_engine.config_v41.DeepseekV41ModelConfig`
-when the config describes the V4.1 architecture).  Three layouts are understood:
+:meth:`DeepseekV4ModelConfig.from_dict` validates a Hugging Face style ``config.json`` mapping
+(:func:`deepseek_engine.models.load_config` reads the file and picks V4 or V4.1,
+:class:`~deepseek_engine.models.deepseek_v41.config.DeepseekV41ModelConfig`).  Three layouts are understood:
 
 * ``model_type == "deepseek_v4"``: the flat layout written by
   ``transformers`` (``layer_types``, ``mlp_layer_types``, ``compress_rates``
@@ -21,9 +20,7 @@ Everything downstream (layers, loader, cache) reads only this object.
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -233,27 +230,6 @@ def _rope_specs(d: dict[str, Any], prf: float) -> tuple[dict, dict]:
                     spec["original_max_position_embeddings"]
                 )
     return main, compress
-
-
-def load_config(path: str | Path) -> DeepseekV4ModelConfig:
-    """Read ``config.json`` (or the folder containing it) into a validated config."""
-    p = Path(path)
-    if p.is_dir():
-        p = p / "config.json"
-    if not p.is_file():
-        raise FileNotFoundError(f"no config.json at {p}")
-    with p.open("r", encoding="utf-8") as fh:
-        raw = json.load(fh)
-    return config_from_dict(raw)
-
-
-def config_from_dict(raw: dict[str, Any]) -> DeepseekV4ModelConfig:
-    """The config of the architecture ``raw`` describes: V4, or V4.1 (see :mod:`deepseek_engine.config_v41`)."""
-    from deepseek_engine.config_v41 import DeepseekV41ModelConfig, is_v41_config
-
-    if isinstance(raw, dict) and is_v41_config(raw):
-        return DeepseekV41ModelConfig.from_dict(raw)
-    return DeepseekV4ModelConfig.from_dict(raw)
 
 
 def yarn_mscale(scale: float, mscale: float = 1.0) -> float:

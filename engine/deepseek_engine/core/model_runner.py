@@ -23,10 +23,10 @@ from typing import Any
 
 import torch
 
-from .int_tensors import long_tensor
-from .sampler import row_logprobs, sample_row
-from .scheduler import ScheduledBatch
-from .sequence import Sequence
+from deepseek_engine.core.int_tensors import long_tensor
+from deepseek_engine.core.sampler import row_logprobs, sample_row
+from deepseek_engine.core.scheduler import ScheduledBatch
+from deepseek_engine.core.sequence import Sequence
 
 
 @dataclass

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 
-from .sequence import Sequence
+from deepseek_engine.core.sequence import Sequence
 
 
 def chain_hash(prev: bytes | None, token_ids: list[int]) -> bytes:

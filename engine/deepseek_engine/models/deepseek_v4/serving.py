@@ -1,13 +1,13 @@
-"""Glue between the serving layer and the DeepSeek V4 model.
+"""Serving glue for DeepSeek V4: the model-runner contract over a V4 paged cache pool.
 
 ``DeepseekV4ForCausalLM`` computes one sequence at a time (its batch-context
 forward loops over sequences). ``BatchedDeepseekV4`` runs the new tokens of all
 scheduled sequences in one pass instead: embedding, hyper-connections, MoE and the
 head work on the flat batch of tokens, and attention, the part that reads the
 paged cache, runs once per layer for all sequences (``batched_attention``). It
-runs the decoder stack through the same ``models.deepseek_v4.run_layers`` as
+runs the decoder stack through the same ``models.deepseek_v4.model.run_layers`` as
 ``DeepseekV4ForCausalLM.forward_sequence``; on decode steps the whole stack is one native call,
-``deepseek_kernels.decode_stack`` (:mod:`.decode_stack_plan`), which runs the same ops in the same order
+``deepseek_kernels.decode_stack`` (:mod:`.decode_plan`), which runs the same ops in the same order
 (both follow ``deepseek_kernels``' ``stack_layers``, where that order is written).
 """
 
@@ -19,15 +19,16 @@ import deepseek_kernels as ops
 import torch
 from torch import nn
 
-from .batched_attention import AttentionPlan, StepLayout, attention
-from .decode_stack_plan import DecodeStackPlan
-from .kv_cache import KVCachePool
-from .model_runner import StepContext
-from .models.deepseek_v4 import hc_sites, run_layers
-from .module_changes import generation
-
-#: Context length used when the caller gives none (the checkpoint's may be 1M tokens).
-DEFAULT_MAX_MODEL_LEN = 8192
+from deepseek_engine.core.model_runner import StepContext
+from deepseek_engine.models.deepseek_v4.batched_attention import (
+    AttentionPlan,
+    StepLayout,
+    attention,
+)
+from deepseek_engine.models.deepseek_v4.decode_plan import DecodeStackPlan
+from deepseek_engine.models.deepseek_v4.kv_cache import KVCachePool
+from deepseek_engine.models.deepseek_v4.model import hc_sites, run_layers
+from deepseek_engine.module_changes import generation
 
 
 class BatchedDeepseekV4(nn.Module):
@@ -65,7 +66,7 @@ class BatchedDeepseekV4(nn.Module):
 
     def _decode_stack(self, positions: torch.Tensor, ctx: StepContext) -> tuple | None:
         """``ops.decode_stack``'s arguments after ``input_ids`` (up to ``pools``) for a step where every sequence
-        adds one token and the model's layers all take the op's path (:mod:`.decode_stack_plan`); ``None``
+        adds one token and the model's layers all take the op's path (:mod:`.decode_plan`); ``None``
         otherwise, and when ``use_decode_stack`` is off (the layer loop then runs, as for prefill)."""
         if not self.use_decode_stack or not ctx.block_tables or ctx.query_start_loc[-1] != len(ctx.block_tables):
             return None
@@ -114,35 +115,15 @@ class BatchedDeepseekV4(nn.Module):
                            m.norm.weight, m.norm.eps)
 
 
-def load(model_dir: str, dtype: torch.dtype | None, device: torch.device,
-         swa_replay: str | None = "exact") -> tuple[nn.Module, Any, dict]:
-    """Load a checkpoint; return the batched model, its cache factory and engine facts."""
-    from .loader import load_model
-
-    model = load_model(model_dir, dtype or torch.float32, device)
-    return wrap(model, swa_replay)
-
-
-def wrap(model: nn.Module, swa_replay: str | None = "exact") -> tuple[nn.Module, Any, dict]:
-    """``swa_replay`` chooses how V4.1 models keep window KV (``models/v41_serving.py``); V4 models keep it
-    in the shared pool blocks (``None``) and refuse the other settings."""
+def wrap_v4(model: nn.Module, max_model_len: int, swa_replay: str | None = "exact") -> tuple[nn.Module, Any, dict]:
+    """V4 models keep window KV in the shared pool blocks (``swa_replay`` ``None``, or ``"exact"``, which is
+    the same for V4) and refuse the other settings."""
     config = model.config
-    eos = config.eos_token_id
-    from .config_v41 import DeepseekV41ModelConfig
-
-    if isinstance(config, DeepseekV41ModelConfig):
-        from .models.v41_serving import wrap_v41
-
-        return wrap_v41(model, min(config.max_position_embeddings, DEFAULT_MAX_MODEL_LEN), swa_replay)
     if swa_replay not in (None, "exact"):
         raise ValueError(f"swa_replay={swa_replay!r} needs a DeepSeek V4.1 model; V4 shares window KV through the prefix cache")
 
     def make_kv(num_blocks: int, block_size: int) -> KVCachePool:
         return KVCachePool(config, num_blocks, block_size, model.dtype, model.device)
 
-    info = {
-        "vocab_size": config.vocab_size,
-        "eos_token_id": eos,
-        "max_model_len": min(config.max_position_embeddings, DEFAULT_MAX_MODEL_LEN),
-    }
+    info = {"vocab_size": config.vocab_size, "eos_token_id": config.eos_token_id, "max_model_len": max_model_len}
     return BatchedDeepseekV4(model), make_kv, info

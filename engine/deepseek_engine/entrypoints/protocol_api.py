@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .llm import LLM, RequestOutput
-from .sampling_params import SamplingParams
-from .sequence import Sequence, TokenLogprob
+from deepseek_engine.core.sequence import Sequence, TokenLogprob
+from deepseek_engine.llm import LLM, RequestOutput
+from deepseek_engine.sampling_params import SamplingParams
 
 #: API name -> (request class, response class, response-id prefix), names as in the codec.
 APIS = {

@@ -4,9 +4,9 @@ Parameter names of this module tree are DeepSeek's own checkpoint names
 (``embed.weight``, ``layers.N.attn.wq_a.weight``, ``layers.N.hc_attn_fn``,
 ``layers.N.ffn.gate.tid2eid``, ``hc_head_fn``, ``head.weight`` ...), except
 that routed experts are stacked (``layers.N.ffn.experts.w1`` holds every
-``layers.N.ffn.experts.E.w1.weight``).  See :mod:`deepseek_engine.loader`.
+``layers.N.ffn.experts.E.w1.weight``).  See :mod:`deepseek_engine.models.loader`.
 
-The cache contract is documented in :mod:`deepseek_engine.kv_cache`.
+The cache contract is documented in :mod:`deepseek_engine.models.deepseek_v4.kv_cache`.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ import torch
 from deepseek_kernels.decode_stack.reference import stack_layers
 from torch import nn
 
-from deepseek_engine.config import DeepseekV4ModelConfig
-from deepseek_engine.kv_cache import KVCachePool, SequenceCache
-from deepseek_engine.layers.attention import DeepseekV4Attention
 from deepseek_engine.layers.hyper_connection import add_hc_sites, hyper_head
 from deepseek_engine.layers.moe import DeepseekV4MoE
 from deepseek_engine.layers.norm import RMSNorm
 from deepseek_engine.layers.rotary_embedding import RotaryEmbedding
+from deepseek_engine.models.deepseek_v4.attention import DeepseekV4Attention
+from deepseek_engine.models.deepseek_v4.config import DeepseekV4ModelConfig
+from deepseek_engine.models.deepseek_v4.kv_cache import KVCachePool, SequenceCache
 
 #: The sub-blocks of a decoder layer, in order: (hyper-connection site, input norm, block) attribute names.
 SUB_BLOCKS = (("attn", "attn_norm", "attn"), ("ffn", "ffn_norm", "ffn"))
@@ -114,7 +114,7 @@ class DeepseekV4ForCausalLM(nn.Module):
 
         ``cache`` is a :class:`SequenceCache` (one sequence, logits ``[T, vocab]``)
         or a batch context (``kv``, ``block_tables``, ``query_start_loc``,
-        ``logits_indices``); see :mod:`deepseek_engine.kv_cache` for the contract.
+        ``logits_indices``); see :mod:`deepseek_engine.models.deepseek_v4.kv_cache` for the contract.
         """
         if isinstance(cache, SequenceCache):
             return self.forward_sequence(input_ids, positions, cache)
@@ -146,7 +146,7 @@ class DeepseekV4ForCausalLM(nn.Module):
 
     @torch.no_grad()
     def forward_batch(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx) -> torch.Tensor:
-        """Several sequences laid out back to back (see :mod:`deepseek_engine.kv_cache`)."""
+        """Several sequences laid out back to back (see :mod:`deepseek_engine.models.deepseek_v4.kv_cache`)."""
         pool = ctx.kv
         if not isinstance(pool, KVCachePool):
             raise TypeError("batch context must carry a KVCachePool as `kv`")

@@ -1,6 +1,6 @@
 """DeepSeek V4 attention for a whole scheduled batch at once, over the paged pool.
 
-``layers.attention.DeepseekV4Attention`` handles one sequence per call, so a step
+``attention.DeepseekV4Attention`` handles one sequence per call, so a step
 with ``B`` sequences would cost ``B`` Python-level attention calls per layer.
 ``attention`` here does the same computation for every sequence of the step in
 one call: sequence ``b`` adds ``T_b`` tokens (a prefill chunk, or one token when
@@ -26,10 +26,10 @@ import torch
 import torch.nn.functional as F
 from deepseek_kernels.step_layout import closing_windows
 
-from .int_tensors import long_tensor, padded_rows
-from .kv_cache import read_rows, write_rows
-from .layers.rotary_embedding import apply_rotary_tables, rotary_tables
-from .module_changes import generation
+from deepseek_engine.core.int_tensors import long_tensor, padded_rows
+from deepseek_engine.layers.rotary_embedding import apply_rotary_tables, rotary_tables
+from deepseek_engine.models.deepseek_v4.kv_cache import read_rows, write_rows
+from deepseek_engine.module_changes import generation
 
 #: Positions up to which the rotary tables are kept whole (beyond, each step evaluates its own rows).
 MAX_TABLE_POSITIONS = 1 << 16

@@ -15,7 +15,7 @@ same output file skips the requests already written there, so an interrupted run
 can be resumed. Lines without a usable ``custom_id`` are reported (and skipped on
 resume) by their 1-based line number (``"line"``).
 
-Usage: ``python -m deepseek_engine.batch_cli MODEL_DIR INPUT.jsonl OUTPUT.jsonl [options]``.
+Usage: ``python -m deepseek_engine.entrypoints.batch_cli MODEL_DIR INPUT.jsonl OUTPUT.jsonl [options]``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import uuid
 from pathlib import Path
 from typing import Any, TextIO
 
-from .protocol_api import URLS, ProtocolEngine, ProtocolError
+from deepseek_engine.entrypoints.protocol_api import URLS, ProtocolEngine, ProtocolError
 
 
 def _error_line(custom_id: str | None, err: ProtocolError, line: int | None = None) -> dict[str, Any]:
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.input.is_file():
         print(f"error: input file {args.input} not found", file=sys.stderr)
         return 2
-    from .llm import LLM
+    from deepseek_engine.llm import LLM
 
     llm = LLM(args.model_dir, dtype=args.dtype, device=args.device, max_model_len=args.max_model_len,
               max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens)

@@ -8,7 +8,7 @@ one call (the same bits), from flat per-layer argument lists (their layout: ``de
 :class:`DecodeStackPlan` builds the parts that stay from step to step once (parameters, sizes, settings, the
 pools) and gives each step the few inputs the op builds the step's layout from (positions, slots, padded
 block tables, prompt lengths and the rotary modules' whole-position tables): a decode step builds no
-:class:`~deepseek_engine.batched_attention.StepLayout`. It declines
+:class:`~deepseek_engine.models.deepseek_v4.batched_attention.StepLayout`. It declines
 (:meth:`DecodeStackPlan.build` returns ``None``) models whose layers take a path the op does not have: MoE
 layers with many experts (routed instead of the dense few-expert product), an indexer with a rotary module
 of its own, or parameters that are not float32. Those run the Python layer loop, as do prefill steps.
@@ -19,9 +19,9 @@ from __future__ import annotations
 import torch
 from deepseek_kernels.decode_stack import reference as stack  # the argument layout
 
-from . import batched_attention
-from .batched_attention import AttentionPlan, position_tables
-from .int_tensors import long_tensor, padded_rows
+from deepseek_engine.core.int_tensors import long_tensor, padded_rows
+from deepseek_engine.models.deepseek_v4 import batched_attention
+from deepseek_engine.models.deepseek_v4.batched_attention import AttentionPlan, position_tables
 
 
 class DecodeStackPlan:

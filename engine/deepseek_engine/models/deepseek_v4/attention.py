@@ -18,11 +18,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from deepseek_engine.config import CSA, HCA, SLIDING, DeepseekV4ModelConfig
-from deepseek_engine.kv_cache import SequenceCache, read_rows, write_rows
-from deepseek_engine.layers.compressor import KVCompressor, LightningIndexer
 from deepseek_engine.layers.norm import RMSNorm, unweighted_rms_norm
 from deepseek_engine.layers.rotary_embedding import RotaryEmbedding, apply_rotary
+from deepseek_engine.models.deepseek_v4.compressor import KVCompressor, LightningIndexer
+from deepseek_engine.models.deepseek_v4.config import CSA, HCA, SLIDING, DeepseekV4ModelConfig
+from deepseek_engine.models.deepseek_v4.kv_cache import SequenceCache, read_rows, write_rows
 
 
 class GroupedOutputProjection(nn.Linear):

@@ -30,7 +30,13 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from deepseek_engine.config import CSA, HCA, SLIDING, DeepseekV4ModelConfig, normalize_config_dict
+from deepseek_engine.models.deepseek_v4.config import (
+    CSA,
+    HCA,
+    SLIDING,
+    DeepseekV4ModelConfig,
+    normalize_config_dict,
+)
 
 #: Text-config fields that only the V4.1 architecture has; any of them selects it.
 V41_MARKERS = ("kv_source_layer_ids", "index_source_layer_ids", "engram_layer_ids")

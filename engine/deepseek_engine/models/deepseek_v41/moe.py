@@ -14,12 +14,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from deepseek_engine.config_v41 import (
+from deepseek_engine.layers.moe import DeepseekV4MoE
+from deepseek_engine.models.deepseek_v41.config import (
     IMAGE_SENTINEL_BASE_ID,
     IMAGE_SENTINEL_COUNT,
     DeepseekV41ModelConfig,
 )
-from deepseek_engine.layers.moe import DeepseekV4MoE
 
 
 def image_sentinel_rows(input_ids: torch.Tensor) -> torch.Tensor:

@@ -17,7 +17,7 @@ Accepted tensor names:
 * ``language_model.`` prefixes of multimodal (V4.1) layouts.  Multi-token
   prediction (``mtp.``) and vision tensors are skipped.
 
-Quantised weights are dequantised exactly (see :mod:`deepseek_engine.quantization`):
+Quantised weights are dequantised exactly (see :mod:`deepseek_engine.models.quantization`):
 a weight ``X.weight`` stored as FP8 or packed FP4 takes its scale from
 ``X.scale`` / ``X.weight_scale_inv`` / ``X.weight_scale``; a fused expert
 tensor ``Y`` (``experts.gate_up_proj``) from ``Y_scale_inv`` / ``Y_scale``,
@@ -37,9 +37,10 @@ from pathlib import Path
 import torch
 from safetensors import safe_open
 
-from deepseek_engine.config import DeepseekV4ModelConfig, load_config
-from deepseek_engine.models.deepseek_v4 import DeepseekV4ForCausalLM
-from deepseek_engine.quantization import dequantize, is_fp8, is_packed_fp4
+from deepseek_engine.models import load_config, model_class
+from deepseek_engine.models.deepseek_v4.config import DeepseekV4ModelConfig
+from deepseek_engine.models.deepseek_v4.model import DeepseekV4ForCausalLM
+from deepseek_engine.models.quantization import dequantize, is_fp8, is_packed_fp4
 
 logger = logging.getLogger(__name__)
 
@@ -159,22 +160,17 @@ def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: tor
                config: DeepseekV4ModelConfig | None = None) -> DeepseekV4ForCausalLM:
     """Build the model for ``path`` and fill every parameter from its safetensors shards.
 
-    A V4.1 config (:mod:`deepseek_engine.config_v41`) builds
-    :class:`~deepseek_engine.models.deepseek_v41.DeepseekV41ForCausalLM`; its engram
+    A V4.1 config (:mod:`deepseek_engine.models.deepseek_v41.config`) builds
+    :class:`~deepseek_engine.models.deepseek_v41.model.DeepseekV41ForCausalLM`; its engram
     layers read the token map built from the folder's ``tokenizer.json``.
     """
-    from deepseek_engine.config_v41 import DeepseekV41ModelConfig
+    from deepseek_engine.models.deepseek_v41.config import DeepseekV41ModelConfig
 
     folder = Path(path)
     config = config or load_config(folder)
     v41 = isinstance(config, DeepseekV41ModelConfig)
     with torch.device("meta"):
-        if v41:
-            from deepseek_engine.models.deepseek_v41 import DeepseekV41ForCausalLM
-
-            model = DeepseekV41ForCausalLM(config)
-        else:
-            model = DeepseekV4ForCausalLM(config)
+        model = model_class(config)(config)
     model.to_empty(device=device)
     keep_fp32 = re.compile(r"(hc_|attn_sink|\.ape$|norm\.weight$|gate\.bias$|gate\.bias_vl$)")
     params: dict[str, torch.Tensor] = {}
@@ -230,7 +226,7 @@ def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: tor
 
 def _install_token_map(model, folder: Path, config) -> None:
     """Engram layers hash tokenizer-normalised ids: build the map from the checkpoint's tokenizer."""
-    from deepseek_engine.layers.engram import load_token_map, tokenizer_json_in
+    from deepseek_engine.models.deepseek_v41.engram import load_token_map, tokenizer_json_in
 
     tokenizer = tokenizer_json_in(folder)
     if tokenizer is None:

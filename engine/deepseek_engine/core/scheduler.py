@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from .block_manager import BlockManager
-from .sequence import Sequence, SequenceStatus
+from deepseek_engine.core.block_manager import BlockManager
+from deepseek_engine.core.sequence import Sequence, SequenceStatus
 
 
 @dataclass

@@ -1,0 +1,1 @@
+"""The model-agnostic serving core: scheduler, block manager, sequence, model runner, sampler (no architecture)."""

@@ -1,0 +1,1 @@
+"""Entry points over ``LLM``: the protocol API (``ProtocolEngine``, through the codec) and the batch CLI."""
