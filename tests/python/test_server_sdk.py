@@ -199,6 +199,13 @@ def test_errors_in_each_envelope(oai, claude, server):
 
 def test_models_health_and_request_id(oai, claude, server):
     assert [m.id for m in oai.models.list()][0] == "tiny"
+    assert [m.id for m in claude.models.list()][0] == "tiny"
+    assert oai.models.retrieve("tiny").id == claude.models.retrieve("tiny").id == "tiny"
+    with pytest.raises(openai.NotFoundError):
+        oai.models.retrieve("nope")
+    with pytest.raises(anthropic.NotFoundError) as e:
+        claude.models.retrieve("nope")
+    assert e.value.body["type"] == "error"
     assert httpx.get(server.url + "/health").status_code == 200
     r = httpx.post(server.url + "/v1/chat/completions", headers={"X-Request-Id": "req-42"},
                    json={"model": "tiny", "messages": MSG})

@@ -29,7 +29,7 @@ from .admission import AdmissionQueue, Ticket
 from .backend import TokenBackend
 from .cancellation import ClientDisconnected, until_disconnect
 from .config import ServerConfig
-from .errors import APIError, ErrorStyle
+from .errors import APIError, ErrorStyle, model_not_found
 from .generation import Generation
 from .metrics import Metrics
 from .prepare import RequestCodec
@@ -234,17 +234,30 @@ def create_app(backend: TokenBackend, config: ServerConfig, *, tokenizer: Any = 
     saves loading ``config.tokenizer`` again when the caller has one."""
     state = ServerState(backend, config, tokenizer)
 
+    def model_entry(name: str, created: int) -> dict[str, Any]:
+        return {"id": name, "object": "model", "created": created, "owned_by": "deepseek-recipe",
+                "root": state.model_name, "max_model_len": state.codec.context_length,
+                # Anthropic's model fields, so that either SDK can list and retrieve models.
+                "type": "model", "display_name": name, "lifecycle": "active",
+                "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(created)),
+                "max_input_tokens": state.codec.context_length}
+
     async def models(request: Request) -> Response:
         state.metrics.count_request("models", 200)
         created = int(time.time())
-        data = [{"id": name, "object": "model", "created": created, "owned_by": "deepseek-recipe",
-                 "root": state.model_name, "max_model_len": state.codec.context_length,
-                 # Anthropic's model list fields, so that either SDK can list models.
-                 "type": "model", "display_name": name,
-                 "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(created))}
-                for name in state.codec.model_names]
+        data = [model_entry(name, created) for name in state.codec.model_names]
         return JSONResponse({"object": "list", "data": data, "has_more": False,
                              "first_id": data[0]["id"], "last_id": data[-1]["id"]})
+
+    async def model(request: Request) -> Response:
+        name = request.path_params["model"]
+        if name not in state.codec.model_names:
+            state.metrics.count_request("models", 404)
+            err = model_not_found(name, state.codec.model_names)
+            style: ErrorStyle = "anthropic" if "anthropic-version" in request.headers else "openai"
+            return Response(err.encode(style), status_code=404, media_type="application/json")
+        state.metrics.count_request("models", 200)
+        return JSONResponse(model_entry(name, int(time.time())))
 
     async def health(request: Request) -> Response:
         ok = state.started and backend.health()
@@ -300,6 +313,7 @@ def create_app(backend: TokenBackend, config: ServerConfig, *, tokenizer: Any = 
         Route(MESSAGES.path, GenerateEndpoint(state, MESSAGES), methods=["POST"]),
         Route(COUNT_TOKENS.path, CountTokensEndpoint(state, COUNT_TOKENS), methods=["POST"]),
         Route("/v1/models", models, methods=["GET"]),
+        Route("/v1/models/{model:path}", model, methods=["GET"]),
         Route("/health", health, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
     ]
