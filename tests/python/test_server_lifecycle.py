@@ -236,3 +236,13 @@ def test_health_503_until_loaded(fail):
         wait_for(lambda: httpx.get(s.url + "/health").status_code == (503 if fail else 200) and
                  (fail or app.state.server.started), "the backend to load")
         assert httpx.post(s.url + "/v1/chat/completions", json=CHAT).status_code == (503 if fail else 200)
+
+
+def test_unparseable_backend_output_is_502_not_500():
+    backend = ScriptedBackend(script=lambda r: Script([10**9]))  # an ID outside the vocabulary
+    with LiveServer(create_app(backend, ServerConfig(), tokenizer=TOK)) as s:
+        r = httpx.post(s.url + "/v1/chat/completions", json=CHAT)
+        assert r.status_code == 502 and r.json()["error"]["code"] == "backend_error"
+        r = httpx.post(s.url + "/v1/messages", json=dict(MESSAGES, stream=True))
+        assert r.status_code == 200 and "event: error" in r.text
+        assert httpx.post(s.url + "/v1/chat/completions", json=dict(CHAT, stream=True)).text.endswith("data: [DONE]\n\n")

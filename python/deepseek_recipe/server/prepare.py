@@ -88,7 +88,6 @@ class RequestCodec:
         self.sessions = SessionCache(self.encoding, config.session_cache_entries, config.session_max_cached_tokens)
         self.reasoning = ReasoningStore(config.reasoning_store_entries, config.reasoning_store_bytes) \
             if config.restore_reasoning else None
-        self._image_resolver: Any = None
 
     def set_served_model(self, served_model_name: str, context_length: int) -> None:
         """The name requests must give (the codec's own names for the version too, if configured)
@@ -196,12 +195,13 @@ class RequestCodec:
         sources = [s for m in conv.conversation.messages for s in m.image_sources]
         if not sources:
             return 0
-        if self._image_resolver is None:
-            fetcher = dr.ReqwestImageFetcher()
-            if not self.config.allow_private_image_urls:
-                fetcher = fetcher.with_public_destinations_only()
-            self._image_resolver = dr.ImageResolver(fetcher, dr.OpenCvImagePreprocessor())
+        # One resolver per request: requests prepare in parallel threads, and a resolver is not
+        # shared between them while it fetches.
+        fetcher = dr.ReqwestImageFetcher()
+        if not self.config.allow_private_image_urls:
+            fetcher = fetcher.with_public_destinations_only()
+        resolver = dr.ImageResolver(fetcher, dr.OpenCvImagePreprocessor())
         try:
-            return int(self._image_resolver.resolve(sources, dr.ImageQuota()).image_token_adjustment())
+            return int(resolver.resolve(sources, dr.ImageQuota()).image_token_adjustment())
         except (dr.ImageError, ValueError) as err:
             raise invalid_request(f"image: {err}") from None
