@@ -28,7 +28,8 @@ class SglangBackend(HttpTokenBackend):
         s = request.sampling
         params: dict[str, Any] = {"max_new_tokens": s.max_tokens, "temperature": s.temperature, "top_p": s.top_p,
                                   "top_k": s.top_k if s.top_k > 0 else -1, "stop_token_ids": list(s.stop_token_ids),
-                                  "ignore_eos": s.ignore_eos, "skip_special_tokens": False}
+                                  "ignore_eos": s.ignore_eos, "skip_special_tokens": False,
+                                  "no_stop_trim": True}  # keep the stop token in output_ids
         if s.seed is not None:
             params["sampling_seed"] = s.seed
         body: dict[str, Any] = {"input_ids": list(request.prompt_token_ids), "sampling_params": params,
