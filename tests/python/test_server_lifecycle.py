@@ -7,7 +7,9 @@ import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import anthropic
 import httpx
+import openai
 import pytest
 from deepseek_recipe.server.app import create_app
 from deepseek_recipe.server.backend import (
@@ -86,6 +88,13 @@ def test_overload_answers_503_and_529_with_retry_after():
         metrics = httpx.get(s.url + "/metrics").text
         assert "deepseek_server_queued_requests 2" in metrics
         assert "deepseek_server_rejected_requests_total 3" in metrics
+        with pytest.raises(openai.InternalServerError) as e:
+            openai.OpenAI(base_url=s.url + "/v1", api_key="x", max_retries=0).chat.completions.create(
+                model="tiny", messages=CHAT["messages"])
+        assert e.value.status_code == 503 and e.value.response.headers["retry-after"] == "3"
+        with pytest.raises(anthropic.OverloadedError) as e:
+            anthropic.Anthropic(base_url=s.url, api_key="x", max_retries=0).messages.create(**MESSAGES)
+        assert e.value.status_code == 529 and e.value.body["error"]["type"] == "overloaded_error"
         s.call(backend.gate.set)
         assert [f.result().status_code for f in held] == [200, 200]
         assert httpx.post(s.url + "/v1/chat/completions", json=CHAT).status_code == 200
