@@ -112,3 +112,26 @@ def test_reasoning_store_bounds():
     assert store.restore("chat.completions", json.loads(json.dumps(odd))) == 0
     assert store.restore("messages", {"messages": [{"role": "assistant", "content": 7}]}) == 0
     assert store.restore("responses", {"input": "just text"}) == 0
+
+
+def test_session_cache_bounds():
+    from deepseek_recipe.server.sessions import SessionCache
+    enc = dr.DeepseekV4Encoding().with_tokenizer(TOK)
+
+    def conv(first, turns):
+        msgs = [{"role": "user", "content": first}]
+        for i in range(turns):
+            msgs += [{"role": "assistant", "content": f"a{i}"}, {"role": "user", "content": f"u{i}"}]
+        options = dr.ConversionOptions().with_model_alias("tiny", dr.ModelVersion.DeepseekV4Pro)
+        return dr.ChatCompletionRequest({"model": "tiny", "messages": msgs}).convert(options).conversation
+
+    cache = SessionCache(enc, entries=3, max_cached_tokens=1 << 20, max_bytes=1 << 30)
+    for k in range(5):
+        ids, reused = cache.encode(conv(f"start {k}", 0))
+        assert ids == list(enc.encode(conv(f"start {k}", 0))) and reused == 0
+    assert len(cache) == 3
+    ids, reused = cache.encode(conv("start 4", 2))
+    assert ids == list(enc.encode(conv("start 4", 2))) and reused > 0
+    small = SessionCache(enc, entries=100, max_cached_tokens=1 << 20, max_bytes=1)
+    small.encode(conv("x", 1))
+    assert len(small) == 0 and small.bytes == 0

@@ -44,6 +44,8 @@ class ServerConfig:
     session_cache_entries: int = 256
     #: Longest prompt a cached session keeps for its next turn.
     session_max_cached_tokens: int = 1 << 20
+    #: Memory of all cached sessions together (their ``memory_bytes``).
+    session_cache_bytes: int = 256 * 1024 * 1024
     #: Put back the reasoning of the server's own earlier turns when a client drops it.
     restore_reasoning: bool = False
     #: How many entries the reasoning store keeps, and their reasoning text in characters.

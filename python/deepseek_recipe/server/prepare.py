@@ -85,7 +85,8 @@ class RequestCodec:
         if len(eos) != 1:
             raise ValueError("the tokenizer does not spell the end-of-sentence token as one ID")
         self.eos_id = eos[0]
-        self.sessions = SessionCache(self.encoding, config.session_cache_entries, config.session_max_cached_tokens)
+        self.sessions = SessionCache(self.encoding, config.session_cache_entries, config.session_max_cached_tokens,
+                                     config.session_cache_bytes)
         self.reasoning = ReasoningStore(config.reasoning_store_entries, config.reasoning_store_bytes) \
             if config.restore_reasoning else None
 
