@@ -146,12 +146,16 @@ class RequestCodec:
             conv = req.convert(self.options)
         except dr.ConversionError as err:
             raise from_conversion_error(err) from None
+        except (ValueError, TypeError, OverflowError) as err:
+            raise invalid_request(str(err)) from None
         ids, reused = self.encode(conv)
         prompt_tokens = len(ids) + self.image_tokens(conv)
         try:
             max_tokens = conv.resolve_max_tokens(prompt_tokens, self.context_length)
         except dr.ConversionError as err:
             raise from_conversion_error(err) from None
+        except (ValueError, OverflowError) as err:
+            raise invalid_request(str(err)) from None
         opts = conv.inference_options
         sampling = SamplingOptions(
             max_tokens=max_tokens,
@@ -179,6 +183,8 @@ class RequestCodec:
             conv = req.convert(self.options)
         except dr.ConversionError as err:
             raise from_conversion_error(err) from None
+        except (ValueError, TypeError, OverflowError) as err:
+            raise invalid_request(str(err)) from None
         ids, _ = self.encode(conv)
         return len(ids) + self.image_tokens(conv)
 
