@@ -134,6 +134,13 @@ class _Endpoint:
         status = 500
         ticket: Ticket | None = None
         state.in_flight.add(rid)
+        started = False
+
+        async def send_tracked(message: dict[str, Any]) -> None:
+            nonlocal started
+            started = started or message.get("type") == "http.response.start"
+            await send(message)
+
         try:
             if scope.get("method") != "POST":
                 raise APIError(405, f"{scope.get('method')} is not allowed here; use POST", "invalid_request_error",
@@ -143,14 +150,16 @@ class _Endpoint:
                                retry_after=state.config.retry_after_s)
             ticket = state.admission.admit()
             raw = await read_body(scope, receive, state.config.max_body_bytes)
-            status = await until_disconnect(receive, self.serve(send, raw, ticket, rid, arrival, headers))
+            status = await until_disconnect(receive, self.serve(send_tracked, raw, ticket, rid, arrival, headers))
         except APIError as err:
             status = await self.send_error(send, err, headers)
         except ClientDisconnected:
             status = CLIENT_CLOSED
         except Exception as err:  # noqa: BLE001 - a server bug still answers in the API's envelope
-            status = await self.send_error(send, APIError(500, f"internal error: {type(err).__name__}: {err}",
-                                                          "server_error", "internal_error"), headers)
+            logger.exception("request %s failed", rid)
+            if not started:
+                status = await self.send_error(send, APIError(500, f"internal error: {type(err).__name__}: {err}",
+                                                              "server_error", "internal_error"), headers)
         finally:
             if ticket is not None:
                 ticket.release()
