@@ -255,3 +255,18 @@ def test_unparseable_backend_output_is_502_not_500():
         r = httpx.post(s.url + "/v1/messages", json=dict(MESSAGES, stream=True))
         assert r.status_code == 200 and "event: error" in r.text
         assert httpx.post(s.url + "/v1/chat/completions", json=dict(CHAT, stream=True)).text.endswith("data: [DONE]\n\n")
+
+
+def test_official_responses_usage_option():
+    """``responses_cache_write_tokens=False`` sends the codec's (official) usage unchanged."""
+    for patched in (True, False):
+        with LiveServer(create_app(ScriptedBackend(), ServerConfig(responses_cache_write_tokens=patched),
+                                   tokenizer=TOK)) as s:
+            body = {"model": "tiny", "input": "hi"}
+            details = httpx.post(s.url + "/v1/responses", json=body).json()["usage"]["input_tokens_details"]
+            assert ("cache_write_tokens" in details) == patched
+            events = [json.loads(line[6:]) for line in
+                      httpx.post(s.url + "/v1/responses", json=dict(body, stream=True)).text.splitlines()
+                      if line.startswith("data: ")]
+            done = next(e for e in events if e["type"] == "response.completed")
+            assert ("cache_write_tokens" in done["response"]["usage"]["input_tokens_details"]) == patched
