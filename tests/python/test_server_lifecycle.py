@@ -84,6 +84,9 @@ def test_overload_answers_503_and_529_with_retry_after():
         assert r.status_code == 503 and r.headers["retry-after"] == "3"
         r = httpx.post(s.url + "/v1/messages", json=MESSAGES)
         assert r.status_code == 529 and r.headers["retry-after"] == "3"
+        counted = httpx.post(s.url + "/v1/messages/count_tokens", json={k: v for k, v in MESSAGES.items()
+                                                                          if k != "max_tokens"})
+        assert counted.status_code == 200  # counting takes no queue place
         assert r.json() == {"type": "error", "error": {"type": "overloaded_error", "message": r.json()["error"]["message"]}}
         metrics = httpx.get(s.url + "/metrics").text
         assert "deepseek_server_queued_requests 2" in metrics
