@@ -143,6 +143,7 @@ class LiveServer:
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
+        self.app = app
         self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
         self.loop: asyncio.AbstractEventLoop | None = None
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -157,6 +158,11 @@ class LiveServer:
         while not self.server.started:
             if time.monotonic() > deadline or not self.thread.is_alive():
                 raise RuntimeError("server did not start")
+            time.sleep(0.01)
+        state = getattr(getattr(self.app, "state", None), "server", None)
+        while state is not None and not state.started:  # our server: its backend starts in the background
+            if time.monotonic() > deadline:
+                raise RuntimeError("the backend did not start")
             time.sleep(0.01)
         return self
 

@@ -109,10 +109,11 @@ def test_close_aborts_on_the_server(kind, app, cls):
 
 @pytest.mark.parametrize("kind,app,cls", KINDS)
 def test_errors_map_to_backend_errors(kind, app, cls):
-    for status, err in ((503, BackendOverloaded), (429, BackendOverloaded), (400, BackendRequestError),
-                        (500, BackendUnavailable)):
-        script = FleetScript(OUT, EOS, status=status)
-        with LiveServer(app(script)) as s:
+    script = FleetScript(OUT, EOS)
+    with LiveServer(app(script)) as s:
+        for status, err in ((503, BackendOverloaded), (429, BackendOverloaded), (400, BackendRequestError),
+                            (500, BackendUnavailable)):
+            script.status = status
             with pytest.raises(err):
                 asyncio.run(collect(cls(s.url), request()))
     backend = cls("http://127.0.0.1:9")  # nothing listens there
@@ -165,3 +166,39 @@ def test_client_disconnect_aborts_fleet_request(kind, app, cls):
             while "bye" not in script.aborts:
                 assert time.monotonic() < deadline, "the fleet request was not aborted"
                 time.sleep(0.02)
+
+
+def test_cli_serve_over_vllm(tmp_path):
+    """`deepseek-recipe serve --backend vllm=URL` as a user starts it, driven by the openai SDK."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    script = FleetScript(ids("Served."), EOS)
+    with LiveServer(vllm_app(script)) as fleet:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        proc = subprocess.Popen([sys.executable, "-m", "deepseek_recipe", "serve", "--backend", f"vllm={fleet.url}",
+                                 "--port", str(port), "--log-level", "warning"], env=os.environ.copy())
+        try:
+            url = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + 60
+            while True:
+                assert proc.poll() is None, "the server exited"
+                assert time.monotonic() < deadline, "the server did not become healthy"
+                try:
+                    if httpx.get(url + "/health").status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.1)
+            client = openai.OpenAI(base_url=url + "/v1", api_key="x", _strict_response_validation=True, max_retries=0)
+            assert [m.id for m in client.models.list()][0] == "vllm-model"  # the fleet's own name
+            r = client.chat.completions.create(model="vllm-model", messages=[{"role": "user", "content": "hi"}],
+                                               extra_body={"thinking": {"type": "disabled"}})
+            assert r.choices[0].message.content == "Served."
+        finally:
+            proc.terminate()
+            proc.wait(20)

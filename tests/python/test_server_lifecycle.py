@@ -7,7 +7,9 @@ import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import anthropic
 import httpx
+import openai
 import pytest
 from deepseek_recipe.server.app import create_app
 from deepseek_recipe.server.backend import (
@@ -82,10 +84,20 @@ def test_overload_answers_503_and_529_with_retry_after():
         assert r.status_code == 503 and r.headers["retry-after"] == "3"
         r = httpx.post(s.url + "/v1/messages", json=MESSAGES)
         assert r.status_code == 529 and r.headers["retry-after"] == "3"
+        counted = httpx.post(s.url + "/v1/messages/count_tokens", json={k: v for k, v in MESSAGES.items()
+                                                                          if k != "max_tokens"})
+        assert counted.status_code == 200  # counting takes no queue place
         assert r.json() == {"type": "error", "error": {"type": "overloaded_error", "message": r.json()["error"]["message"]}}
         metrics = httpx.get(s.url + "/metrics").text
         assert "deepseek_server_queued_requests 2" in metrics
         assert "deepseek_server_rejected_requests_total 3" in metrics
+        with pytest.raises(openai.InternalServerError) as e:
+            openai.OpenAI(base_url=s.url + "/v1", api_key="x", max_retries=0).chat.completions.create(
+                model="tiny", messages=CHAT["messages"])
+        assert e.value.status_code == 503 and e.value.response.headers["retry-after"] == "3"
+        with pytest.raises(anthropic.OverloadedError) as e:
+            anthropic.Anthropic(base_url=s.url, api_key="x", max_retries=0).messages.create(**MESSAGES)
+        assert e.value.status_code == 529 and e.value.body["error"]["type"] == "overloaded_error"
         s.call(backend.gate.set)
         assert [f.result().status_code for f in held] == [200, 200]
         assert httpx.post(s.url + "/v1/chat/completions", json=CHAT).status_code == 200
@@ -167,3 +179,97 @@ def test_raw_socket_half_request_and_garbage():
         wait_for(lambda: s.call(lambda: s.server.config.app.state.server.admission.requests) == 0,
                  "the half request's queue place to be released")
         assert json.loads(httpx.get(s.url + "/v1/models").text)["data"][0]["id"] == "tiny"
+
+
+def seeded_script(request):
+    seed = request.sampling.seed
+    words = " ".join(f"w{(seed * 7 + i) % 13}" for i in range(8 + seed % 5))
+    return Script(ids(f"Answer {seed}: {words}."), chunk_size=1 + seed % 3, delay_s=0.001)
+
+
+def test_concurrent_streams_equal_single_requests():
+    """32 seeded streams at once, chunked differently, each equal the same request alone."""
+    backend = ScriptedBackend(script=seeded_script)
+
+    async def run(url):
+        async with httpx.AsyncClient(base_url=url, timeout=60) as client:
+            async def one(seed):
+                path, data = "/v1/chat/completions", dict(CHAT, seed=seed, stream=True)
+                text = ""
+                async with client.stream("POST", path, json=data) as r:
+                    assert r.status_code == 200
+                    async for line in r.aiter_lines():
+                        if line.startswith("data: {"):
+                            for c in json.loads(line[6:])["choices"]:
+                                text += c["delta"].get("content") or ""
+                alone = (await client.post(path, json=dict(data, stream=False))).json()
+                return text, alone["choices"][0]["message"]["content"]
+            return await asyncio.gather(*(one(seed) for seed in range(32)))
+
+    with LiveServer(create_app(backend, ServerConfig(), tokenizer=TOK)) as s:
+        results = asyncio.run(run(s.url))
+    for seed, (streamed, alone) in enumerate(results):
+        words = " ".join(f"w{(seed * 7 + i) % 13}" for i in range(8 + seed % 5))
+        assert streamed == alone == f"Answer {seed}: {words}."
+
+
+class SlowStart(ScriptedBackend):
+    """A backend that loads until told to finish (or fails to load)."""
+
+    def __init__(self, fail=False):
+        super().__init__()
+        self.loaded = asyncio.Event()
+        self.fail = fail
+        self.up = False
+
+    async def start(self):
+        await self.loaded.wait()
+        if self.fail:
+            raise RuntimeError("no weights")
+        self.up = True
+
+    def health(self):
+        return self.up
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_health_503_until_loaded(fail):
+    backend = SlowStart(fail)
+    app = create_app(backend, ServerConfig(), tokenizer=TOK)
+    live = LiveServer(app)
+    live.app = None  # do not wait for the backend: the socket must answer while it loads
+    with live as s:
+        assert httpx.get(s.url + "/health").status_code == 503
+        r = httpx.post(s.url + "/v1/chat/completions", json=CHAT)
+        assert r.status_code == 503 and "retry-after" in r.headers
+        r = httpx.post(s.url + "/v1/messages", json=MESSAGES)
+        assert r.status_code == 503 and r.json()["type"] == "error"
+        s.call(backend.loaded.set)
+        wait_for(lambda: httpx.get(s.url + "/health").status_code == (503 if fail else 200) and
+                 (fail or app.state.server.started), "the backend to load")
+        assert httpx.post(s.url + "/v1/chat/completions", json=CHAT).status_code == (503 if fail else 200)
+
+
+def test_unparseable_backend_output_is_502_not_500():
+    backend = ScriptedBackend(script=lambda r: Script([10**9]))  # an ID outside the vocabulary
+    with LiveServer(create_app(backend, ServerConfig(), tokenizer=TOK)) as s:
+        r = httpx.post(s.url + "/v1/chat/completions", json=CHAT)
+        assert r.status_code == 502 and r.json()["error"]["code"] == "backend_error"
+        r = httpx.post(s.url + "/v1/messages", json=dict(MESSAGES, stream=True))
+        assert r.status_code == 200 and "event: error" in r.text
+        assert httpx.post(s.url + "/v1/chat/completions", json=dict(CHAT, stream=True)).text.endswith("data: [DONE]\n\n")
+
+
+def test_official_responses_usage_option():
+    """``responses_cache_write_tokens=False`` sends the codec's (official) usage unchanged."""
+    for patched in (True, False):
+        with LiveServer(create_app(ScriptedBackend(), ServerConfig(responses_cache_write_tokens=patched),
+                                   tokenizer=TOK)) as s:
+            body = {"model": "tiny", "input": "hi"}
+            details = httpx.post(s.url + "/v1/responses", json=body).json()["usage"]["input_tokens_details"]
+            assert ("cache_write_tokens" in details) == patched
+            events = [json.loads(line[6:]) for line in
+                      httpx.post(s.url + "/v1/responses", json=dict(body, stream=True)).text.splitlines()
+                      if line.startswith("data: ")]
+            done = next(e for e in events if e["type"] == "response.completed")
+            assert ("cache_write_tokens" in done["response"]["usage"]["input_tokens_details"]) == patched

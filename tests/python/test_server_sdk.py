@@ -30,7 +30,7 @@ def script(request):
         return Script(ids(("I should call the tool.</think>" if thinking else "") + "Let me check."
                           + tool_call_text("get_weather", city="Paris")))
     if "json" in prompt.lower():
-        return Script(ids('{"answer": 42}'))
+        return Script(ids(("</think>" if thinking else "") + '{"answer": 42}'))
     return Script(ids(("Let me think.</think>" if thinking else "") + "Hello from the server."))
 
 
@@ -199,8 +199,53 @@ def test_errors_in_each_envelope(oai, claude, server):
 
 def test_models_health_and_request_id(oai, claude, server):
     assert [m.id for m in oai.models.list()][0] == "tiny"
+    assert [m.id for m in claude.models.list()][0] == "tiny"
+    assert oai.models.retrieve("tiny").id == claude.models.retrieve("tiny").id == "tiny"
+    with pytest.raises(openai.NotFoundError):
+        oai.models.retrieve("nope")
+    with pytest.raises(anthropic.NotFoundError) as e:
+        claude.models.retrieve("nope")
+    assert e.value.body["type"] == "error"
     assert httpx.get(server.url + "/health").status_code == 200
     r = httpx.post(server.url + "/v1/chat/completions", headers={"X-Request-Id": "req-42"},
                    json={"model": "tiny", "messages": MSG})
     assert r.headers["x-request-id"] == "req-42" and r.json()["id"] == "chatcmpl-req42"
     assert "req-42" in [q.request_id for q in server.backend.requests]
+
+
+def test_more_shapes_validate_strictly(oai, claude):
+    r = oai.responses.create(model="tiny", input="answer in json", text={"format": {"type": "json_object"}})
+    assert json.loads(r.output_text) == {"answer": 42}
+    events = list(oai.responses.create(model="tiny", input="weather in Paris?", tools=TOOLS_RESPONSES, stream=True,
+                                       top_logprobs=2, include=["message.output_text.logprobs"]))
+    done = events[-1].response
+    assert any(o.type == "function_call" for o in done.output)
+    assert done.usage.input_tokens_details.cache_write_tokens == 0
+    with claude.messages.stream(model="tiny", max_tokens=100, messages=[{"role": "user", "content": "weather?"}],
+                                tools=TOOLS_ANTHROPIC) as s:
+        final = s.get_final_message()
+    assert final.stop_reason == "tool_use" and final.content[-1].input == {"city": "Paris"}
+    r = claude.messages.create(model="tiny", max_tokens=100, messages=MSG, stop_sequences=["server"],
+                               thinking={"type": "disabled"})
+    assert r.stop_reason == "stop_sequence" and r.stop_sequence == "server"
+    r = claude.messages.create(model="tiny", max_tokens=3, messages=MSG, thinking={"type": "disabled"})
+    assert r.stop_reason == "max_tokens"
+    r = oai.chat.completions.create(model="tiny", messages=MSG, max_tokens=3,
+                                    extra_body={"thinking": {"type": "disabled"}})
+    assert r.choices[0].finish_reason == "length"
+    with pytest.raises(openai.NotFoundError):
+        oai.responses.create(model="nope", input="x")
+
+
+def test_tool_choice_variants_messages_and_responses(oai, claude):
+    ask = [{"role": "user", "content": "weather in Paris?"}]
+    for choice in ({"type": "auto"}, {"type": "any"}, {"type": "tool", "name": "get_weather"}, {"type": "none"}):
+        r = claude.messages.create(model="tiny", max_tokens=100, messages=ask, tools=TOOLS_ANTHROPIC,
+                                   tool_choice=choice, thinking={"type": "disabled"})
+        kinds = [b.type for b in r.content]
+        # The scripted model writes a call anyway; with "none" the codec does not parse calls.
+        assert kinds == ["text"] if choice["type"] == "none" else kinds[-1] == "tool_use", (choice, kinds)
+    for choice in ("auto", "required", "none", {"type": "function", "name": "get_weather"}):
+        r = oai.responses.create(model="tiny", input=ask, tools=TOOLS_RESPONSES, tool_choice=choice,
+                                 reasoning={"effort": "none"})
+        assert r.status == "completed"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import re
 import time
 import uuid
@@ -28,7 +29,7 @@ from .admission import AdmissionQueue, Ticket
 from .backend import TokenBackend
 from .cancellation import ClientDisconnected, until_disconnect
 from .config import ServerConfig
-from .errors import APIError, ErrorStyle
+from .errors import APIError, ErrorStyle, model_not_found
 from .generation import Generation
 from .metrics import Metrics
 from .prepare import RequestCodec
@@ -37,6 +38,7 @@ from .sse import HEADERS as SSE_HEADERS
 from .sse import MEDIA_TYPE as SSE_MEDIA_TYPE
 from .sse import done_frame, error_frame
 
+logger = logging.getLogger("deepseek_recipe.server")
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 #: The status recorded for a request whose client went away first (nginx's convention).
 CLIENT_CLOSED = 499
@@ -109,6 +111,8 @@ class _Endpoint:
     """Shared plumbing of the POST endpoints (a raw ASGI app, to own receive and send)."""
 
     spec: ApiSpec
+    #: Whether the endpoint generates (and so waits for the backend to be ready).
+    needs_backend = True
 
     def __init__(self, state: ServerState, spec: ApiSpec) -> None:
         self.state, self.spec = state, spec
@@ -130,30 +134,40 @@ class _Endpoint:
         status = 500
         ticket: Ticket | None = None
         state.in_flight.add(rid)
+        started = False
+
+        async def send_tracked(message: dict[str, Any]) -> None:
+            nonlocal started
+            started = started or message.get("type") == "http.response.start"
+            await send(message)
+
         try:
             if scope.get("method") != "POST":
                 raise APIError(405, f"{scope.get('method')} is not allowed here; use POST", "invalid_request_error",
                                "method_not_allowed")
-            if not state.backend.health():
+            if self.needs_backend and not (state.started and state.backend.health()):
                 raise APIError(503, "the model is not ready", "server_error", "service_unavailable",
                                retry_after=state.config.retry_after_s)
-            ticket = state.admission.admit()
+            # Counting tokens generates nothing: it takes no queue place.
+            ticket = state.admission.admit() if self.needs_backend else None
             raw = await read_body(scope, receive, state.config.max_body_bytes)
-            status = await until_disconnect(receive, self.serve(send, raw, ticket, rid, arrival, headers))
+            status = await until_disconnect(receive, self.serve(send_tracked, raw, ticket, rid, arrival, headers))
         except APIError as err:
             status = await self.send_error(send, err, headers)
         except ClientDisconnected:
             status = CLIENT_CLOSED
         except Exception as err:  # noqa: BLE001 - a server bug still answers in the API's envelope
-            status = await self.send_error(send, APIError(500, f"internal error: {type(err).__name__}: {err}",
-                                                          "server_error", "internal_error"), headers)
+            logger.exception("request %s failed", rid)
+            if not started:
+                status = await self.send_error(send, APIError(500, f"internal error: {type(err).__name__}: {err}",
+                                                              "server_error", "internal_error"), headers)
         finally:
             if ticket is not None:
                 ticket.release()
             state.in_flight.discard(rid)
             state.metrics.count_request(self.spec.name, status)
 
-    async def serve(self, send: Any, raw: bytes, ticket: Ticket, rid: str, arrival: float,
+    async def serve(self, send: Any, raw: bytes, ticket: Ticket | None, rid: str, arrival: float,
                     headers: dict[str, str]) -> int:
         raise NotImplementedError
 
@@ -161,9 +175,10 @@ class _Endpoint:
 class GenerateEndpoint(_Endpoint):
     """``POST /v1/chat/completions``, ``/v1/responses``, ``/v1/messages``."""
 
-    async def serve(self, send: Any, raw: bytes, ticket: Ticket, rid: str, arrival: float,
+    async def serve(self, send: Any, raw: bytes, ticket: Ticket | None, rid: str, arrival: float,
                     headers: dict[str, str]) -> int:
         state = self.state
+        assert ticket is not None
         try:
             prep = await asyncio.to_thread(state.codec.prepare, self.spec, raw)
             ticket.add(prep.prompt_tokens, prep.n)
@@ -212,9 +227,10 @@ class GenerateEndpoint(_Endpoint):
 class CountTokensEndpoint(_Endpoint):
     """``POST /v1/messages/count_tokens``: the ``input_tokens`` the same Messages request is billed."""
 
-    async def serve(self, send: Any, raw: bytes, ticket: Ticket, rid: str, arrival: float,
+    needs_backend = False
+
+    async def serve(self, send: Any, raw: bytes, ticket: Ticket | None, rid: str, arrival: float,
                     headers: dict[str, str]) -> int:
-        ticket.release()  # counting generates nothing
         try:
             tokens = await asyncio.to_thread(self.state.codec.count_tokens, raw)
         except APIError as err:
@@ -228,17 +244,30 @@ def create_app(backend: TokenBackend, config: ServerConfig, *, tokenizer: Any = 
     saves loading ``config.tokenizer`` again when the caller has one."""
     state = ServerState(backend, config, tokenizer)
 
+    def model_entry(name: str, created: int) -> dict[str, Any]:
+        return {"id": name, "object": "model", "created": created, "owned_by": "deepseek-recipe",
+                "root": state.model_name, "max_model_len": state.codec.context_length,
+                # Anthropic's model fields, so that either SDK can list and retrieve models.
+                "type": "model", "display_name": name, "lifecycle": "active",
+                "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(created)),
+                "max_input_tokens": state.codec.context_length}
+
     async def models(request: Request) -> Response:
         state.metrics.count_request("models", 200)
         created = int(time.time())
-        data = [{"id": name, "object": "model", "created": created, "owned_by": "deepseek-recipe",
-                 "root": state.model_name, "max_model_len": state.codec.context_length,
-                 # Anthropic's model list fields, so that either SDK can list models.
-                 "type": "model", "display_name": name,
-                 "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(created))}
-                for name in state.codec.model_names]
+        data = [model_entry(name, created) for name in state.codec.model_names]
         return JSONResponse({"object": "list", "data": data, "has_more": False,
                              "first_id": data[0]["id"], "last_id": data[-1]["id"]})
+
+    async def model(request: Request) -> Response:
+        name = request.path_params["model"]
+        if name not in state.codec.model_names:
+            state.metrics.count_request("models", 404)
+            err = model_not_found(name, state.codec.model_names)
+            style: ErrorStyle = "anthropic" if "anthropic-version" in request.headers else "openai"
+            return Response(err.encode(style), status_code=404, media_type="application/json")
+        state.metrics.count_request("models", 200)
+        return JSONResponse(model_entry(name, int(time.time())))
 
     async def health(request: Request) -> Response:
         ok = state.started and backend.health()
@@ -260,14 +289,32 @@ def create_app(backend: TokenBackend, config: ServerConfig, *, tokenizer: Any = 
                        "method_not_allowed")
         return Response(err.encode("openai"), status_code=405, media_type="application/json")
 
+    async def start_backend() -> None:
+        """Load or connect the backend; the socket is open meanwhile and ``/health`` answers 503."""
+        try:
+            await backend.start()
+        except Exception:  # noqa: BLE001 - reported, and /health stays 503
+            logger.exception("the backend failed to start")
+            return
+        # A fleet backend learns its model's name and context length from the fleet server.
+        name = config.served_model_name or backend.model_name
+        context = backend.max_model_len or config.max_model_len
+        if (name, context) != (state.model_name, state.codec.context_length):
+            state.model_name = name
+            state.codec.set_served_model(name, context)
+        state.started = True
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        await backend.start()
-        state.started = True
+        starting = asyncio.ensure_future(start_backend())
         try:
             yield
         finally:
             state.started = False
+            if not starting.done():
+                starting.cancel()
+                with contextlib.suppress(BaseException):
+                    await starting
             await backend.aclose()
 
     routes = [
@@ -276,6 +323,7 @@ def create_app(backend: TokenBackend, config: ServerConfig, *, tokenizer: Any = 
         Route(MESSAGES.path, GenerateEndpoint(state, MESSAGES), methods=["POST"]),
         Route(COUNT_TOKENS.path, CountTokensEndpoint(state, COUNT_TOKENS), methods=["POST"]),
         Route("/v1/models", models, methods=["GET"]),
+        Route("/v1/models/{model:path}", model, methods=["GET"]),
         Route("/health", health, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
     ]

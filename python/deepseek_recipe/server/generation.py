@@ -67,6 +67,7 @@ class Choice:
         self.ended = False  # the backend sent its last chunk (or was aborted by us)
         self.generated = 0
         self.cached = 0
+        self.late_cached = 0
         self.t_first: float | None = None
         self.t_last = 0.0
 
@@ -102,17 +103,22 @@ class Choice:
             ids = ids[:-1]  # the end-of-turn token is not part of the answer
             lps = lps[:-1] if lps is not None else None
         items: list[Any] = []
-        if ids and not self.proc.finished:
-            items = self.proc.push(dr.InferenceChunk.tokens(ids, lps))
-        if chunk.finish_reason is not None:
-            self.ended = True
-            if chunk.finish_reason == "abort":
-                raise unavailable("the backend aborted the request")
-            if not self.proc.finished:
-                reason = _FINISH.get(chunk.finish_reason, dr.InferenceFinishReason.Stop)
-                items += self.proc.push(dr.InferenceChunk.finish(reason))
-        if self.proc.finished or chunk.finish_reason is not None:
-            items += self.proc.finish()
+        try:
+            if ids and not self.proc.finished:
+                items = self.proc.push(dr.InferenceChunk.tokens(ids, lps))
+            if chunk.finish_reason is not None:
+                self.ended = True
+                self.late_cached = max(chunk.cached_tokens - self.cached, 0)  # a backend that knows them late
+                if chunk.finish_reason == "abort":
+                    raise unavailable("the backend aborted the request")
+                if not self.proc.finished:
+                    reason = _FINISH.get(chunk.finish_reason, dr.InferenceFinishReason.Stop)
+                    items += self.proc.push(dr.InferenceChunk.finish(reason))
+            if self.proc.finished or chunk.finish_reason is not None:
+                items += self.proc.finish()
+        except RuntimeError as err:  # token IDs the tokenizer does not know, logprobs that do not match
+            raise APIError(502, f"the backend's output cannot be parsed: {err}", "server_error",
+                           "backend_error") from None
         return self._fold(items)
 
     async def close(self, backend: TokenBackend, request_id: str) -> bool:
@@ -186,6 +192,7 @@ class Generation:
         firsts = [c.t_first for c in self.choices if c.t_first is not None]
         if firsts:
             self.metrics.ttft.observe(min(firsts) - self.arrival)
+        self.metrics.cached_tokens += self.choices[0].late_cached if self.choices else 0
         for c in self.choices:
             self.metrics.generation_tokens += c.generated
             if c.t_first is not None and c.generated > 1:

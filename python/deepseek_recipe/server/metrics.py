@@ -106,7 +106,7 @@ class Metrics:
             metric("total_kv_blocks", "gauge", "KV-cache blocks in all.",
                    [f"{p}total_kv_blocks {stats.total_kv_blocks}"])
         metric("healthy", "gauge", "1 while the backend can serve.", [f"{p}healthy {int(healthy)}"])
-        for name, value in sorted(stats.extra.items()):
-            safe = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
-            metric(f"backend_{safe}", "gauge", f"Backend gauge {name}.", [f"{p}backend_{safe} {value}"])
+        for gauge, amount in sorted(stats.extra.items()):
+            safe = "".join(c if c.isalnum() or c == "_" else "_" for c in gauge)
+            metric(f"backend_{safe}", "gauge", f"Backend gauge {gauge}.", [f"{p}backend_{safe} {amount}"])
         return "\n".join(lines) + "\n"

@@ -80,24 +80,29 @@ class RequestCodec:
         self.version = VERSIONS[config.model_version]
         cls = dr.DeepseekV4Encoding if config.model_version == "v4" else dr.DeepseekV41Encoding
         self.encoding = cls().with_tokenizer(self.tokenizer)
+        self.set_served_model(served_model_name, context_length)
+        eos = self.tokenizer.encode(dr.SpecialTokens().token(dr.SpecialToken.Eos))
+        if len(eos) != 1:
+            raise ValueError("the tokenizer does not spell the end-of-sentence token as one ID")
+        self.eos_id = eos[0]
+        self.sessions = SessionCache(self.encoding, config.session_cache_entries, config.session_max_cached_tokens,
+                                     config.session_cache_bytes)
+        self.reasoning = ReasoningStore(config.reasoning_store_entries, config.reasoning_store_bytes) \
+            if config.restore_reasoning else None
+
+    def set_served_model(self, served_model_name: str, context_length: int) -> None:
+        """The name requests must give (the codec's own names for the version too, if configured)
+        and the context length; set again once a fleet backend has reported its own."""
         names = {served_model_name: self.version}
-        if config.accept_canonical_model_names:
+        if self.config.accept_canonical_model_names:
             for name, version in dr.ConversionOptions().model_versions_by_name.items():
                 if int(version) == int(self.version):
                     names.setdefault(name, version)
         self.model_names = list(names)
         self.served_model_name = served_model_name
-        self.options = dr.ConversionOptions(default_thinking_mode=config.default_thinking_mode) \
+        self.options = dr.ConversionOptions(default_thinking_mode=self.config.default_thinking_mode) \
             .with_model_versions_by_name(names)
         self.context_length = context_length
-        eos = self.tokenizer.encode(dr.SpecialTokens().token(dr.SpecialToken.Eos))
-        if len(eos) != 1:
-            raise ValueError("the tokenizer does not spell the end-of-sentence token as one ID")
-        self.eos_id = eos[0]
-        self.sessions = SessionCache(self.encoding, config.session_cache_entries, config.session_max_cached_tokens)
-        self.reasoning = ReasoningStore(config.reasoning_store_entries, config.reasoning_store_bytes) \
-            if config.restore_reasoning else None
-        self._image_resolver: Any = None
 
     # -- one request ---------------------------------------------------------------------------
     def parse_body(self, raw: bytes) -> dict[str, Any]:
@@ -141,12 +146,16 @@ class RequestCodec:
             conv = req.convert(self.options)
         except dr.ConversionError as err:
             raise from_conversion_error(err) from None
+        except (ValueError, TypeError, OverflowError) as err:
+            raise invalid_request(str(err)) from None
         ids, reused = self.encode(conv)
         prompt_tokens = len(ids) + self.image_tokens(conv)
         try:
             max_tokens = conv.resolve_max_tokens(prompt_tokens, self.context_length)
         except dr.ConversionError as err:
             raise from_conversion_error(err) from None
+        except (ValueError, OverflowError) as err:
+            raise invalid_request(str(err)) from None
         opts = conv.inference_options
         sampling = SamplingOptions(
             max_tokens=max_tokens,
@@ -174,6 +183,8 @@ class RequestCodec:
             conv = req.convert(self.options)
         except dr.ConversionError as err:
             raise from_conversion_error(err) from None
+        except (ValueError, TypeError, OverflowError) as err:
+            raise invalid_request(str(err)) from None
         ids, _ = self.encode(conv)
         return len(ids) + self.image_tokens(conv)
 
@@ -191,12 +202,13 @@ class RequestCodec:
         sources = [s for m in conv.conversation.messages for s in m.image_sources]
         if not sources:
             return 0
-        if self._image_resolver is None:
-            fetcher = dr.ReqwestImageFetcher()
-            if not self.config.allow_private_image_urls:
-                fetcher = fetcher.with_public_destinations_only()
-            self._image_resolver = dr.ImageResolver(fetcher, dr.OpenCvImagePreprocessor())
+        # One resolver per request: requests prepare in parallel threads, and a resolver is not
+        # shared between them while it fetches.
+        fetcher = dr.ReqwestImageFetcher()
+        if not self.config.allow_private_image_urls:
+            fetcher = fetcher.with_public_destinations_only()
+        resolver = dr.ImageResolver(fetcher, dr.OpenCvImagePreprocessor())
         try:
-            return int(self._image_resolver.resolve(sources, dr.ImageQuota()).image_token_adjustment())
+            return int(resolver.resolve(sources, dr.ImageQuota()).image_token_adjustment())
         except (dr.ImageError, ValueError) as err:
             raise invalid_request(f"image: {err}") from None

@@ -35,6 +35,8 @@ class ReasoningStore:
         return len(self._items)
 
     def _put(self, key: str, reasoning: str) -> None:
+        if len(reasoning) > self.max_bytes:
+            return  # larger than the whole store: not kept (nor does it evict the others)
         old = self._items.pop(key, None)
         if old is not None:
             self.bytes -= len(old)

@@ -137,7 +137,9 @@ class HttpTokenBackend(TokenBackend):
                     except ValueError:
                         raise BackendUnavailable(f"the fleet server sent a frame that is not JSON: {data[:200]}") \
                             from None
-                    if isinstance(event, dict) and "error" in event and not event.get("choices"):
+                    if not isinstance(event, dict):
+                        raise BackendUnavailable(f"the fleet server sent a frame that is not an object: {data[:200]}")
+                    if "error" in event and not event.get("choices"):
                         err = event["error"]
                         message = err.get("message") if isinstance(err, dict) else err
                         code = err.get("code") if isinstance(err, dict) else None

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ..backend import GenerateRequest, TokenChunk, TokenLogprobs
+from ..backend import BackendUnavailable, GenerateRequest, TokenChunk, TokenLogprobs
 from .http_backend import HttpTokenBackend
 
 
@@ -28,7 +28,8 @@ class SglangBackend(HttpTokenBackend):
         s = request.sampling
         params: dict[str, Any] = {"max_new_tokens": s.max_tokens, "temperature": s.temperature, "top_p": s.top_p,
                                   "top_k": s.top_k if s.top_k > 0 else -1, "stop_token_ids": list(s.stop_token_ids),
-                                  "ignore_eos": s.ignore_eos, "skip_special_tokens": False}
+                                  "ignore_eos": s.ignore_eos, "skip_special_tokens": False,
+                                  "no_stop_trim": True}  # keep the stop token in output_ids
         if s.seed is not None:
             params["sampling_seed"] = s.seed
         body: dict[str, Any] = {"input_ids": list(request.prompt_token_ids), "sampling_params": params,
@@ -41,39 +42,20 @@ class SglangBackend(HttpTokenBackend):
         return self._generate(request)
 
     async def _generate(self, request: GenerateRequest) -> AsyncIterator[TokenChunk]:
-        received: list[int] = []
-        cumulative: bool | None = None  # SGLang's streaming mode, told from the second frame
-        want_logprobs = request.sampling.logprobs is not None
+        frames = _Frames(request)
         finished = False
         self.running += 1
         try:
             async for event in self.stream_events("/generate", self.body(request)):
-                meta = event.get("meta_info") or {}
-                out = [int(t) for t in event.get("output_ids") or []]
-                finish, stop_id = _finish(meta.get("finish_reason"))
-                seen = len(received)
-                if cumulative is None and seen:
-                    if finish is None:  # a middle frame: the whole output so far, or only the new IDs
-                        cumulative = meta.get("completion_tokens") == len(out)
-                    else:
-                        cumulative = len(out) >= seen and out[:seen] == received
-                new = out[seen:] if cumulative in (None, True) else out
-                lps = _logprobs(meta, seen if cumulative in (None, True) else 0, len(new)) if want_logprobs else None
-                received += new
-                if finish == "stop" and isinstance(stop_id, int) and stop_id in request.sampling.stop_token_ids:
-                    if not new or new[-1] != stop_id:
-                        new.append(stop_id)
-                        if lps is not None:
-                            lps.append((0.0, []))
-                else:
-                    stop_id = None
-                chunk = TokenChunk(new, lps, finish, stop_id, int(meta.get("prompt_tokens") or 0),
-                                   int(meta.get("cached_tokens") or 0))
-                if finish is not None:
+                try:
+                    chunk = frames.parse(event)
+                except (TypeError, ValueError, KeyError, IndexError, AttributeError) as err:
+                    raise BackendUnavailable(f"the SGLang server sent a malformed frame: {err!r}") from None
+                if chunk.finish_reason is not None:
                     finished = True
                     yield chunk
                     return
-                if new:
+                if chunk.token_ids:
                     yield chunk
             finished = True
             yield TokenChunk([], finish_reason="abort", prompt_tokens=len(request.prompt_token_ids))
@@ -84,6 +66,39 @@ class SglangBackend(HttpTokenBackend):
 
     async def abort(self, request_id: str) -> None:
         await self.post_json("/abort_request", {"rid": request_id})
+
+
+class _Frames:
+    """One request's frames: new IDs out of whole-output or incremental frames."""
+
+    def __init__(self, request: GenerateRequest) -> None:
+        self.request = request
+        self.received: list[int] = []
+        self.cumulative: bool | None = None  # SGLang's streaming mode, told from the second frame
+
+    def parse(self, event: dict[str, Any]) -> TokenChunk:
+        meta = event.get("meta_info") or {}
+        out = [int(t) for t in event.get("output_ids") or []]
+        finish, stop_id = _finish(meta.get("finish_reason"))
+        seen = len(self.received)
+        if self.cumulative is None and seen:
+            if finish is None:  # a middle frame: the whole output so far, or only the new IDs
+                self.cumulative = meta.get("completion_tokens") == len(out)
+            else:
+                self.cumulative = len(out) >= seen and out[:seen] == self.received
+        whole = self.cumulative in (None, True)
+        new = out[seen:] if whole else out
+        lps = _logprobs(meta, seen if whole else 0, len(new)) if self.request.sampling.logprobs is not None else None
+        self.received += new
+        if finish == "stop" and isinstance(stop_id, int) and stop_id in self.request.sampling.stop_token_ids:
+            if not new or new[-1] != stop_id:  # SGLang trimmed the stop token: put it back
+                new.append(stop_id)
+                if lps is not None:
+                    lps.append((0.0, []))
+        else:
+            stop_id = None
+        return TokenChunk(new, lps, finish, stop_id, int(meta.get("prompt_tokens") or 0),
+                          int(meta.get("cached_tokens") or 0))
 
 
 def _finish(reason: Any) -> tuple[str | None, Any]:
@@ -100,7 +115,8 @@ def _logprobs(meta: dict[str, Any], start: int, count: int) -> list[TokenLogprob
     chosen = meta.get("output_token_logprobs")
     if not isinstance(chosen, list):
         return None
-    top = meta.get("output_top_logprobs") if isinstance(meta.get("output_top_logprobs"), list) else []
+    given = meta.get("output_top_logprobs")
+    top = given if isinstance(given, list) else []
     out: list[TokenLogprobs] = []
     for i in range(start, start + count):
         if i >= len(chosen):

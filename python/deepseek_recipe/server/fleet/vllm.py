@@ -8,7 +8,9 @@ and ``top_logprobs``), then a usage frame with ``choices: []`` when ``include_us
 then ``data: [DONE]``. vLLM keeps the stop token as the last ID of a ``"stop"`` finish. vLLM
 names the engine request ``generate-tokens-<request_id>``; an abort names both spellings. Prompt
 cache hits are known only at the end (``usage.prompt_tokens_details.cached_tokens``, when the
-server runs with ``--enable-prompt-tokens-details``), so the first chunk reports none.
+server runs with ``--enable-prompt-tokens-details``): the last chunk carries them, after the
+front end has written usage, so they show in ``/metrics`` but usage reports none. No ``model`` is
+sent (the front end's served name may differ from the fleet server's).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ..backend import GenerateRequest, TokenChunk, TokenLogprobs
+from ..backend import BackendUnavailable, GenerateRequest, TokenChunk, TokenLogprobs
 from .http_backend import HttpTokenBackend
 
 
@@ -56,8 +58,6 @@ class VllmBackend(HttpTokenBackend):
         body = {"request_id": request.request_id, "token_ids": list(request.prompt_token_ids),
                 "sampling_params": self.sampling_params(request), "stream": True,
                 "stream_options": {"include_usage": True}}
-        if self._named:
-            body["model"] = self.model_name
         prompt = len(request.prompt_token_ids)
         stops = set(request.sampling.stop_token_ids)
         want_logprobs = request.sampling.logprobs is not None
@@ -69,21 +69,20 @@ class VllmBackend(HttpTokenBackend):
                                                   headers={"X-Request-Id": request.request_id}):
                 choices = event.get("choices") or []
                 if not choices:
-                    usage = event.get("usage") or {}
-                    details = usage.get("prompt_tokens_details") or {}
+                    usage = event.get("usage")
+                    details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
+                    details = details if isinstance(details, dict) else {}
                     if pending is not None and isinstance(details.get("cached_tokens"), int):
                         pending.cached_tokens = details["cached_tokens"]
                     continue
                 for choice in choices:
-                    ids = [int(t) for t in choice.get("token_ids") or []]
-                    reason = choice.get("finish_reason")
-                    lps = parse_logprobs(choice.get("logprobs"), len(ids)) if want_logprobs else None
-                    chunk = TokenChunk(ids, lps, _finish(reason), None, prompt, 0)
-                    if chunk.finish_reason == "stop" and ids and ids[-1] in stops:
-                        chunk.stop_token_id = ids[-1]
+                    try:
+                        chunk = _parse_choice(choice, prompt, want_logprobs, stops)
+                    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as err:
+                        raise BackendUnavailable(f"the vLLM server sent a malformed frame: {err!r}") from None
                     if chunk.finish_reason is not None:
                         pending = chunk
-                    elif ids:
+                    elif chunk.token_ids:
                         yield chunk
             if pending is None:
                 pending = TokenChunk([], finish_reason="abort", prompt_tokens=prompt)
@@ -96,6 +95,15 @@ class VllmBackend(HttpTokenBackend):
 
     async def abort(self, request_id: str) -> None:
         await self.post_json("/abort_requests", {"request_ids": [request_id, f"generate-tokens-{request_id}"]})
+
+
+def _parse_choice(choice: dict[str, Any], prompt: int, want_logprobs: bool, stops: set[int]) -> TokenChunk:
+    ids = [int(t) for t in choice.get("token_ids") or []]
+    lps = parse_logprobs(choice.get("logprobs"), len(ids)) if want_logprobs else None
+    chunk = TokenChunk(ids, lps, _finish(choice.get("finish_reason")), None, prompt, 0)
+    if chunk.finish_reason == "stop" and ids and ids[-1] in stops:
+        chunk.stop_token_id = ids[-1]
+    return chunk
 
 
 def _finish(reason: Any) -> str | None:
