@@ -23,7 +23,12 @@ import torch
 from deepseek_engine import LLM
 from deepseek_engine.entrypoints.cli import main
 from deepseek_engine.entrypoints.protocol_api import ProtocolEngine
-from deepseek_engine.entrypoints.serve import build_parser, detect_model_version, server_config
+from deepseek_engine.entrypoints.serve import (
+    build_parser,
+    detect_model_version,
+    engine_backend,
+    server_config,
+)
 from deepseek_engine.entrypoints.server_backend import EngineBackend
 from deepseek_recipe.server.app import create_app
 from deepseek_recipe.server.config import ServerConfig
@@ -246,7 +251,8 @@ def test_serve_options_become_the_server_config():
                                       "--max-queued-tokens", "99", "--restore-reasoning"])
     config = server_config(args)
     assert (config.port, config.max_queued_requests, config.max_queued_tokens) == (9, 3, 99)
-    assert config.restore_reasoning and config.served_model_name == "tiny_v41"
+    assert config.restore_reasoning and config.served_model_name is None  # the backend's name then
+    assert engine_backend(args).model_name == "tiny_v41"
     assert config.model_version == "v41" and Path(config.tokenizer) == DATA / "tiny_v41" / "tokenizer.json"
     assert detect_model_version(DATA / "tiny_v4") == "v4"
     explicit = server_config(build_parser().parse_args([str(DATA / "tiny_v4"), "--model-version", "v41",
@@ -264,12 +270,12 @@ def test_the_serve_command_serves_a_checkpoint(tiny_v4_checkpoint, monkeypatch):
     def run_server(backend, config, log_level="info"):
         served.update(config=config, log_level=log_level, backend=backend)
         with LiveServer(create_app(backend, config)) as live:
+            wait_for(lambda: httpx.get(live.url + "/health").status_code == 200, "the checkpoint to load")
             models = httpx.get(live.url + "/v1/models").json()
             served["models"] = [(m["id"], m["max_model_len"]) for m in models["data"]]
             served["chat"] = httpx.post(live.url + "/v1/chat/completions", json={**chat_body(0), "model": "tiny"},
                                         timeout=60)
             served["other"] = httpx.post(live.url + "/v1/chat/completions", json={**chat_body(0), "model": "other"})
-            served["health"] = httpx.get(live.url + "/health").status_code
 
     monkeypatch.setattr(run, "run_server", run_server)
     argv = ["serve", str(tiny_v4_checkpoint), "--port", "8123", "--served-model-name", "tiny", "--max-model-len",
@@ -277,7 +283,7 @@ def test_the_serve_command_serves_a_checkpoint(tiny_v4_checkpoint, monkeypatch):
     assert main(argv) == 0
     config = served["config"]
     assert (config.port, config.max_queued_requests, config.model_version) == (8123, 5, "v4")
-    assert served["models"][0] == ("tiny", CONTEXT) and served["health"] == 200
+    assert served["models"][0] == ("tiny", CONTEXT)
     assert served["chat"].status_code == 200 and served["chat"].json()["usage"]["completion_tokens"] >= 1
     assert served["other"].status_code == 404
     assert not served["backend"].health()  # the server stopped, and the engine with it
@@ -287,4 +293,4 @@ def test_the_serve_command_refuses_a_missing_checkpoint(tmp_path, capsys):
     assert main(["serve", str(tmp_path / "nothing")]) == 2
     assert "no config.json" in capsys.readouterr().err
     assert main(["serve", str(DATA / "tiny_v4"), "--max-queued-requests", "0"]) == 2
-    assert "--max-queued-requests must be positive" in capsys.readouterr().err
+    assert "--max-queued-requests must be at least 1" in capsys.readouterr().err

@@ -6,7 +6,7 @@ sleeps on the queue otherwise. PyTorch releases the GIL inside its kernels, so t
 serving HTTP keeps running during a step. After each step the loop thread hands the event loop
 one batch of ``TokenChunk``s, one per request that produced tokens in that step, with a single
 ``call_soon_threadsafe``; each request's async iterator reads its chunks from its own
-``asyncio.Queue``.
+``asyncio.Queue``, and hands a consumer that fell behind everything that piled up as one chunk.
 
 Requests are named by the front end's request ID (``LLM.add_request(request_id=...)``).
 Closing a request's iterator early (``aclose()``, or its task cancelled when the HTTP client
@@ -80,6 +80,13 @@ class _Stream:
     delivered: int = 0
     queued: bool = True
     closed: bool = False
+
+
+def _joined(first: TokenChunk, then: TokenChunk) -> TokenChunk:
+    """Two consecutive chunks of one request as one."""
+    logprobs = None if first.logprobs is None or then.logprobs is None else first.logprobs + then.logprobs
+    return TokenChunk(first.token_ids + then.token_ids, logprobs, then.finish_reason, then.stop_token_id,
+                      then.prompt_tokens, then.cached_tokens)
 
 
 #: Commands to the engine loop.
@@ -201,13 +208,22 @@ class EngineBackend(TokenBackend):
     async def generate(self, request: GenerateRequest) -> AsyncIterator[TokenChunk]:
         stream = self._submit(request)
         finished = False
+        pending: BaseException | None = None
         try:
             while True:
-                item = await stream.chunks.get()
+                item = pending if pending is not None else await stream.chunks.get()
+                pending = None
                 self._unqueue(stream)
                 if isinstance(item, BaseException):
                     finished = True
                     raise item
+                # A consumer that fell behind gets the chunks that piled up as one (fewer pushes and frames).
+                while item.finish_reason is None and not stream.chunks.empty():
+                    more = stream.chunks.get_nowait()
+                    if isinstance(more, BaseException):
+                        pending = more
+                        break
+                    item = _joined(item, more)
                 if item.finish_reason is not None:
                     finished = True
                 yield item
