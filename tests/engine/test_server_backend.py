@@ -104,7 +104,7 @@ def test_concurrent_streams_equal_offline_generation():
         else:
             assert all(c.logprobs is None for c in chunks)
     assert any(c[-1].finish_reason == "stop" for c in results)
-    assert max(len(c) for c in results) > 2  # tokens arrived over several chunks
+    assert max(len(c) for c in results) > 1  # tokens arrived over several chunks
     assert stats.running_requests == stats.queued_requests == stats.queued_prompt_tokens == 0
     assert stats.free_kv_blocks == stats.total_kv_blocks > 0
     assert stats.extra["steps_total"] > 0
@@ -288,3 +288,44 @@ def test_choices_of_an_n_request_share_the_prompt_blocks():
     assert [c[0].cached_tokens for c in choices] == [0, full_blocks, full_blocks] and full_blocks > 0
     for chunks, want in zip(choices, alone):
         assert joined(chunks) == want.token_ids
+
+
+def test_a_consumer_that_fell_behind_gets_the_piled_up_chunks_as_one():
+    async def main():
+        llm = toy_llm(MODEL)
+        step = llm.step
+        calls = []
+
+        def failing_later():  # the second request's engine dies on its 6th step
+            calls.append(1)
+            if dying and len(calls) > 5:
+                raise RuntimeError("out of memory")
+            return step()
+
+        llm.step = failing_later
+        backend = EngineBackend(llm, "toy")
+        await backend.start()
+        dying = False
+        stream = backend.generate(request("slow", PROMPTS[8], temperature=0, max_tokens=12, logprobs=1))
+        first = await stream.__anext__()
+        await backend.sync()  # (the gauges are fresh after a sync)
+        while backend.stats().running_requests:  # the engine finishes while nobody reads
+            await backend.sync()
+        rest = [c async for c in stream]
+        calls.clear()
+        dying = True
+        doomed = backend.generate(request("doomed", PROMPTS[9], temperature=0, max_tokens=50))
+        got = [await doomed.__anext__()]
+        while backend.health():
+            await asyncio.sleep(0.01)
+        with pytest.raises(BackendUnavailable, match="out of memory"):
+            while True:  # the tokens made before the failure, then the error
+                got.append(await doomed.__anext__())
+        await backend.aclose()
+        return first, rest, got
+
+    first, rest, got = run(main())
+    assert len(rest) == 1 and rest[0].finish_reason == "length"
+    assert first.token_ids + rest[0].token_ids == MODEL.reference_greedy(PROMPTS[8], 12)
+    assert len(first.logprobs) == len(first.token_ids) and len(rest[0].logprobs) == len(rest[0].token_ids)
+    assert joined(got) == MODEL.reference_greedy(PROMPTS[9], 5) and len(got) <= 2
