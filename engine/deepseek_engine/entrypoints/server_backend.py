@@ -272,10 +272,13 @@ class EngineBackend(TokenBackend):
 
     def _apply_commands(self, block: bool) -> bool:
         """Run the queued commands (waiting for one when ``block``); ``False`` on stop."""
+        try:
+            command = self._commands.get() if block else self._commands.get_nowait()
+        except queue.Empty:  # nothing sent since the last step
+            return True
         batch: list = []
         syncs: list[asyncio.Future] = []
         try:
-            command = self._commands.get() if block else self._commands.get_nowait()
             while True:
                 if command[0] == _STOP:
                     self._post(batch)
