@@ -76,6 +76,10 @@ def _specs() -> list[Spec]:
         out.append(Spec(f"v41_compress_pool[r={ratio}]", "v41_compress.triton:v41_compress_pool_kernel",
                         _sig("rows_ptr w_ptr out_ptr D eps", "*fp32 *fp32 *fp32 i32 fp32"),
                         {"RATIO": ratio, "BLOCK_D": 512}))
+    for dt in ("bf16", "fp32"):
+        out.append(Spec(f"row_linear[{dt}]", "row_linear.triton:row_linear_kernel",
+                        _sig("x_ptr w_ptr out_ptr stride_x N M", f"*{dt} *{dt} *{dt} i32 i32 i32"),
+                        {"BLOCK_M": 32, "BLOCK_K": 128}))
     out.append(Spec("sample_tokens", "sampling.triton:sample_tokens_kernel",
                     _sig("p_ptr e_ptr out_ptr V", "*fp32 *fp32 *i64 i32"), {"BLOCK_V": 1024}))
     from deepseek_kernels.quant.triton import FP8_CONFIGS

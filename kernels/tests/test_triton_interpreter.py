@@ -24,6 +24,8 @@ from deepseek_kernels.rms_norm.reference import rms_norm_reference
 from deepseek_kernels.rms_norm.triton import rms_norm_triton
 from deepseek_kernels.rope.reference import rope_reference
 from deepseek_kernels.rope.triton import rope_triton
+from deepseek_kernels.row_linear.reference import row_linear_reference
+from deepseek_kernels.row_linear.triton import row_linear_triton
 from deepseek_kernels.sampling.reference import sample_tokens_reference
 from deepseek_kernels.sampling.triton import sample_tokens_triton
 from deepseek_kernels.v41_compress.reference import v41_compress_pool_reference
@@ -53,6 +55,17 @@ def test_rms_norm(dtype, width, weighted) -> None:
     x = (torch.randn(3, 2, width, generator=g) * 3).to(dtype)
     w = (torch.rand(width, generator=g) + 0.5).to(dtype) if weighted else None
     torch.testing.assert_close(rms_norm_triton(x, w, 1e-6), rms_norm_reference(x, w, 1e-6), **tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("rows,n,m", [(1, 7, 5), (5, 40, 33), (3, 200, 64)])
+def test_row_linear(dtype, rows, n, m) -> None:
+    g = gen(n + m)
+    x, w = torch.randn(rows, n, generator=g).to(dtype), torch.randn(m, n, generator=g).to(dtype)
+    out = row_linear_triton(x, w)
+    torch.testing.assert_close(out, row_linear_reference(x, w), **tol(dtype))
+    # a row alone gives the bits it has among the others (the blocking depends on the widths only)
+    assert torch.equal(row_linear_triton(x[-1:], w), out[-1:])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -12,6 +12,7 @@
 #include "../quant/cpu.cpp"
 #include "../rms_norm/cpu.cpp"
 #include "../rope/cpu.cpp"
+#include "../row_linear/cpu.cpp"
 #include "../sampling/cpu.cpp"
 #include "../step_layout/cpu.cpp"
 #include "../v41_compress/cpu.cpp"
