@@ -17,6 +17,8 @@ from __future__ import annotations
 import deepseek_kernels as ops
 import torch
 
+from deepseek_engine.layers.row_invariant import linear, row_sum
+
 
 def mhc_pre_delayed(streams: torch.Tensor, fn: torch.Tensor, scale: torch.Tensor, base: torch.Tensor,
                     norm_eps: float, hc_eps: float, sinkhorn_iters: int, pre_mix: torch.Tensor | None):
@@ -28,7 +30,9 @@ def mhc_pre_delayed(streams: torch.Tensor, fn: torch.Tensor, scale: torch.Tensor
     """
     t, hc, _ = streams.shape
     x = streams.reshape(t, -1).float()
-    mixes = (x @ fn.float().t()) * torch.rsqrt(x.square().mean(-1, keepdim=True) + norm_eps)
+    # Each row's product and mean square on its own (fixed order: the same bits in any batch).
+    mean_square = row_sum(x.square()) / x.shape[1]
+    mixes = linear(x, fn.float()) * torch.rsqrt(mean_square + norm_eps)[:, None]
     # The weights from the mixes on, and the delayed collapse: the kernel op (reference in deepseek_kernels).
     post, comb, pre, layer_input = ops.mhc_pre_delayed(mixes, base, scale, hc, sinkhorn_iters, hc_eps, streams,
                                                        pre_mix)
@@ -36,5 +40,10 @@ def mhc_pre_delayed(streams: torch.Tensor, fn: torch.Tensor, scale: torch.Tensor
 
 
 def collapse(streams: torch.Tensor, pre: torch.Tensor) -> torch.Tensor:
-    """``sum_i pre_i * streams_i`` in float32, returned in the streams' dtype."""
-    return (pre.float().unsqueeze(-1) * streams.float()).sum(dim=1).to(streams.dtype)
+    """``sum_i pre_i * streams_i`` in float32 (streams added in index order, as ``mhc_pre_delayed``'s collapse),
+    returned in the streams' dtype."""
+    w, s = pre.float(), streams.float()
+    out = w[:, 0, None] * s[:, 0]
+    for i in range(1, s.shape[1]):
+        out = out + w[:, i, None] * s[:, i]
+    return out.to(streams.dtype)
