@@ -9,8 +9,6 @@ blocks fixed by the widths). Every device computes in float32 and returns ``x``'
 
 from __future__ import annotations
 
-import torch
-
 from .._registry import entry_point, fake, triton_impl
 from .reference import row_linear_reference
 
