@@ -369,28 +369,21 @@ class DeepseekV41ForCausalLM(nn.Module):
 
     @torch.no_grad()
     def forward_batch(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx, rings: list | None = None) -> torch.Tensor:
-        """Several sequences back to back (the batch-context contract of :mod:`deepseek_engine.models.deepseek_v4.kv_cache`).
+        """Several sequences back to back (the batch-context contract of
+        :mod:`deepseek_engine.models.deepseek_v4.kv_cache`), all in one pass per layer
+        (:func:`deepseek_engine.models.deepseek_v41.serving.batched_hidden`); each row gets the bits of its
+        sequence run alone through :meth:`forward_sequence`.
 
         ``rings``: one :class:`~deepseek_engine.models.deepseek_v41.kv_cache.WindowRing` per sequence holding its
         window KV instead of the pool (``None``: the pool holds it)."""
-        starts = list(ctx.query_start_loc)
-        if len(starts) != len(ctx.block_tables) + 1 or starts[-1] != input_ids.numel():
-            raise ValueError("query_start_loc must have one entry per sequence plus the total token count")
-        rows = []
-        for i, table in enumerate(ctx.block_tables):
-            a, b = starts[i], starts[i + 1]
-            if b <= a:
-                raise ValueError(f"sequence {i} has no tokens in this step")
-            seq = SequenceCache(ctx.kv, table, num_tokens=int(positions[a]))
-            ring = rings[i] if rings is not None else None
-            if ring is not None:
-                seq.window_ring, seq.replay_start = ring, ring.lo
-            rows.append(self.forward_sequence(input_ids[a:b], positions[a:b], seq))
-            if ring is not None:
-                ring.end = seq.num_tokens
-        logits = torch.cat(rows, dim=0)
-        indices = getattr(ctx, "logits_indices", None)
-        return logits if indices is None else logits[indices.to(logits.device)]
+        from deepseek_engine.models.deepseek_v41.serving import batched_hidden
+
+        rows = getattr(ctx, "logits_indices", None)
+        h = batched_hidden(self, input_ids, positions, ctx, rings,
+                           rows=None if rows is None else rows.to(self.device))
+        if h is None:
+            return torch.empty(0, self.config.vocab_size, device=self.device)
+        return linear(h, self.head.weight).float()
 
     @torch.no_grad()
     def forward_full(self, input_ids: torch.Tensor, block_size: int = 16) -> torch.Tensor:
