@@ -1,4 +1,4 @@
-"""V4.1 served in batches (``models/v41_serving.py``'s ``batched_hidden``) against the per-sequence oracle
+"""V4.1 served in batches (``models/deepseek_v41/serving.py``'s ``batched_hidden``) against the per-sequence oracle
 (``DeepseekV41ForCausalLM.forward_sequence``, whose components match vLLM's in ``test_v41_components.py``).
 
 * model level: random steps mixing prefill chunks of every length with decode tokens, over a shared pool (window
@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 import torch
 from deepseek_engine import LLM, SamplingParams
-from deepseek_engine.kv_cache_v41 import V41CachePool, WindowRing
-from deepseek_engine.loader import load_model
-from deepseek_engine.model_runner import StepContext
+from deepseek_engine.core.model_runner import StepContext
+from deepseek_engine.models.deepseek_v41.kv_cache import V41CachePool, WindowRing
+from deepseek_engine.models.loader import load_model
 
 TINY = Path(__file__).resolve().parent / "data" / "tiny_v41"
 torch.set_num_threads(1)
@@ -134,7 +134,7 @@ def test_alone_and_in_a_batch_of_16_give_identical_tokens_and_logprobs(sampled):
 
 
 def test_quantised_checkpoint_served_in_batches_equals_its_oracle(tmp_path):
-    from deepseek_engine.tiny_checkpoint_v41 import write_tiny_v41
+    from deepseek_engine.testing.tiny_checkpoint_v41 import write_tiny_v41
 
     write_tiny_v41(tmp_path / "q", quantized=True, seed=3)
     m = load_model(tmp_path / "q")

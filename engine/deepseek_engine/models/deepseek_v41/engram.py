@@ -36,11 +36,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from deepseek_engine.layers.row_invariant import lanewise, linear, row_sum
 from deepseek_engine.models.deepseek_v41.config import (
     IMAGE_SENTINEL_BASE_ID,
     DeepseekV41ModelConfig,
 )
-from deepseek_engine.layers.row_invariant import lanewise, linear, row_sum
 
 #: Compressed id of a token that takes no part in any n-gram (image positions).
 DEAD_ID = -1

@@ -16,12 +16,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from deepseek_engine.layers.moe import DeepseekV4MoE
+from deepseek_engine.layers.row_invariant import lanewise, linear
 from deepseek_engine.models.deepseek_v41.config import (
     IMAGE_SENTINEL_BASE_ID,
     IMAGE_SENTINEL_COUNT,
     DeepseekV41ModelConfig,
 )
-from deepseek_engine.layers.row_invariant import lanewise, linear
 
 
 def image_sentinel_rows(input_ids: torch.Tensor) -> torch.Tensor:
