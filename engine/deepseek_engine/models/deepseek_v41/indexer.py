@@ -30,16 +30,21 @@ import torch
 from torch import nn
 
 from deepseek_engine.layers.norm import RMSNorm
-from deepseek_engine.layers.rotary_embedding import apply_rotary
+from deepseek_engine.layers.rotary_embedding import apply_rotary, rotary_tables
 from deepseek_engine.layers.row_invariant import linear
 
 
 def index_keys(latent: torch.Tensor, wk: torch.Tensor, k_norm_weight: torch.Tensor, eps: float,
                cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """Index keys ``[N, index_head_dim]`` from latents ``[N, head_dim]`` and the group rope tables."""
+    return index_keys_with_tables(latent, wk, k_norm_weight, eps, *rotary_tables(cos.float(), sin.float()))
+
+
+def index_keys_with_tables(latent: torch.Tensor, wk: torch.Tensor, k_norm_weight: torch.Tensor, eps: float,
+                           c: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    """:func:`index_keys` with the full-width tables of ``rotary_tables`` (reusable across layers)."""
     k = linear(latent.to(wk.dtype), wk).float()
-    k = ops.rms_norm(k, k_norm_weight.float(), eps)
-    return apply_rotary(k, cos.float(), sin.float())
+    return ops.rope(ops.rms_norm(k, k_norm_weight.float(), eps), c, s)
 
 
 def index_logits(q: torch.Tensor, weights: torch.Tensor, keys: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:

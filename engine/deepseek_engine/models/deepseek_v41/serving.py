@@ -34,13 +34,14 @@ from torch import nn
 
 from deepseek_engine.core.int_tensors import long_tensor, padded_rows
 from deepseek_engine.layers.hyper_connection import hyper_merge
-from deepseek_engine.layers.rotary_embedding import apply_rotary
+from deepseek_engine.layers.rotary_embedding import rotary_tables
 from deepseek_engine.layers.row_invariant import linear, rotary
 from deepseek_engine.models.deepseek_v4.kv_cache import SequenceCache, read_rows, write_rows
 from deepseek_engine.models.deepseek_v41.engram import DEAD_ID, image_token_mask, ngram_hashes
 from deepseek_engine.models.deepseek_v41.hyper_connection import collapse
 from deepseek_engine.models.deepseek_v41.indexer import (
     apply_candidate_mask,
+    index_keys_with_tables,
     select_candidate_blocks,
     topk_mask,
 )
@@ -184,6 +185,17 @@ class V41StepLayout:
             self.key_rows = base[:, None] + key_pos % sizes[:, None]
             self.token_rows = base[self.token_seq] + positions % sizes[self.token_seq]
         self._rates: dict[int, dict] = {}
+        self._tables: dict[tuple, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+
+    def rope_tables(self, rope, dtype: torch.dtype, positions: torch.Tensor | None = None, key: str = "tokens"):
+        """``(c, s, -s)``: the ``rotary_tables`` that ``apply_rotary(x, *rotary(rope, positions, dtype))`` builds
+        (the step's token positions by default), once per step for every layer on that rope."""
+        k = (id(rope), dtype, key)
+        found = self._tables.get(k)
+        if found is None:
+            c, s = rotary_tables(*rotary(rope, self.positions if positions is None else positions, dtype))
+            found = self._tables[k] = (c, s, -s)
+        return found
 
     def rows_to_slots(self, rows: torch.Tensor, seq: torch.Tensor | None = None) -> torch.Tensor:
         """Flat pool rows of logical rows ``rows``: ``[B, K]`` per sequence, or flat with ``seq`` their sequences."""
@@ -230,10 +242,10 @@ def _step_attention(attn, x: torch.Tensor, layout: V41StepLayout, pool: V41Cache
     """One layer's attention for the whole step: the arithmetic of ``DeepseekV41Attention.forward`` row by row."""
     n = x.shape[0]
     lp = pool.layers[attn.layer_idx]
-    cos, sin = rotary(attn.rope, layout.positions, x.dtype)
+    c, s, neg = layout.rope_tables(attn.rope, x.dtype)
     q_latent = attn.q_norm(linear(x, attn.wq_a.weight))
-    q = apply_rotary(linear(q_latent, attn.wq_b.weight).view(n, attn.n_heads, attn.head_dim), cos, sin)
-    kv = apply_rotary(attn.norm(linear(x, attn.wkv.weight)), cos, sin)
+    q = ops.rope(linear(q_latent, attn.wq_b.weight).view(n, attn.n_heads, attn.head_dim), c, s)
+    kv = ops.rope(attn.norm(linear(x, attn.wkv.weight)), c, s)
     store.index_copy_(0, layout.token_rows, kv.to(store.dtype))
     entry_pool = entry_slots = entry_visible = None
     if attn.ratio > 0:
@@ -242,11 +254,11 @@ def _step_attention(attn, x: torch.Tensor, layout: V41StepLayout, pool: V41Cache
             _step_compress(attn, x, layout, lp, info)
         entry_pool, entry_slots = pool.layers[attn.kv_source].entries, info["entry_slots"]
         if attn.indexer is not None:
-            topk[attn.layer_idx] = _step_select(attn, x, q_latent, layout, pool, info, cos, sin, topk)
+            topk[attn.layer_idx] = _step_select(attn, x, q_latent, layout, pool, info, (c, s), topk)
         entry_visible = topk[attn.index_source]
     out = ops.sink_attention_paged(layout.pad(q), store, layout.key_rows, layout.window_visible, attn.attn_sink,
                                    attn.scale, entry_pool, entry_slots, entry_visible)
-    out = apply_rotary(layout.unpad(out), cos, -sin)
+    out = ops.rope(layout.unpad(out), c, neg)
     from deepseek_engine.models.deepseek_v41.model import grouped_output
 
     return linear(grouped_output(attn.wo_a, out.reshape(n, attn.o_groups, -1)), attn.wo_b.weight)
@@ -267,16 +279,19 @@ def _step_compress(attn, x: torch.Tensor, layout: V41StepLayout, lp, info: dict)
     else:
         used = rows[closing]
     latents = comp.pool(used).to(x.dtype)
-    cos, sin = rotary(attn.rope, info["group_pos"], x.dtype)
-    write_rows(lp.entries, info["closing_slots"], apply_rotary(latents, cos, sin))
-    if lp.index_keys is not None:
-        write_rows(lp.index_keys, info["closing_slots"], attn.indexer.keys(latents, cos, sin))
+    c, s, _ = layout.rope_tables(attn.rope, x.dtype, info["group_pos"], f"groups of {attn.ratio}")
+    write_rows(lp.entries, info["closing_slots"], ops.rope(latents, c, s))
+    if lp.index_keys is not None:  # ``index_keys`` with the group tables (it rotates in float32: the same tables)
+        idx = attn.indexer
+        keys = index_keys_with_tables(latents, idx.wk.weight, idx.k_norm.weight, idx.eps, c, s)
+        write_rows(lp.index_keys, info["closing_slots"], keys)
 
 
-def _step_select(attn, x, q_latent, layout: V41StepLayout, pool, info: dict, cos, sin, topk: dict) -> torch.Tensor:
+def _step_select(attn, x, q_latent, layout: V41StepLayout, pool, info: dict, tables, topk: dict) -> torch.Tensor:
     """An index source's choice of entries per query ``[B, Tq, E]`` (``DeepseekV41Attention._select``)."""
     idx = attn.indexer
-    qi, w = idx.queries(q_latent, x, cos, sin)
+    qi = ops.rope(linear(q_latent, idx.wq_b.weight).view(x.shape[0], idx.n_heads, idx.head_dim), *tables)
+    w = linear(x, idx.weights_proj.weight)  # ``V41Indexer.queries`` with the step's tables
     threshold = info["threshold"]
     logits = ops.indexer_scores(layout.pad(qi).float(), layout.pad(w).float(),
                                 pool.layers[attn.kv_source].index_keys, info["entry_slots"], threshold, 1.0,
