@@ -16,10 +16,14 @@ from deepseek_kernels.attention.reference import (
 from deepseek_kernels.attention.triton import sink_attention_kernel, sink_attention_triton
 from deepseek_kernels.compressor.reference import compress_pool_reference
 from deepseek_kernels.compressor.triton import compress_pool_triton
+from deepseek_kernels.engram_hash.reference import engram_hash_reference
+from deepseek_kernels.engram_hash.triton import engram_hash_triton
 from deepseek_kernels.hyper_connection.reference import hc_merge_reference, hc_mix_reference
 from deepseek_kernels.hyper_connection.triton import hc_merge_triton, hc_mix_triton
 from deepseek_kernels.indexer.reference import indexer_scores_reference
 from deepseek_kernels.indexer.triton import indexer_scores_triton
+from deepseek_kernels.mhc_delayed.reference import mhc_pre_delayed_reference
+from deepseek_kernels.mhc_delayed.triton import mhc_pre_delayed_triton
 from deepseek_kernels.rms_norm.reference import rms_norm_reference
 from deepseek_kernels.rms_norm.triton import rms_norm_triton
 from deepseek_kernels.rope.reference import rope_reference
@@ -55,6 +59,35 @@ def test_rms_norm(dtype, width, weighted) -> None:
     x = (torch.randn(3, 2, width, generator=g) * 3).to(dtype)
     w = (torch.rand(width, generator=g) + 0.5).to(dtype) if weighted else None
     torch.testing.assert_close(rms_norm_triton(x, w, 1e-6), rms_norm_reference(x, w, 1e-6), **tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("t,hc,d", [(1, 4, 32), (5, 4, 7), (3, 1, 16), (4, 8, 40)])
+@pytest.mark.parametrize("with_pre", [True, False])
+def test_mhc_pre_delayed(dtype, t, hc, d, with_pre) -> None:
+    g = gen(t * hc + d)
+    mix = (2 + hc) * hc
+    args = (torch.randn(t, mix, generator=g) * 2, torch.randn(mix, generator=g), torch.rand(3, generator=g) + 0.5, hc,
+            20, 1e-6, torch.randn(t, hc, d, generator=g).to(dtype),
+            torch.rand(t, hc, generator=g) + 0.1 if with_pre else None)
+    for got, want in zip(mhc_pre_delayed_triton(*args), mhc_pre_delayed_reference(*args)):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        torch.testing.assert_close(got, want, **(tol(dtype) if got.dtype == dtype else tol(torch.float32)))
+
+
+@pytest.mark.parametrize("t,layers,max_ngram,heads", [(1, 1, 2, 1), (9, 2, 4, 2), (17, 3, 3, 4)])
+def test_engram_hash_is_exact(t, layers, max_ngram, heads) -> None:
+    g = gen(t * layers)
+    lb = max_ngram - 1
+    compressed = torch.randint(0, 500, (t + lb,), generator=g)
+    compressed[torch.rand(t + lb, generator=g) < 0.15] = -1  # image tokens
+    positions = torch.arange(t) + int(torch.randint(0, 3, (1,), generator=g))  # chunks at and after the start
+    # multipliers near 2^62: products wrap modulo 2^64; negative hashes take the floor modulo
+    mult = torch.randint(1, 2**62, (layers, max_ngram), generator=g) * 2 + 1
+    primes = torch.tensor([[101, 103, 107, 109, 113, 127, 131, 137, 139, 149, 151, 157][:lb * heads]] * layers)
+    offsets = torch.cumsum(primes, dim=1) - primes
+    args = (compressed, positions, mult, primes, offsets, heads, 7, -1)
+    assert torch.equal(engram_hash_triton(*args), engram_hash_reference(*args))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
