@@ -18,6 +18,7 @@ PyTorch break that, and each has its replacement here:
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 
 import deepseek_kernels as ops
 import torch
@@ -35,9 +36,14 @@ def linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
 
 def row_sum(x: torch.Tensor) -> torch.Tensor:
     """Float32 sum over the last axis in ``row_linear``'s fixed order, ``[...]``."""
-    n = x.shape[-1]
-    ones = torch.ones(1, n, dtype=torch.float32, device=x.device)
-    return ops.row_linear(x.float(), ones).squeeze(-1)
+    x = x if x.dtype == torch.float32 else x.float()
+    return ops.row_linear(x, _ones(x.shape[-1], x.device)).squeeze(-1)
+
+
+@lru_cache(maxsize=64)
+def _ones(n: int, device: torch.device) -> torch.Tensor:
+    """A ``[1, n]`` float32 row of ones (read only)."""
+    return torch.ones(1, n, dtype=torch.float32, device=device)
 
 
 def lanewise(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> torch.Tensor:

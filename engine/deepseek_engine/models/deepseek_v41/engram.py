@@ -185,9 +185,8 @@ def engram_gate_add(streams: torch.Tensor, kv: torch.Tensor, q_weight: torch.Ten
     value = kv.float()[:, hc * dim:]
     # Row sums in a fixed order and a sigmoid whose bits do not depend on the row's offset: the same bits in
     # any batch (``row_invariant``).
-    h_rms = torch.rsqrt(row_sum(h.square()) / dim + eps)
-    k_rms = torch.rsqrt(row_sum(keys.square()) / dim + eps)
-    dot = row_sum(h * q_weight.float() * k_weight.float() * keys) * h_rms * k_rms * dim**-0.5
+    h_sq, k_sq, dot = row_sum(torch.stack((h.square(), keys.square(), h * q_weight.float() * k_weight.float() * keys)))
+    dot = dot * torch.rsqrt(h_sq / dim + eps) * torch.rsqrt(k_sq / dim + eps) * dim**-0.5
     signed = torch.sqrt(dot.abs().clamp_min(_SIGNED_SQRT_FLOOR)) * torch.where(dot < 0, -1.0, 1.0)
     gate = lanewise(torch.sigmoid, signed) * keep[:, None].float()
     return (h + gate[..., None] * value[:, None, :]).to(streams.dtype)
