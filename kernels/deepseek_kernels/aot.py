@@ -82,6 +82,9 @@ def _specs() -> list[Spec]:
                          "*fp32 *fp32 *fp32 *fp32 *fp32 *fp32 i32 fp32"), {"HC": 4, "BLOCK": 4}))
     out.append(Spec("mhc_pre_delayed[collapse,bf16]", "hyper_connection.triton:hc_collapse_kernel",
                     _sig("streams_ptr pre_ptr out_ptr D", "*bf16 *fp32 *bf16 i32"), {"HC": 4, "BLOCK_D": 1024}))
+    out.append(Spec("mhc_mixes[hc=4]", "mhc_mixes.triton:mhc_mixes_kernel",
+                    _sig("x_ptr w_ptr out_ptr N M eps", "*bf16 *fp32 *fp32 i32 i32 fp32"),
+                    {"BLOCK_M": 32, "BLOCK_K": 256}))
     out.append(Spec("engram_hash", "engram_hash.triton:engram_hash_kernel",
                     _sig("comp_ptr pos_ptr mult_ptr prime_ptr offset_ptr out_ptr LAYERS pad_id dead_id",
                          "*i64 *i64 *i64 *i64 *i64 *i64 i32 i64 i64"), {"MAX_NGRAM": 4, "N_HEADS": 8}))

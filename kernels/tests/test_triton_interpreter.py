@@ -24,6 +24,8 @@ from deepseek_kernels.indexer.reference import indexer_scores_reference
 from deepseek_kernels.indexer.triton import indexer_scores_triton
 from deepseek_kernels.mhc_delayed.reference import mhc_pre_delayed_reference
 from deepseek_kernels.mhc_delayed.triton import mhc_pre_delayed_triton
+from deepseek_kernels.mhc_mixes.reference import mhc_mixes_reference
+from deepseek_kernels.mhc_mixes.triton import mhc_mixes_triton
 from deepseek_kernels.rms_norm.reference import rms_norm_reference
 from deepseek_kernels.rms_norm.triton import rms_norm_triton
 from deepseek_kernels.rope.reference import rope_reference
@@ -73,6 +75,16 @@ def test_mhc_pre_delayed(dtype, t, hc, d, with_pre) -> None:
     for got, want in zip(mhc_pre_delayed_triton(*args), mhc_pre_delayed_reference(*args)):
         assert got.dtype == want.dtype and got.shape == want.shape
         torch.testing.assert_close(got, want, **(tol(dtype) if got.dtype == dtype else tol(torch.float32)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("t,hc,d,m", [(1, 4, 32, 24), (5, 4, 70, 24), (3, 1, 16, 3)])
+def test_mhc_mixes(dtype, t, hc, d, m) -> None:
+    g = gen(t + hc + d)
+    streams, fn = torch.randn(t, hc, d, generator=g).to(dtype), torch.randn(m, hc * d, generator=g)
+    out = mhc_mixes_triton(streams, fn, 1e-6)
+    torch.testing.assert_close(out, mhc_mixes_reference(streams, fn, 1e-6), **tol(torch.float32))
+    assert torch.equal(mhc_mixes_triton(streams[-1:], fn, 1e-6), out[-1:])
 
 
 @pytest.mark.parametrize("t,layers,max_ngram,heads", [(1, 1, 2, 1), (9, 2, 4, 2), (17, 3, 3, 4)])

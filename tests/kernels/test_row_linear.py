@@ -11,6 +11,7 @@ from __future__ import annotations
 import deepseek_kernels as ops
 import pytest
 import torch
+from deepseek_kernels.mhc_mixes.reference import mhc_mixes_reference
 from deepseek_kernels.row_linear.reference import row_linear_reference
 
 ROWS = (1, 2, 7, 8, 16, 17, 33, 65)
@@ -74,3 +75,22 @@ def test_row_linear_refuses_mismatched_widths():
         ops.row_linear(torch.randn(3, 8), torch.randn(4, 9))
     with pytest.raises(RuntimeError, match="row_linear"):
         ops.row_linear(torch.randn(3, 8), torch.randn(8))
+
+
+@pytest.mark.parametrize("t, hc, d, m", [(1, 4, 32, 24), (9, 4, 7, 24), (33, 1, 16, 3), (17, 8, 5, 80)])
+def test_mhc_mixes_is_its_reference_and_row_independent(t, hc, d, m):
+    """``mhc_mixes``: ``row_linear``'s sums, bit for bit its reference (and the composition it replaces), every row
+    the same alone."""
+    g = gen(t + hc + d)
+    streams, fn = torch.randn(t, hc, d, generator=g), torch.randn(m, hc * d, generator=g)
+    out = ops.mhc_mixes(streams, fn, 1e-6)
+    assert out.dtype == torch.float32 and out.shape == (t, m)
+    assert torch.equal(out, mhc_mixes_reference(streams, fn, 1e-6))
+    x = streams.reshape(t, -1)
+    composed = ops.row_linear(x, fn) * torch.rsqrt(ops.row_linear(x.square(), torch.ones(1, hc * d)).squeeze(-1)
+                                                   / (hc * d) + 1e-6)[:, None]
+    assert torch.equal(out, composed)
+    torch.testing.assert_close(out, (x @ fn.T) * torch.rsqrt(x.square().mean(-1, keepdim=True) + 1e-6))
+    for i in range(t):
+        assert torch.equal(ops.mhc_mixes(streams[i:i + 1], fn, 1e-6)[0], out[i])
+    assert torch.equal(ops.mhc_mixes(streams.bfloat16(), fn, 1e-6), mhc_mixes_reference(streams.bfloat16(), fn, 1e-6))

@@ -8,6 +8,7 @@
 #include "../hyper_connection/cpu.cpp"
 #include "../indexer/cpu.cpp"
 #include "../mhc_delayed/cpu.cpp"
+#include "../mhc_mixes/cpu.cpp"
 #include "../moe/cpu.cpp"
 #include "../quant/cpu.cpp"
 #include "../rms_norm/cpu.cpp"

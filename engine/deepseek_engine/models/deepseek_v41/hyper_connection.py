@@ -17,8 +17,6 @@ from __future__ import annotations
 import deepseek_kernels as ops
 import torch
 
-from deepseek_engine.layers.row_invariant import linear, row_sum
-
 
 def mhc_pre_delayed(streams: torch.Tensor, fn: torch.Tensor, scale: torch.Tensor, base: torch.Tensor,
                     norm_eps: float, hc_eps: float, sinkhorn_iters: int, pre_mix: torch.Tensor | None):
@@ -28,11 +26,9 @@ def mhc_pre_delayed(streams: torch.Tensor, fn: torch.Tensor, scale: torch.Tensor
     ``[3]``; ``base``: ``[(2 + hc) * hc]``. ``layer_input`` collapses ``streams``
     with ``pre_mix`` (``None``: stream 0); ``pre`` is for the next sub-block.
     """
-    t, hc, _ = streams.shape
-    x = streams.reshape(t, -1).float()
-    # Each row's product and mean square on its own (fixed order: the same bits in any batch).
-    mean_square = row_sum(x.square()) / x.shape[1]
-    mixes = linear(x, fn.float()) * torch.rsqrt(mean_square + norm_eps)[:, None]
+    hc = streams.shape[1]
+    # ``(x @ fn.T) * rsqrt(mean(x^2) + eps)`` of the flattened streams, each row on its own (the kernel op).
+    mixes = ops.mhc_mixes(streams, fn, norm_eps)
     # The weights from the mixes on, and the delayed collapse: the kernel op (reference in deepseek_kernels).
     post, comb, pre, layer_input = ops.mhc_pre_delayed(mixes, base, scale, hc, sinkhorn_iters, hc_eps, streams,
                                                        pre_mix)
