@@ -76,9 +76,12 @@ class ServedDeepseekV41(nn.Module):
         if states is None:
             raise ValueError("bounded SWA replay needs per-sequence state in the step context (seq_states)")
         starts = ctx.query_start_loc
+        lens = getattr(ctx, "context_lens", None)  # start = context length after the step - its tokens
+        firsts = positions[starts[:-1]].tolist() if lens is None else None
         rings = []
         for i, state in enumerate(states):
-            start, steps = int(positions[starts[i]]), starts[i + 1] - starts[i]
+            steps = starts[i + 1] - starts[i]
+            start = lens[i] - steps if firsts is None else firsts[i]
             ring = state.get("window_ring")
             if ring is None:
                 ring = state["window_ring"] = WindowRing(self.config, steps, self.model.dtype, self.model.device)
