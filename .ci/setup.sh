@@ -15,7 +15,7 @@ VENV_PY="$PWD/.venv/bin/python"
 "$VENV_PY" -m pip install -q --upgrade pip
 "$VENV_PY" -m pip install -q "maturin>=1.7,<2"
 # The codec: Rust core + PyO3 bindings, installed editable into .venv.
-VIRTUAL_ENV="$PWD/.venv" "$PWD/.venv/bin/maturin" develop --release -q --extras test
+VIRTUAL_ENV="$PWD/.venv" "$PWD/.venv/bin/maturin" develop --release -q --extras test,server
 # torch first: the kernels are compiled against the torch the engine imports.
 "$VENV_PY" -m pip install -q "torch>=2.4"
 # The kernels: C++ CPU kernels compiled now, with this machine's C++ compiler. A compiler error fails

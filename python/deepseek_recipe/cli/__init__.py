@@ -6,6 +6,7 @@
     deepseek-recipe check REQUEST ...     another backend's prompt/IDs/template vs ours
     deepseek-recipe check-stream ...      another backend's parse of an output vs ours
     deepseek-recipe corpus ...            the checker over a built-in request corpus
+    deepseek-recipe serve --backend ...   HTTP server over a vLLM / SGLang fleet
 
 REQUEST is a Chat Completions, Responses or Messages body (detected, or `--format`), or
 conversation JSON; `-` reads standard input. Exit status: 0 success / identical, 1 divergent,
@@ -85,14 +86,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--filter", help="only cases whose name contains this")
     p.add_argument("--jobs", type=int, default=4, help="encoder commands run at once")
     p.add_argument("--json", action="store_true")
+
+    from . import serve
+    serve.add_parser(sub)
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from . import check, check_stream, corpus, parse, render
+    from . import check, check_stream, corpus, parse, render, serve
     handlers = {"render": render.cmd_render, "encode": render.cmd_encode, "parse": parse.cmd_parse,
-                "check": check.cmd_check, "check-stream": check_stream.cmd_check_stream, "corpus": corpus.cmd_corpus}
+                "check": check.cmd_check, "check-stream": check_stream.cmd_check_stream, "corpus": corpus.cmd_corpus,
+                "serve": serve.cmd_serve}
     try:
         return handlers[args.command_name](args)
     except InputError as e:
