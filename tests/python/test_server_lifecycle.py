@@ -36,10 +36,12 @@ def slow_script(request):
     return Script(ids(" word" * 400), delay_s=0.01)
 
 
+@pytest.mark.parametrize("http", ["h11", "httptools"])
 @pytest.mark.parametrize("stream", [True, False])
-def test_disconnect_aborts_backend_request(stream):
+def test_disconnect_aborts_backend_request(stream, http):
+    pytest.importorskip(http)
     backend = ScriptedBackend(script=slow_script)
-    with LiveServer(create_app(backend, ServerConfig(), tokenizer=TOK)) as s:
+    with LiveServer(create_app(backend, ServerConfig(), tokenizer=TOK), http=http) as s:
         body = dict(CHAT, stream=stream)
         if stream:
             with httpx.stream("POST", s.url + "/v1/chat/completions", json=body,
@@ -84,6 +86,9 @@ def test_overload_answers_503_and_529_with_retry_after():
         assert r.status_code == 503 and r.headers["retry-after"] == "3"
         r = httpx.post(s.url + "/v1/messages", json=MESSAGES)
         assert r.status_code == 529 and r.headers["retry-after"] == "3"
+        counted = httpx.post(s.url + "/v1/messages/count_tokens", json={k: v for k, v in MESSAGES.items()
+                                                                          if k != "max_tokens"})
+        assert counted.status_code == 200  # counting takes no queue place
         assert r.json() == {"type": "error", "error": {"type": "overloaded_error", "message": r.json()["error"]["message"]}}
         metrics = httpx.get(s.url + "/metrics").text
         assert "deepseek_server_queued_requests 2" in metrics

@@ -148,7 +148,8 @@ class _Endpoint:
             if self.needs_backend and not (state.started and state.backend.health()):
                 raise APIError(503, "the model is not ready", "server_error", "service_unavailable",
                                retry_after=state.config.retry_after_s)
-            ticket = state.admission.admit()
+            # Counting tokens generates nothing: it takes no queue place.
+            ticket = state.admission.admit() if self.needs_backend else None
             raw = await read_body(scope, receive, state.config.max_body_bytes)
             status = await until_disconnect(receive, self.serve(send_tracked, raw, ticket, rid, arrival, headers))
         except APIError as err:
@@ -166,7 +167,7 @@ class _Endpoint:
             state.in_flight.discard(rid)
             state.metrics.count_request(self.spec.name, status)
 
-    async def serve(self, send: Any, raw: bytes, ticket: Ticket, rid: str, arrival: float,
+    async def serve(self, send: Any, raw: bytes, ticket: Ticket | None, rid: str, arrival: float,
                     headers: dict[str, str]) -> int:
         raise NotImplementedError
 
@@ -174,9 +175,10 @@ class _Endpoint:
 class GenerateEndpoint(_Endpoint):
     """``POST /v1/chat/completions``, ``/v1/responses``, ``/v1/messages``."""
 
-    async def serve(self, send: Any, raw: bytes, ticket: Ticket, rid: str, arrival: float,
+    async def serve(self, send: Any, raw: bytes, ticket: Ticket | None, rid: str, arrival: float,
                     headers: dict[str, str]) -> int:
         state = self.state
+        assert ticket is not None
         try:
             prep = await asyncio.to_thread(state.codec.prepare, self.spec, raw)
             ticket.add(prep.prompt_tokens, prep.n)
@@ -227,9 +229,8 @@ class CountTokensEndpoint(_Endpoint):
 
     needs_backend = False
 
-    async def serve(self, send: Any, raw: bytes, ticket: Ticket, rid: str, arrival: float,
+    async def serve(self, send: Any, raw: bytes, ticket: Ticket | None, rid: str, arrival: float,
                     headers: dict[str, str]) -> int:
-        ticket.release()  # counting generates nothing
         try:
             tokens = await asyncio.to_thread(self.state.codec.count_tokens, raw)
         except APIError as err:
