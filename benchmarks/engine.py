@@ -18,6 +18,15 @@ of it that the engine's decode reaches (bytes of weights and KV cache read per d
     .venv/bin/python benchmarks/engine.py [--prompts 32] [--max-tokens 32] [--threads 1] [--repeat 5]
     .venv/bin/python benchmarks/engine.py --workload large [--prompts 8] [--max-tokens 16]
 
+``--workload v41`` runs DeepSeek V4.1 (the tiny checkpoint of ``write_tiny_v41``: hidden 32, 6 layers,
+1024-token vocabulary, under ``.cache/``) three ways in one process, same prompts, greedy: the per-sequence
+reference path (``DeepseekV41ForCausalLM.forward_sequence``, one sequence and one token at a time, as ``LLM``
+served V4.1 before), ``LLM`` (every sequence of a step in one pass per layer), and ``LLM`` on a V4 checkpoint of
+the same hidden size, depth and vocabulary. It prints tokens per CPU second of each and the two ratios (goals:
+batched >= 30x the reference path, >= 0.5x V4), and checks that all V4.1 outputs agree.
+
+    .venv/bin/python benchmarks/engine.py --workload v41 [--prompts 32] [--max-tokens 32] [--repeat 3]
+
 ``--speculative`` runs ``benchmarks/speculative.py`` instead (speculative decoding: plain
 greedy vs DSpark fixed-k vs adaptive verification on the tiny V4.1 checkpoint).
 """
@@ -180,6 +189,71 @@ def run_large(args) -> None:
               f"tok/s per CPU second; ratio {t_wall / wall:.2f}x wall-clock, {t_cpu / cpu:.2f}x CPU time")
 
 
+#: The V4 twin of the tiny V4.1 checkpoint: same hidden size, depth and vocabulary (``--workload v41``).
+V4_TWIN_LAYERS = ["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention",
+                  "compressed_sparse_attention", "heavily_compressed_attention", "compressed_sparse_attention"]
+
+
+def v41_checkpoints() -> tuple[Path, Path]:
+    """The tiny V4.1 checkpoint and its V4 twin under ``.cache/`` (written on first use)."""
+    from deepseek_engine.testing.tiny_checkpoint import TINY_CONFIG
+    from deepseek_engine.testing.tiny_checkpoint_v41 import TINY_V41_TEXT, write_tiny_v41
+
+    v41 = ROOT / ".cache" / "tiny-deepseek-v41"
+    if not (v41 / "config.json").is_file():
+        tmp = v41.with_name(v41.name + ".partial")
+        write_tiny_v41(tmp)
+        tmp.rename(v41)
+    depth = TINY_V41_TEXT["num_hidden_layers"]
+    twin = dict(TINY_CONFIG, hidden_size=TINY_V41_TEXT["hidden_size"], num_hidden_layers=depth,
+                layer_types=V4_TWIN_LAYERS[:depth], mlp_layer_types=["hash_moe"] + ["moe"] * (depth - 1))
+    v4 = ensure_tiny_checkpoint(ROOT / ".cache" / "tiny-deepseek-v4-twin-of-v41", vocab_size=1024, config=twin)
+    return v41, v4
+
+
+def run_reference_v41(folder: Path, prompts: list[list[int]], max_tokens: int) -> tuple[float, list[list[int]]]:
+    """Greedy decoding through the per-sequence model: CPU seconds and the tokens."""
+    from deepseek_engine.models.loader import load_model
+
+    m = load_model(folder)
+    cpu = time.process_time()
+    outs = []
+    for p in prompts:
+        cache = m.new_cache(len(p) + max_tokens, 16)
+        logits = m.forward_sequence(torch.tensor(p), torch.arange(len(p)), cache)[-1]
+        toks = []
+        for _ in range(max_tokens):
+            toks.append(int(torch.argmax(logits)))
+            if len(toks) < max_tokens:
+                logits = m.forward_sequence(torch.tensor(toks[-1:]), torch.tensor([cache.num_tokens]), cache)[-1]
+        outs.append(toks)
+    return time.process_time() - cpu, outs
+
+
+def run_v41(args) -> None:
+    v41, v4 = v41_checkpoints()
+    prompts = make_prompts(args.prompts, 1024, args.min_len, args.max_len, seed=0)
+    total = args.prompts * args.max_tokens
+    print(f"{args.prompts} prompts of {args.min_len}-{args.max_len} tokens, {args.max_tokens} new tokens each, "
+          f"greedy, {args.threads} threads; V4.1 {v41.name}, V4 twin {v4.name}")
+    batched = v4_cpu = ref = float("inf")
+    ref_ids: list[list[int]] = []
+    for i in range(max(1, args.repeat)):
+        _, cpu, ids = run_engine(v41, prompts, args.max_tokens, args)
+        batched = min(batched, cpu)
+        _, cpu, _ = run_engine(v4, prompts, args.max_tokens, args)
+        v4_cpu = min(v4_cpu, cpu)
+        if i == 0 or not args.skip_reference_repeats:
+            cpu, ref_ids = run_reference_v41(v41, prompts, args.max_tokens)
+            ref = min(ref, cpu)
+    print(f"V4.1 per-sequence reference {total / ref:9.1f} tok/CPU-s ({ref:.2f} s CPU)")
+    print(f"V4.1 LLM (batched)          {total / batched:9.1f} tok/CPU-s ({batched:.2f} s CPU)")
+    print(f"V4 LLM, same shape          {total / v4_cpu:9.1f} tok/CPU-s ({v4_cpu:.2f} s CPU)")
+    print(f"batched / reference: {ref / batched:.1f}x (goal >= 30x); batched / V4: {v4_cpu / batched:.2f}x "
+          f"(goal >= 0.5x); fastest of {args.repeat}")
+    print(f"identical greedy outputs (batched vs reference): {sum(a == b for a, b in zip(ids, ref_ids))}/{len(prompts)}")
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if "--speculative" in argv:  # plain vs DSpark fixed-k vs adaptive verification (benchmarks/speculative.py)
@@ -188,8 +262,11 @@ def main(argv: list[str] | None = None) -> None:
 
         return speculative_main([a for a in argv if a != "--speculative"])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--workload", choices=("tiny", "large"), default="tiny",
-                    help="tiny: the tiny checkpoint (default); large: the compute-bound random checkpoint")
+    ap.add_argument("--workload", choices=("tiny", "large", "v41"), default="tiny",
+                    help="tiny: the tiny checkpoint (default); large: the compute-bound random checkpoint; "
+                         "v41: DeepSeek V4.1 batched vs its per-sequence path vs V4 of the same shape")
+    ap.add_argument("--skip-reference-repeats", action="store_true",
+                    help="v41: time the (slow) per-sequence reference path once only")
     ap.add_argument("--prompts", type=int, default=32)
     ap.add_argument("--max-tokens", type=int, default=32)
     # Equal lengths by default: transformers then needs no padding, and both engines
@@ -213,6 +290,9 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(args.threads)
     if args.workload == "large":
         run_large(args)
+        return
+    if args.workload == "v41":
+        run_v41(args)
         return
 
     default = ROOT / ".cache" / ("tiny-deepseek-v4" + ("" if args.vocab_size == 129280 else f"-{args.vocab_size}"))

@@ -23,18 +23,20 @@ from .head import GreedyHead
 from .hyper_connection import hc_head, hc_merge, hc_mix, hc_step
 from .indexer import indexer_scores, indexer_select, top_entries
 from .mhc_delayed import mhc_pre_delayed
+from .mhc_mixes import mhc_mixes
 from .moe import moe_dense_experts, route
 from .quant import dequantize_fp8_blocks, dequantize_mxfp4, fp8_gemm, mxfp4_gemm
 from .rms_norm import rms_norm
 from .rope import rope
+from .row_linear import row_linear
 from .sampling import sample_tokens
 from .step_layout import decode_layout
 from .v41_compress import v41_compress_pool
 
 __all__ = [
     "DEVICE_IMPLS", "GreedyHead", "attn_back", "attn_front", "compress_pool", "compress_windows", "compress_windows_reference", "decode_layout", "decode_stack", "dequantize_fp8_blocks", "dequantize_mxfp4",
-    "engram_hash", "mhc_pre_delayed", "v41_compress_pool",
+    "engram_hash", "mhc_mixes", "mhc_pre_delayed", "v41_compress_pool",
     "fp8_gemm", "mxfp4_gemm", "hc_head", "hc_merge", "hc_mix", "hc_step", "indexer_scores", "indexer_select", "mode", "moe_dense_experts",
-    "reference_mode", "rms_norm", "rope", "route", "sample_tokens", "set_mode", "sink_attention",
+    "reference_mode", "rms_norm", "rope", "row_linear", "route", "sample_tokens", "set_mode", "sink_attention",
     "sink_attention_paged", "top_entries", "using",
 ]

@@ -76,6 +76,22 @@ def _specs() -> list[Spec]:
         out.append(Spec(f"v41_compress_pool[r={ratio}]", "v41_compress.triton:v41_compress_pool_kernel",
                         _sig("rows_ptr w_ptr out_ptr D eps", "*fp32 *fp32 *fp32 i32 fp32"),
                         {"RATIO": ratio, "BLOCK_D": 512}))
+    # V4.1's mhc_pre_delayed launches these two kernels (named for the op, so the sweep lists it).
+    out.append(Spec("mhc_pre_delayed[weights,hc=4]", "hyper_connection.triton:hc_weights_kernel",
+                    _sig("mix_ptr base_ptr scale_ptr pre_ptr post_ptr comb_ptr iters hc_eps",
+                         "*fp32 *fp32 *fp32 *fp32 *fp32 *fp32 i32 fp32"), {"HC": 4, "BLOCK": 4}))
+    out.append(Spec("mhc_pre_delayed[collapse,bf16]", "hyper_connection.triton:hc_collapse_kernel",
+                    _sig("streams_ptr pre_ptr out_ptr D", "*bf16 *fp32 *bf16 i32"), {"HC": 4, "BLOCK_D": 1024}))
+    out.append(Spec("mhc_mixes[hc=4]", "mhc_mixes.triton:mhc_mixes_kernel",
+                    _sig("x_ptr w_ptr out_ptr N M eps", "*bf16 *fp32 *fp32 i32 i32 fp32"),
+                    {"BLOCK_M": 32, "BLOCK_K": 256}))
+    out.append(Spec("engram_hash", "engram_hash.triton:engram_hash_kernel",
+                    _sig("comp_ptr pos_ptr mult_ptr prime_ptr offset_ptr out_ptr LAYERS pad_id dead_id",
+                         "*i64 *i64 *i64 *i64 *i64 *i64 i32 i64 i64"), {"MAX_NGRAM": 4, "N_HEADS": 8}))
+    for dt in ("bf16", "fp32"):
+        out.append(Spec(f"row_linear[{dt}]", "row_linear.triton:row_linear_kernel",
+                        _sig("x_ptr w_ptr out_ptr stride_x N M", f"*{dt} *{dt} *{dt} i32 i32 i32"),
+                        {"BLOCK_M": 32, "BLOCK_K": 128}))
     out.append(Spec("sample_tokens", "sampling.triton:sample_tokens_kernel",
                     _sig("p_ptr e_ptr out_ptr V", "*fp32 *fp32 *i64 i32"), {"BLOCK_V": 1024}))
     from deepseek_kernels.quant.triton import FP8_CONFIGS

@@ -16,14 +16,22 @@ from deepseek_kernels.attention.reference import (
 from deepseek_kernels.attention.triton import sink_attention_kernel, sink_attention_triton
 from deepseek_kernels.compressor.reference import compress_pool_reference
 from deepseek_kernels.compressor.triton import compress_pool_triton
+from deepseek_kernels.engram_hash.reference import engram_hash_reference
+from deepseek_kernels.engram_hash.triton import engram_hash_triton
 from deepseek_kernels.hyper_connection.reference import hc_merge_reference, hc_mix_reference
 from deepseek_kernels.hyper_connection.triton import hc_merge_triton, hc_mix_triton
 from deepseek_kernels.indexer.reference import indexer_scores_reference
 from deepseek_kernels.indexer.triton import indexer_scores_triton
+from deepseek_kernels.mhc_delayed.reference import mhc_pre_delayed_reference
+from deepseek_kernels.mhc_delayed.triton import mhc_pre_delayed_triton
+from deepseek_kernels.mhc_mixes.reference import mhc_mixes_reference
+from deepseek_kernels.mhc_mixes.triton import mhc_mixes_triton
 from deepseek_kernels.rms_norm.reference import rms_norm_reference
 from deepseek_kernels.rms_norm.triton import rms_norm_triton
 from deepseek_kernels.rope.reference import rope_reference
 from deepseek_kernels.rope.triton import rope_triton
+from deepseek_kernels.row_linear.reference import row_linear_reference
+from deepseek_kernels.row_linear.triton import row_linear_triton
 from deepseek_kernels.sampling.reference import sample_tokens_reference
 from deepseek_kernels.sampling.triton import sample_tokens_triton
 from deepseek_kernels.v41_compress.reference import v41_compress_pool_reference
@@ -53,6 +61,56 @@ def test_rms_norm(dtype, width, weighted) -> None:
     x = (torch.randn(3, 2, width, generator=g) * 3).to(dtype)
     w = (torch.rand(width, generator=g) + 0.5).to(dtype) if weighted else None
     torch.testing.assert_close(rms_norm_triton(x, w, 1e-6), rms_norm_reference(x, w, 1e-6), **tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("t,hc,d", [(1, 4, 32), (5, 4, 7), (3, 1, 16), (4, 8, 40)])
+@pytest.mark.parametrize("with_pre", [True, False])
+def test_mhc_pre_delayed(dtype, t, hc, d, with_pre) -> None:
+    g = gen(t * hc + d)
+    mix = (2 + hc) * hc
+    args = (torch.randn(t, mix, generator=g) * 2, torch.randn(mix, generator=g), torch.rand(3, generator=g) + 0.5, hc,
+            20, 1e-6, torch.randn(t, hc, d, generator=g).to(dtype),
+            torch.rand(t, hc, generator=g) + 0.1 if with_pre else None)
+    for got, want in zip(mhc_pre_delayed_triton(*args), mhc_pre_delayed_reference(*args)):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        torch.testing.assert_close(got, want, **(tol(dtype) if got.dtype == dtype else tol(torch.float32)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("t,hc,d,m", [(1, 4, 32, 24), (5, 4, 70, 24), (3, 1, 16, 3)])
+def test_mhc_mixes(dtype, t, hc, d, m) -> None:
+    g = gen(t + hc + d)
+    streams, fn = torch.randn(t, hc, d, generator=g).to(dtype), torch.randn(m, hc * d, generator=g)
+    out = mhc_mixes_triton(streams, fn, 1e-6)
+    torch.testing.assert_close(out, mhc_mixes_reference(streams, fn, 1e-6), **tol(torch.float32))
+    assert torch.equal(mhc_mixes_triton(streams[-1:], fn, 1e-6), out[-1:])
+
+
+@pytest.mark.parametrize("t,layers,max_ngram,heads", [(1, 1, 2, 1), (9, 2, 4, 2), (17, 3, 3, 4)])
+def test_engram_hash_is_exact(t, layers, max_ngram, heads) -> None:
+    g = gen(t * layers)
+    lb = max_ngram - 1
+    compressed = torch.randint(0, 500, (t + lb,), generator=g)
+    compressed[torch.rand(t + lb, generator=g) < 0.15] = -1  # image tokens
+    positions = torch.arange(t) + int(torch.randint(0, 3, (1,), generator=g))  # chunks at and after the start
+    # multipliers near 2^62: products wrap modulo 2^64; negative hashes take the floor modulo
+    mult = torch.randint(1, 2**62, (layers, max_ngram), generator=g) * 2 + 1
+    primes = torch.tensor([[101, 103, 107, 109, 113, 127, 131, 137, 139, 149, 151, 157][:lb * heads]] * layers)
+    offsets = torch.cumsum(primes, dim=1) - primes
+    args = (compressed, positions, mult, primes, offsets, heads, 7, -1)
+    assert torch.equal(engram_hash_triton(*args), engram_hash_reference(*args))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("rows,n,m", [(1, 7, 5), (5, 40, 33), (3, 200, 64)])
+def test_row_linear(dtype, rows, n, m) -> None:
+    g = gen(n + m)
+    x, w = torch.randn(rows, n, generator=g).to(dtype), torch.randn(m, n, generator=g).to(dtype)
+    out = row_linear_triton(x, w)
+    torch.testing.assert_close(out, row_linear_reference(x, w), **tol(dtype))
+    # a row alone gives the bits it has among the others (the blocking depends on the widths only)
+    assert torch.equal(row_linear_triton(x[-1:], w), out[-1:])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

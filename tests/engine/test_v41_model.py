@@ -144,7 +144,9 @@ def test_delayed_premix_and_final_collapse():
         post, comb, x, pre = mhc_pre_delayed(streams, layer.hc_ffn_fn, layer.hc_ffn_scale, layer.hc_ffn_base,
                                              1e-6, 1e-6, 20, attn_pre)
         streams = hyper_merge(streams, layer.ffn(layer.ffn_norm(x), ids), post, comb)
-    logits = m.head(m.norm(collapse(streams, pre))).float()
+    from deepseek_engine.layers.row_invariant import linear
+
+    logits = linear(m.norm(collapse(streams, pre)), m.head.weight).float()  # the head, row by row
     torch.testing.assert_close(logits, m.forward_full(ids), atol=0, rtol=0)
 
 
@@ -302,3 +304,82 @@ def test_real_vocabulary_checkpoint(tmp_path_factory, caplog):
             layer.ffn.gate.bias_vl.data -= 5 * torch.arange(layer.ffn.gate.bias_vl.numel()).float()
     assert torch.equal(before[:6], after[:6]) and not torch.equal(before[6:], after[6:])
     torch.testing.assert_close(text_only, m.forward_full(ids), atol=0, rtol=0)
+
+
+#: Products whose blocking, and so order of additions, a BLAS picks from the row count.
+BLAS_OPS = {"mm", "bmm", "addmm", "baddbmm", "matmul", "mv", "addmv", "dot", "vdot", "linear", "einsum",
+            "_addmm_activation", "tensordot"}
+#: Float reductions that may be split across threads by the tensor's size.
+FLOAT_REDUCTIONS = {"sum", "mean", "var", "std", "prod", "norm", "linalg_vector_norm", "cumsum", "logsumexp",
+                    "nansum", "_softmax", "_log_softmax"}
+#: Elementwise functions whose vector and scalar (tail) code can round differently.
+TRANSCENDENTAL = {"exp", "exp2", "expm1", "log", "log1p", "log2", "sigmoid", "silu", "softplus", "tanh", "cos", "sin",
+                  "erf", "gelu", "pow_"}
+
+
+def coupling_ops(run) -> list[str]:
+    """The ATen calls ``run()`` makes whose result for one row could depend on the rest of the tensor."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    found = []
+
+    class Recorder(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            name = func.overloadpacket.__name__
+            first = args[0] if args and isinstance(args[0], torch.Tensor) else None
+            if name in BLAS_OPS:
+                found.append(name)
+            elif name in FLOAT_REDUCTIONS and first is not None and first.is_floating_point():
+                found.append(name)
+            elif name in TRANSCENDENTAL and first is not None and first.numel() % 64:
+                found.append(f"{name}[{first.numel()} elements]")
+            return func(*args, **(kwargs or {}))
+
+    with Recorder():
+        run()
+    return found
+
+
+def test_no_operation_couples_the_rows_of_a_step(tmp_path_factory):
+    """Structurally, on any CPU: the V4.1 forward makes no BLAS product, no float reduction and no
+    transcendental elementwise call on a tensor that is not whole vectors (``layers/row_invariant.py``); every
+    product and sum goes through kernel ops with a fixed order per row. Prefill chunks, decode, engram, both
+    compressor ratios, candidate blocks and ``bias_vl`` routing of image tokens all run."""
+    m = tiny()
+    ids = prompt(13, 4)
+
+    def run_tiny():
+        cache = m.new_cache(16, 4)
+        m(ids[:9], torch.arange(9), cache)
+        m(ids[9:12], torch.arange(9, 12), cache)
+        m(ids[12:], torch.arange(12, 13), cache)
+
+    assert coupling_ops(run_tiny) == []
+    real = real_vocab_model(str(tmp_path_factory.mktemp("v41_real_ops") / "ckpt"))
+    with_image = torch.tensor([0, 128803, 72, 3331, IMAGE_SENTINEL_BASE_ID + 2, 2, 9])
+    assert coupling_ops(lambda: real.forward_full(with_image, block_size=4)) == []
+
+
+@pytest.mark.parametrize("count", [1, 2, 7, 16, 33])
+def test_a_row_alone_equals_the_row_in_a_step_of_many(count):
+    """Each query row of a step alone (a decode step at its position) gives the bits it has inside a prefill
+    chunk of ``count`` rows: the sizes cross the blockings a BLAS would pick."""
+    m = tiny()
+    ids = prompt(40, count)
+    start = 40 - count
+    cache = m.new_cache(48, 4)
+    m(ids[:start], torch.arange(start), cache) if start else None
+    together = m(ids[start:], torch.arange(start, 40), m_cache_copy(cache))
+    for i in range(count):
+        c = m_cache_copy(cache)
+        if i:
+            m(ids[start:start + i], torch.arange(start, start + i), c)
+        alone = m(ids[start + i:start + i + 1], torch.tensor([start + i]), c)
+        assert torch.equal(alone[0], together[i]), i
+
+
+def m_cache_copy(cache: SequenceCache) -> SequenceCache:
+    """A deep copy of a private sequence cache (its pool's tensors cloned)."""
+    import copy
+
+    return copy.deepcopy(cache)

@@ -14,6 +14,11 @@ SUBSET = {
     ("sink_attention[bf16,D=128]", "sm_100a"),
     ("rms_norm[bf16,w=True,D=4096]", "sm_100a"),
     ("v41_compress_pool[r=2]", "sm_100a"),
+    ("row_linear[bf16]", "sm_100a"),
+    ("engram_hash", "sm_100a"),
+    ("mhc_mixes[hc=4]", "sm_100a"),
+    ("mhc_pre_delayed[weights,hc=4]", "sm_100a"),
+    ("mhc_pre_delayed[collapse,bf16]", "sm_100a"),
 }
 
 

@@ -136,7 +136,7 @@ class ScriptedBackend(TokenBackend):
 class LiveServer:
     """uvicorn serving ``app`` on 127.0.0.1 at a random free port, in a background thread."""
 
-    def __init__(self, app) -> None:
+    def __init__(self, app, http: str = "auto") -> None:
         import uvicorn
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -144,7 +144,7 @@ class LiveServer:
         self.port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.app = app
-        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", http=http))
         self.loop: asyncio.AbstractEventLoop | None = None
         self.thread = threading.Thread(target=self._run, daemon=True)
 

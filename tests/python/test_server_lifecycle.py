@@ -36,10 +36,12 @@ def slow_script(request):
     return Script(ids(" word" * 400), delay_s=0.01)
 
 
+@pytest.mark.parametrize("http", ["h11", "httptools"])
 @pytest.mark.parametrize("stream", [True, False])
-def test_disconnect_aborts_backend_request(stream):
+def test_disconnect_aborts_backend_request(stream, http):
+    pytest.importorskip(http)
     backend = ScriptedBackend(script=slow_script)
-    with LiveServer(create_app(backend, ServerConfig(), tokenizer=TOK)) as s:
+    with LiveServer(create_app(backend, ServerConfig(), tokenizer=TOK), http=http) as s:
         body = dict(CHAT, stream=stream)
         if stream:
             with httpx.stream("POST", s.url + "/v1/chat/completions", json=body,

@@ -26,16 +26,16 @@ from __future__ import annotations
 
 import deepseek_kernels as ops
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from deepseek_engine.layers.norm import RMSNorm
+from deepseek_engine.layers.row_invariant import linear
 
 
 def compressor_scores(x: torch.Tensor, wkv: torch.Tensor, wgate: torch.Tensor | None) -> torch.Tensor:
     """``[T, D]`` hidden -> float32 ``[T, r * head_dim]`` rows ``[kv | score]`` (``score`` only for ratio 2)."""
     weight = wkv if wgate is None else torch.cat([wkv, wgate], dim=0)
-    return F.linear(x.float(), weight.float())
+    return linear(x.float(), weight.float())
 
 
 def pool_groups(rows: torch.Tensor, ratio: int, norm_weight: torch.Tensor, eps: float) -> torch.Tensor:

@@ -34,9 +34,9 @@ from pathlib import Path
 import deepseek_kernels as ops
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
+from deepseek_engine.layers.row_invariant import lanewise, linear, row_sum
 from deepseek_engine.models.deepseek_v41.config import (
     IMAGE_SENTINEL_BASE_ID,
     DeepseekV41ModelConfig,
@@ -183,11 +183,12 @@ def engram_gate_add(streams: torch.Tensor, kv: torch.Tensor, q_weight: torch.Ten
     h = streams.float()
     keys = kv.float()[:, : hc * dim].view(t, hc, dim)
     value = kv.float()[:, hc * dim:]
-    h_rms = torch.rsqrt(h.square().mean(-1) + eps)
-    k_rms = torch.rsqrt(keys.square().mean(-1) + eps)
-    dot = (h * q_weight.float() * k_weight.float() * keys).sum(-1) * h_rms * k_rms * dim**-0.5
+    # Row sums in a fixed order and a sigmoid whose bits do not depend on the row's offset: the same bits in
+    # any batch (``row_invariant``).
+    h_sq, k_sq, dot = row_sum(torch.stack((h.square(), keys.square(), h * q_weight.float() * k_weight.float() * keys)))
+    dot = dot * torch.rsqrt(h_sq / dim + eps) * torch.rsqrt(k_sq / dim + eps) * dim**-0.5
     signed = torch.sqrt(dot.abs().clamp_min(_SIGNED_SQRT_FLOOR)) * torch.where(dot < 0, -1.0, 1.0)
-    gate = torch.sigmoid(signed) * keep[:, None].float()
+    gate = lanewise(torch.sigmoid, signed) * keep[:, None].float()
     return (h + gate[..., None] * value[:, None, :]).to(streams.dtype)
 
 
@@ -208,7 +209,7 @@ class Engram(nn.Module):
     def forward(self, streams: torch.Tensor, rows: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
         """``rows``: ``[T, n_cols]`` table rows of this layer; ``keep``: ``[T]`` false for image tokens."""
         emb = self.embed(rows).flatten(1)
-        kv = F.linear(emb.to(self.wkv.weight.dtype), self.wkv.weight)
+        kv = linear(emb.to(self.wkv.weight.dtype), self.wkv.weight)
         return engram_gate_add(streams, kv, self.q_weight, self.k_weight, keep, self.eps)
 
 

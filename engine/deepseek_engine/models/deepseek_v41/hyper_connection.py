@@ -26,9 +26,9 @@ def mhc_pre_delayed(streams: torch.Tensor, fn: torch.Tensor, scale: torch.Tensor
     ``[3]``; ``base``: ``[(2 + hc) * hc]``. ``layer_input`` collapses ``streams``
     with ``pre_mix`` (``None``: stream 0); ``pre`` is for the next sub-block.
     """
-    t, hc, _ = streams.shape
-    x = streams.reshape(t, -1).float()
-    mixes = (x @ fn.float().t()) * torch.rsqrt(x.square().mean(-1, keepdim=True) + norm_eps)
+    hc = streams.shape[1]
+    # ``(x @ fn.T) * rsqrt(mean(x^2) + eps)`` of the flattened streams, each row on its own (the kernel op).
+    mixes = ops.mhc_mixes(streams, fn, norm_eps)
     # The weights from the mixes on, and the delayed collapse: the kernel op (reference in deepseek_kernels).
     post, comb, pre, layer_input = ops.mhc_pre_delayed(mixes, base, scale, hc, sinkhorn_iters, hc_eps, streams,
                                                        pre_mix)
@@ -36,5 +36,10 @@ def mhc_pre_delayed(streams: torch.Tensor, fn: torch.Tensor, scale: torch.Tensor
 
 
 def collapse(streams: torch.Tensor, pre: torch.Tensor) -> torch.Tensor:
-    """``sum_i pre_i * streams_i`` in float32, returned in the streams' dtype."""
-    return (pre.float().unsqueeze(-1) * streams.float()).sum(dim=1).to(streams.dtype)
+    """``sum_i pre_i * streams_i`` in float32 (streams added in index order, as ``mhc_pre_delayed``'s collapse),
+    returned in the streams' dtype."""
+    w, s = pre.float(), streams.float()
+    out = w[:, 0, None] * s[:, 0]
+    for i in range(1, s.shape[1]):
+        out = out + w[:, i, None] * s[:, i]
+    return out.to(streams.dtype)

@@ -25,20 +25,26 @@ reuse the top-k choice of the latest index source at or below them.
 
 from __future__ import annotations
 
+import deepseek_kernels as ops
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from deepseek_engine.layers.norm import RMSNorm
-from deepseek_engine.layers.rotary_embedding import apply_rotary
+from deepseek_engine.layers.rotary_embedding import apply_rotary, rotary_tables
+from deepseek_engine.layers.row_invariant import linear
 
 
 def index_keys(latent: torch.Tensor, wk: torch.Tensor, k_norm_weight: torch.Tensor, eps: float,
                cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """Index keys ``[N, index_head_dim]`` from latents ``[N, head_dim]`` and the group rope tables."""
-    k = F.linear(latent.to(wk.dtype), wk).float()
-    k = k * torch.rsqrt(k.square().mean(-1, keepdim=True) + eps) * k_norm_weight.float()
-    return apply_rotary(k, cos.float(), sin.float())
+    return index_keys_with_tables(latent, wk, k_norm_weight, eps, *rotary_tables(cos.float(), sin.float()))
+
+
+def index_keys_with_tables(latent: torch.Tensor, wk: torch.Tensor, k_norm_weight: torch.Tensor, eps: float,
+                           c: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    """:func:`index_keys` with the full-width tables of ``rotary_tables`` (reusable across layers)."""
+    k = linear(latent.to(wk.dtype), wk).float()
+    return ops.rope(ops.rms_norm(k, k_norm_weight.float(), eps), c, s)
 
 
 def index_logits(q: torch.Tensor, weights: torch.Tensor, keys: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
@@ -47,10 +53,13 @@ def index_logits(q: torch.Tensor, weights: torch.Tensor, keys: torch.Tensor, vis
     ``q``: ``[T, H, d]`` rotated queries; ``weights``: ``[T, H]`` head weights
     (raw ``weights_proj`` output); ``keys``: ``[N, d]``.
     """
-    n_heads, head_dim = q.shape[1], q.shape[2]
-    scores = torch.einsum("thd,nd->thn", q.float(), keys.float()).relu()
-    w = weights.float() * (head_dim**-0.5 * n_heads**-0.5)
-    logits = (scores * w[:, :, None]).sum(dim=1)
+    t, n_heads, head_dim = q.shape
+    n = keys.shape[0]
+    # The indexer kernel op: every query row's scores on their own, heads added in order.
+    slots = torch.arange(n, device=q.device)[None, :]
+    threshold = torch.full((1, t), n, dtype=torch.long, device=q.device)
+    logits = ops.indexer_scores(q.float()[None], weights.float()[None], keys.float(), slots, threshold, 1.0,
+                                head_dim**-0.5 * n_heads**-0.5)[0]
     return logits.masked_fill(~visible, float("-inf"))
 
 
@@ -146,5 +155,5 @@ class V41Indexer(nn.Module):
 
     def queries(self, q_latent: torch.Tensor, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
         """Rotated queries ``[T, H, d]`` and head weights ``[T, H]``."""
-        q = self.wq_b(q_latent).view(q_latent.shape[0], self.n_heads, self.head_dim)
-        return apply_rotary(q, cos, sin), self.weights_proj(x)
+        q = linear(q_latent, self.wq_b.weight).view(q_latent.shape[0], self.n_heads, self.head_dim)
+        return apply_rotary(q, cos, sin), linear(x, self.weights_proj.weight)

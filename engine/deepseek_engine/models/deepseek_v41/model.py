@@ -25,13 +25,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import deepseek_kernels as ops
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from deepseek_engine.layers.hyper_connection import add_hc_sites, hyper_merge
 from deepseek_engine.layers.norm import RMSNorm
 from deepseek_engine.layers.rotary_embedding import RotaryEmbedding, apply_rotary
+from deepseek_engine.layers.row_invariant import linear, rotary
 from deepseek_engine.models.deepseek_v4.attention import add_attention_projections
 from deepseek_engine.models.deepseek_v4.kv_cache import SequenceCache, read_rows, write_rows
 from deepseek_engine.models.deepseek_v41.compressor import V41Compressor
@@ -65,14 +66,15 @@ class StepState:
 
 def sink_attention(q: torch.Tensor, keys: torch.Tensor, visible: torch.Tensor, sink: torch.Tensor,
                    scale: float) -> torch.Tensor:
-    """Single-KV-head attention with a per-head sink logit: ``q [T, H, D]``, ``keys [K, D]`` -> ``[T, H, D]``."""
-    bias = torch.zeros(visible.shape, dtype=q.dtype, device=q.device).masked_fill(~visible, float("-inf"))
-    logits = torch.matmul(q.transpose(0, 1), keys.transpose(0, 1)) * scale + bias[None]
-    sinks = sink.to(logits.dtype).view(-1, 1, 1).expand(-1, q.shape[0], 1)
-    logits = torch.cat([logits, sinks], dim=-1)
-    logits = logits - logits.max(dim=-1, keepdim=True).values
-    probs = F.softmax(logits, dim=-1, dtype=logits.dtype)[..., :-1].to(keys.dtype)
-    return torch.matmul(probs, keys).transpose(0, 1)
+    """Single-KV-head attention with a per-head sink logit: ``q [T, H, D]``, ``keys [K, D]`` -> ``[T, H, D]``
+    (the kernel op ``deepseek_kernels.sink_attention``: each query on its own, visible keys in order)."""
+    return ops.sink_attention(q[None], keys[None].to(q.dtype), visible[None], sink, scale)[0]
+
+
+def grouped_output(wo_a: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """``wo_a`` (a :class:`GroupedOutputProjection`) on ``x [T, groups, in]``, each group row by row."""
+    w = wo_a.weight.view(wo_a.groups, -1, x.shape[-1])
+    return torch.cat([linear(x[:, g], w[g]) for g in range(wo_a.groups)], dim=-1)
 
 
 class DeepseekV41Attention(nn.Module):
@@ -106,10 +108,10 @@ class DeepseekV41Attention(nn.Module):
         t = x.shape[0]
         pool = cache.pool
         lp = pool.layers[self.layer_idx]
-        cos, sin = self.rope(positions, x.dtype)
-        q_latent = self.q_norm(self.wq_a(x))
-        q = apply_rotary(self.wq_b(q_latent).view(t, self.n_heads, self.head_dim), cos, sin)
-        kv = apply_rotary(self.norm(self.wkv(x)), cos, sin)
+        cos, sin = rotary(self.rope, positions, x.dtype)
+        q_latent = self.q_norm(linear(x, self.wq_a.weight))
+        q = apply_rotary(linear(q_latent, self.wq_b.weight).view(t, self.n_heads, self.head_dim), cos, sin)
+        kv = apply_rotary(self.norm(linear(x, self.wkv.weight)), cos, sin)
         ring = getattr(cache, "window_ring", None)
         if ring is not None and t > ring.max_step:
             raise ValueError(f"{t} tokens in one step exceed the window ring's max_step={ring.max_step}")
@@ -137,7 +139,7 @@ class DeepseekV41Attention(nn.Module):
 
         out = sink_attention(q, keys, visible, self.attn_sink, self.scale)
         out = apply_rotary(out, cos, -sin)
-        return self.wo_b(self.wo_a(out.reshape(t, self.o_groups, -1)))
+        return linear(grouped_output(self.wo_a, out.reshape(t, self.o_groups, -1)), self.wo_b.weight)
 
     def _compress(self, x: torch.Tensor, positions: torch.Tensor, cache: SequenceCache, lp) -> None:
         """Pool every group closed by this chunk; store entries (and index keys) at the closing rows."""
@@ -157,7 +159,7 @@ class DeepseekV41Attention(nn.Module):
         used = rows[: (total - done) * r]
         latents = comp.pool(used).to(x.dtype)
         gpos = torch.arange(done, total, device=x.device) * r
-        cos, sin = self.rope(gpos, x.dtype)
+        cos, sin = rotary(self.rope, gpos, x.dtype)
         closing = cache.slots(gpos + r - 1)
         write_rows(lp.entries, closing, apply_rotary(latents, cos, sin))
         if lp.index_keys is not None:
@@ -293,7 +295,7 @@ class DeepseekV41ForCausalLM(nn.Module):
         input_ids, positions = self._check(input_ids, positions, cache)
         streams, pre, aux = self.hidden_streams(input_ids, positions, cache, tuple(layers))
         cache.num_tokens += input_ids.numel()
-        return self.head(self.norm(collapse(streams, pre))).float(), torch.cat(aux, dim=-1)
+        return linear(self.norm(collapse(streams, pre)), self.head.weight).float(), torch.cat(aux, dim=-1)
 
     @torch.no_grad()
     def replay_prefix(self, prefix_ids: torch.Tensor | None, cache: SequenceCache, ring, depth: int | None = None) -> int:
@@ -362,33 +364,26 @@ class DeepseekV41ForCausalLM(nn.Module):
         streams, pre, _ = self.hidden_streams(input_ids, positions, cache)
         h = self.norm(collapse(streams, pre))
         cache.num_tokens += input_ids.numel()
-        logits = self.head(h).float()
+        logits = linear(h, self.head.weight).float()
         return (logits, streams) if return_hidden else logits
 
     @torch.no_grad()
     def forward_batch(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx, rings: list | None = None) -> torch.Tensor:
-        """Several sequences back to back (the batch-context contract of :mod:`deepseek_engine.models.deepseek_v4.kv_cache`).
+        """Several sequences back to back (the batch-context contract of
+        :mod:`deepseek_engine.models.deepseek_v4.kv_cache`), all in one pass per layer
+        (:func:`deepseek_engine.models.deepseek_v41.serving.batched_hidden`); each row gets the bits of its
+        sequence run alone through :meth:`forward_sequence`.
 
         ``rings``: one :class:`~deepseek_engine.models.deepseek_v41.kv_cache.WindowRing` per sequence holding its
         window KV instead of the pool (``None``: the pool holds it)."""
-        starts = list(ctx.query_start_loc)
-        if len(starts) != len(ctx.block_tables) + 1 or starts[-1] != input_ids.numel():
-            raise ValueError("query_start_loc must have one entry per sequence plus the total token count")
-        rows = []
-        for i, table in enumerate(ctx.block_tables):
-            a, b = starts[i], starts[i + 1]
-            if b <= a:
-                raise ValueError(f"sequence {i} has no tokens in this step")
-            seq = SequenceCache(ctx.kv, table, num_tokens=int(positions[a]))
-            ring = rings[i] if rings is not None else None
-            if ring is not None:
-                seq.window_ring, seq.replay_start = ring, ring.lo
-            rows.append(self.forward_sequence(input_ids[a:b], positions[a:b], seq))
-            if ring is not None:
-                ring.end = seq.num_tokens
-        logits = torch.cat(rows, dim=0)
-        indices = getattr(ctx, "logits_indices", None)
-        return logits if indices is None else logits[indices.to(logits.device)]
+        from deepseek_engine.models.deepseek_v41.serving import batched_hidden
+
+        rows = getattr(ctx, "logits_indices", None)
+        h = batched_hidden(self, input_ids, positions, ctx, rings,
+                           rows=None if rows is None else rows.to(self.device))
+        if h is None:
+            return torch.empty(0, self.config.vocab_size, device=self.device)
+        return linear(h, self.head.weight).float()
 
     @torch.no_grad()
     def forward_full(self, input_ids: torch.Tensor, block_size: int = 16) -> torch.Tensor:

@@ -10,11 +10,13 @@ same renormalised scores either way.
 
 from __future__ import annotations
 
+import deepseek_kernels as ops
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from deepseek_engine.layers.moe import DeepseekV4MoE
+from deepseek_engine.layers.row_invariant import lanewise, linear
 from deepseek_engine.models.deepseek_v41.config import (
     IMAGE_SENTINEL_BASE_ID,
     IMAGE_SENTINEL_COUNT,
@@ -52,18 +54,53 @@ class DeepseekV41MoE(DeepseekV4MoE):
             self.gate.bias_vl = nn.Parameter(torch.zeros(c.n_routed_experts))
 
     def forward(self, x: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
+        """Every token row on its own: products through ``row_linear``, routing and (few experts) the whole
+        expert computation through the kernel ops, so a row's bits never depend on the other rows (BLAS over
+        each expert's group of tokens would: the group's size picks the blocking)."""
+        if x.shape[0] == 0:
+            return torch.zeros_like(x)
         bias_vl = getattr(self.gate, "bias_vl", None)
-        if bias_vl is None:
-            return super().forward(x, input_ids)
-        # One path for every row, image or not, so a row's result never depends on its neighbours.
-        image = image_sentinel_rows(input_ids)
+        image = image_sentinel_rows(input_ids) if bias_vl is not None else None
+        if image is not None and not bool(image.any()):
+            image = None
+        plan = self._plan()
+        if plan.dense:
+            up_w, down_w = self._stacked(plan)
+            y = linear(x, up_w)
+
+            def experts_with(bias: torch.Tensor) -> torch.Tensor:
+                return ops.moe_dense_experts(y, plan.n, plan.inter, plan.top_k, plan.score_func, None, None, bias,
+                                             plan.scale, plan.limit, down_w)
+
+            out = experts_with(plan.bias)
+            if image is not None:
+                out = torch.where(image[:, None], experts_with(bias_vl), out)
+            return out.to(x.dtype)
         gate = self.gate
-        logits = F.linear(x, gate.weight)
-        if gate.score_func == "sqrtsoftplus":
-            scores = F.softplus(logits).sqrt()
-        elif gate.score_func == "softmax":
-            scores = logits.softmax(dim=-1)
-        else:
-            scores = torch.sigmoid(logits)
-        experts, weights = route_with_bias_vl(scores, gate.bias, bias_vl, image, gate.top_k, gate.scale)
-        return self.experts(x, experts, weights) + self.shared_experts(x)
+        logits = linear(x, gate.weight)
+        experts, weights = ops.route(logits, gate.top_k, gate.score_func, None, None, gate.bias, gate.scale)
+        if image is not None:
+            vl_experts, vl_weights = ops.route(logits, gate.top_k, gate.score_func, None, None, bias_vl, gate.scale)
+            experts = torch.where(image[:, None], vl_experts, experts)
+            weights = torch.where(image[:, None], vl_weights, weights)
+        return routed_experts(self.experts, x, experts, weights) + shared_expert(self.shared_experts, x)
+
+
+def row_swiglu(gate: torch.Tensor, up: torch.Tensor, limit: float) -> torch.Tensor:
+    """``clamped_swiglu`` with a SiLU whose bits do not depend on an element's offset (``row_invariant``)."""
+    return lanewise(F.silu, gate.clamp(max=limit)) * up.clamp(min=-limit, max=limit)
+
+
+def shared_expert(mlp: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    return linear(row_swiglu(linear(x, mlp.w1.weight), linear(x, mlp.w3.weight), mlp.limit), mlp.w2.weight)
+
+
+def routed_experts(experts: nn.Module, x: torch.Tensor, chosen: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """Each token's chosen experts added in increasing expert order; every product row by row."""
+    out = torch.zeros_like(x)
+    for e in torch.unique(chosen).tolist():
+        tok, slot = torch.where(chosen == e)
+        h = x[tok]
+        y = linear(row_swiglu(linear(h, experts.w1[e]), linear(h, experts.w3[e]), experts.limit), experts.w2[e])
+        out.index_add_(0, tok, (y * weights[tok, slot, None]).to(out.dtype))
+    return out

@@ -28,10 +28,23 @@ from __future__ import annotations
 
 from typing import Any
 
+import deepseek_kernels as ops
 import torch
 from torch import nn
 
-from deepseek_engine.models.deepseek_v4.kv_cache import SequenceCache
+from deepseek_engine.core.int_tensors import long_tensor, padded_rows
+from deepseek_engine.layers.hyper_connection import hyper_merge
+from deepseek_engine.layers.rotary_embedding import rotary_tables
+from deepseek_engine.layers.row_invariant import linear, rotary
+from deepseek_engine.models.deepseek_v4.kv_cache import SequenceCache, read_rows, write_rows
+from deepseek_engine.models.deepseek_v41.engram import DEAD_ID, image_token_mask, ngram_hashes
+from deepseek_engine.models.deepseek_v41.hyper_connection import collapse
+from deepseek_engine.models.deepseek_v41.indexer import (
+    apply_candidate_mask,
+    index_keys_with_tables,
+    select_candidate_blocks,
+    topk_mask,
+)
 from deepseek_engine.models.deepseek_v41.kv_cache import V41CachePool, WindowRing
 
 SWA_REPLAY_MODES = (None, "exact", "window")
@@ -45,17 +58,17 @@ class ServedDeepseekV41(nn.Module):
         self.model = model
         self.config = model.config
         self.swa_replay = swa_replay
+        self.window_store = WindowStore()  # the running sequences' rings side by side (rebuilt when they change)
         self.replay_depth = 0
         if swa_replay is not None:
             self.replay_depth = model.exact_replay_depth() if swa_replay == "exact" else self.config.sliding_window
 
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx) -> torch.Tensor:
         rings = self._rings(positions, ctx) if self.swa_replay is not None else None
-        logits = self.model.forward_batch(input_ids, positions, ctx, rings)
-        if ctx.logits_indices is not None and ctx.logits_indices.numel() == 0:
-            # Unfinished prefill chunks only: the caches advanced, no row is wanted.
+        h = batched_hidden(self.model, input_ids, positions, ctx, rings, self.window_store)
+        if h is None:  # unfinished prefill chunks only: the caches advanced, no row is wanted
             return torch.empty(0, self.config.vocab_size, device=input_ids.device)
-        return logits
+        return linear(h, self.model.head.weight).float()
 
     def _rings(self, positions: torch.Tensor, ctx) -> list[WindowRing]:
         """Each sequence's window ring, made ready for this step (replaying where it holds nothing)."""
@@ -63,9 +76,12 @@ class ServedDeepseekV41(nn.Module):
         if states is None:
             raise ValueError("bounded SWA replay needs per-sequence state in the step context (seq_states)")
         starts = ctx.query_start_loc
+        lens = getattr(ctx, "context_lens", None)  # start = context length after the step - its tokens
+        firsts = positions[starts[:-1]].tolist() if lens is None else None
         rings = []
         for i, state in enumerate(states):
-            start, steps = int(positions[starts[i]]), starts[i + 1] - starts[i]
+            steps = starts[i + 1] - starts[i]
+            start = lens[i] - steps if firsts is None else firsts[i]
             ring = state.get("window_ring")
             if ring is None:
                 ring = state["window_ring"] = WindowRing(self.config, steps, self.model.dtype, self.model.device)
@@ -90,3 +106,283 @@ def wrap_v41(model: nn.Module, max_model_len: int, swa_replay: str | None = "exa
 
     info = {"vocab_size": config.vocab_size, "eos_token_id": config.eos_token_id, "max_model_len": max_model_len}
     return served, make_kv, info
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The batched step: every scheduled sequence of a step in one pass per layer, over the paged pool.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class WindowStore:
+    """Where a step reads and writes window KV: the pool's ``kv`` blocks, or the sequences' rings side by side.
+
+    Rings: each layer's rows of all the step's rings live in one ``[B * width, D]`` tensor (``width``: the
+    largest ring), ring ``b`` being a contiguous view of rows ``b * width ..`` of it (its own tensors are
+    rebound to those views, so the per-sequence path and replay keep working on them); position ``p`` of
+    sequence ``b`` is row ``b * width + p % size_b``. The stack is rebuilt only when the rings change (a
+    sequence joins, leaves or resizes).
+    """
+
+    def __init__(self) -> None:
+        self._key: tuple | None = None
+        self.layers: list[torch.Tensor] = []
+        self.width = 0
+
+    def stack(self, rings: list[WindowRing]) -> None:
+        key = tuple((id(r), r.size, tuple(t.data_ptr() for t in r.layers)) for r in rings)
+        if key == self._key:
+            return
+        width = max(r.size for r in rings)
+        self.width = width
+        self.layers = []
+        for i in range(len(rings[0].layers)):
+            d = rings[0].layers[i].shape[-1]
+            big = rings[0].layers[i].new_zeros(len(rings) * width, d)
+            for b, r in enumerate(rings):
+                view = big[b * width:b * width + r.size].view(1, r.size, d)
+                view.copy_(r.layers[i])
+                r.layers[i] = view
+            self.layers.append(big)
+        self._key = tuple((id(r), r.size, tuple(t.data_ptr() for t in r.layers)) for r in rings)
+
+
+class V41StepLayout:
+    """Gather indices of one step, shared by every layer: ``B`` sequences adding ``counts[b]`` tokens after
+    ``starts[b]``; queries padded to ``[B, Tq]``; the window keys each sequence reads; per compression ratio
+    the entry rows and the groups this step closes."""
+
+    def __init__(self, positions: torch.Tensor, ctx, window: int, rings: list[WindowRing] | None,
+                 store: WindowStore | None) -> None:
+        dev = positions.device
+        self.positions, self.window, self.bs = positions, window, ctx.kv.block_size
+        loc_list = list(ctx.query_start_loc)
+        counts = [b - a for a, b in zip(loc_list[:-1], loc_list[1:])]
+        if any(n <= 0 for n in counts):
+            raise ValueError("every sequence of a step needs at least one token")
+        self.num_seqs, self.t_max = len(counts), max(counts)
+        self.tables = padded_rows(ctx.block_tables, dev)
+        loc = long_tensor(loc_list[:-1], dev)
+        self.counts = long_tensor(counts, dev)
+        self.starts = positions[loc]
+        self.ends = self.starts + self.counts
+        self.token_seq = torch.repeat_interleave(torch.arange(self.num_seqs, device=dev), self.counts)
+        self.slot_mapping = self.rows_to_slots(positions, self.token_seq)
+        t = torch.arange(self.t_max, device=dev)[None, :]
+        self.uniform = all(n == self.t_max for n in counts)
+        self.q_index = (loc[:, None] + t).clamp_max(positions.numel() - 1)
+        self.q_rows = torch.nonzero((t < self.counts[:, None]).flatten()).squeeze(1)
+        self.q_pos = self.starts[:, None] + t
+        floors = torch.zeros_like(self.starts) if rings is None else long_tensor([r.lo for r in rings], dev)
+        k_first = torch.maximum((self.starts - window + 1).clamp_min(0), floors)
+        k_count = self.ends - k_first
+        k = torch.arange(int(k_count.max()), device=dev)[None, :]
+        key_pos = (k_first[:, None] + k).clamp_max(self.ends[:, None] - 1)
+        qp, kp = self.q_pos[:, :, None], key_pos[:, None, :]
+        self.window_visible = (k < k_count[:, None])[:, None, :] & (kp <= qp) & (kp > qp - window)
+        if rings is None:  # window KV in the pool's blocks
+            self.key_rows = self.rows_to_slots(key_pos)
+            self.token_rows = self.slot_mapping
+        else:
+            sizes = long_tensor([r.size for r in rings], dev)
+            base = torch.arange(self.num_seqs, device=dev) * store.width
+            self.key_rows = base[:, None] + key_pos % sizes[:, None]
+            self.token_rows = base[self.token_seq] + positions % sizes[self.token_seq]
+        self._rates: dict[int, dict] = {}
+        self._tables: dict[tuple, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+
+    def rope_tables(self, rope, dtype: torch.dtype, positions: torch.Tensor | None = None, key: str = "tokens"):
+        """``(c, s, -s)``: the ``rotary_tables`` that ``apply_rotary(x, *rotary(rope, positions, dtype))`` builds
+        (the step's token positions by default), once per step for every layer on that rope."""
+        k = (id(rope), dtype, key)
+        found = self._tables.get(k)
+        if found is None:
+            c, s = rotary_tables(*rotary(rope, self.positions if positions is None else positions, dtype))
+            found = self._tables[k] = (c, s, -s)
+        return found
+
+    def rows_to_slots(self, rows: torch.Tensor, seq: torch.Tensor | None = None) -> torch.Tensor:
+        """Flat pool rows of logical rows ``rows``: ``[B, K]`` per sequence, or flat with ``seq`` their sequences."""
+        bs = self.bs
+        if seq is None:
+            return torch.gather(self.tables, 1, rows // bs) * bs + rows % bs
+        return self.tables[seq, rows // bs] * bs + rows % bs
+
+    def pad(self, flat: torch.Tensor) -> torch.Tensor:
+        """``[N, ...]`` -> ``[B, Tq, ...]`` (padding repeats a real row)."""
+        if self.uniform:
+            return flat.view(self.num_seqs, self.t_max, *flat.shape[1:])
+        return flat[self.q_index]
+
+    def unpad(self, padded: torch.Tensor) -> torch.Tensor:
+        flat = padded.reshape(self.num_seqs * self.t_max, *padded.shape[2:])
+        return flat if self.uniform else flat.index_select(0, self.q_rows)
+
+    def rate(self, r: int) -> dict:
+        """Entry rows, visibility thresholds and the groups closed in this step, for compression ratio ``r``."""
+        found = self._rates.get(r)
+        if found is not None:
+            return found
+        dev = self.positions.device
+        total = self.ends // r
+        e = torch.arange(int(total.max()), device=dev)[None, :]
+        closing = torch.nonzero((self.positions + 1) % r == 0).squeeze(1)
+        pos = self.positions[closing]
+        found = {
+            "entry_slots": self.rows_to_slots(((e + 1) * r - 1).clamp_max(self.ends[:, None] - 1)),
+            "threshold": (self.q_pos + 1) // r,
+            "closing": closing,
+            "group_pos": pos - pos % r,
+            "closing_slots": self.slot_mapping[closing],
+        }
+        if r == 2:  # the open row of each closed pair
+            found["first_slots"] = self.rows_to_slots(pos - 1, self.token_seq[closing])
+        self._rates[r] = found
+        return found
+
+
+def _step_attention(attn, x: torch.Tensor, layout: V41StepLayout, pool: V41CachePool, store: torch.Tensor,
+                    topk: dict) -> torch.Tensor:
+    """One layer's attention for the whole step: the arithmetic of ``DeepseekV41Attention.forward`` row by row."""
+    n = x.shape[0]
+    lp = pool.layers[attn.layer_idx]
+    c, s, neg = layout.rope_tables(attn.rope, x.dtype)
+    q_latent = attn.q_norm(linear(x, attn.wq_a.weight))
+    q = ops.rope(linear(q_latent, attn.wq_b.weight).view(n, attn.n_heads, attn.head_dim), c, s)
+    kv = ops.rope(attn.norm(linear(x, attn.wkv.weight)), c, s)
+    store.index_copy_(0, layout.token_rows, kv.to(store.dtype))
+    entry_pool = entry_slots = entry_visible = None
+    if attn.ratio > 0:
+        info = layout.rate(attn.ratio)
+        if attn.compressor is not None:
+            _step_compress(attn, x, layout, lp, info)
+        entry_pool, entry_slots = pool.layers[attn.kv_source].entries, info["entry_slots"]
+        if attn.indexer is not None:
+            topk[attn.layer_idx] = _step_select(attn, x, q_latent, layout, pool, info, (c, s), topk)
+        entry_visible = topk[attn.index_source]
+    out = ops.sink_attention_paged(layout.pad(q), store, layout.key_rows, layout.window_visible, attn.attn_sink,
+                                   attn.scale, entry_pool, entry_slots, entry_visible)
+    out = ops.rope(layout.unpad(out), c, neg)
+    from deepseek_engine.models.deepseek_v41.model import grouped_output
+
+    return linear(grouped_output(attn.wo_a, out.reshape(n, attn.o_groups, -1)), attn.wo_b.weight)
+
+
+def _step_compress(attn, x: torch.Tensor, layout: V41StepLayout, lp, info: dict) -> None:
+    """Pool every group this step closes (``DeepseekV41Attention._compress`` for all sequences at once)."""
+    comp = attn.compressor
+    rows = comp.scores(x)
+    if attn.ratio == 2:
+        write_rows(lp.raw, layout.slot_mapping, rows)
+    closing = info["closing"]
+    if closing.numel() == 0:
+        return
+    if attn.ratio == 2:
+        first = read_rows(lp.raw, info["first_slots"])
+        used = torch.stack([first, rows[closing]], dim=1).view(-1, rows.shape[-1])
+    else:
+        used = rows[closing]
+    latents = comp.pool(used).to(x.dtype)
+    c, s, _ = layout.rope_tables(attn.rope, x.dtype, info["group_pos"], f"groups of {attn.ratio}")
+    write_rows(lp.entries, info["closing_slots"], ops.rope(latents, c, s))
+    if lp.index_keys is not None:  # ``index_keys`` with the group tables (it rotates in float32: the same tables)
+        idx = attn.indexer
+        keys = index_keys_with_tables(latents, idx.wk.weight, idx.k_norm.weight, idx.eps, c, s)
+        write_rows(lp.index_keys, info["closing_slots"], keys)
+
+
+def _step_select(attn, x, q_latent, layout: V41StepLayout, pool, info: dict, tables, topk: dict) -> torch.Tensor:
+    """An index source's choice of entries per query ``[B, Tq, E]`` (``DeepseekV41Attention._select``)."""
+    idx = attn.indexer
+    qi = ops.rope(linear(q_latent, idx.wq_b.weight).view(x.shape[0], idx.n_heads, idx.head_dim), *tables)
+    w = linear(x, idx.weights_proj.weight)  # ``V41Indexer.queries`` with the step's tables
+    threshold = info["threshold"]
+    logits = ops.indexer_scores(layout.pad(qi).float(), layout.pad(w).float(),
+                                pool.layers[attn.kv_source].index_keys, info["entry_slots"], threshold, 1.0,
+                                idx.head_dim**-0.5 * idx.n_heads**-0.5)
+    b, tq, e = logits.shape
+    flat, ends = logits.view(b * tq, e), threshold.reshape(-1)
+    if attn.candidate_write:
+        topk["candidates"] = select_candidate_blocks(flat, ends, attn.candidate_blocks, attn.candidate_block_size)
+    elif attn.candidate_read and "candidates" in topk:
+        flat = apply_candidate_mask(flat, topk["candidates"], attn.candidate_block_size)
+    return topk_mask(flat, ends, attn.index_topk).view(b, tq, e)
+
+
+def _step_engram_inputs(model, input_ids: torch.Tensor, layout: V41StepLayout, pool: V41CachePool):
+    """Per-token engram rows of every engram layer and which tokens get an update, for all sequences in one
+    ``engram_hash`` call: sequence ``b``'s lookback and tokens form block ``b`` of the id row, and ``L`` unused
+    positions separate the blocks' tokens (their hashes are dropped)."""
+    layout_e = model.engram_layout
+    if layout_e is None:
+        return None, None
+    if model.engram_token_map is None:
+        raise RuntimeError("this model has engram layers but no token map; load it with a tokenizer.json")
+    lb = layout_e.max_ngram - 1
+    dev = input_ids.device
+    lengths = layout.counts + lb
+    block_start = torch.cumsum(lengths, 0) - lengths
+    seq = torch.repeat_interleave(torch.arange(layout.num_seqs, device=dev), lengths)
+    offset = torch.arange(int(lengths.sum()), device=dev) - block_start[seq]
+    pos = (layout.starts[seq] - lb + offset).clamp_min(0)
+    ids = pool.token_ids.view(-1)[layout.rows_to_slots(pos, seq)]
+    compressed = model.engram_token_map[ids]
+    compressed = torch.where(image_token_mask(ids), torch.full_like(compressed, DEAD_ID), compressed)
+    within = torch.arange(input_ids.numel(), device=dev) - (torch.cumsum(layout.counts, 0) - layout.counts)[layout.token_seq]
+    real = block_start[layout.token_seq] + within
+    spread = torch.zeros(compressed.numel() - lb, dtype=torch.long, device=dev)
+    spread[real] = layout.positions
+    rows = ngram_hashes(compressed, spread, layout_e, model.engram_pad_id)[real]
+    return rows, ~image_token_mask(input_ids)
+
+
+@torch.no_grad()
+def batched_hidden(model, input_ids: torch.Tensor, positions: torch.Tensor, ctx, rings: list[WindowRing] | None = None,
+                   store: WindowStore | None = None, rows: torch.Tensor | None = None) -> torch.Tensor | None:
+    """The normed final hidden state of the step's rows ``rows`` (default: ``ctx.logits_indices``, every row when
+    that is ``None``), running every sequence of the step together; ``None`` when no row is wanted.
+
+    Every operation is the per-sequence forward's (``DeepseekV41ForCausalLM.hidden_streams``) on the flat
+    batch or, for attention, on the padded ``[B, Tq]`` queries over the paged pool (window keys from the pool
+    or the sequences' rings), so each row gets the same bits as the sequence run alone."""
+    pool: V41CachePool = ctx.kv
+    c = model.config
+    if not isinstance(pool, V41CachePool):
+        raise ValueError("a V4.1 model needs a V41CachePool")
+    input_ids = input_ids.reshape(-1).to(model.device, torch.long)
+    positions = positions.reshape(-1).to(model.device, torch.long)
+    if input_ids.shape != positions.shape or input_ids.numel() == 0:
+        raise ValueError("input_ids and positions must be non-empty and of the same length")
+    if int(input_ids.min()) < 0 or int(input_ids.max()) >= c.vocab_size:
+        raise ValueError(f"token ids must lie in [0, {c.vocab_size})")
+    starts = list(ctx.query_start_loc)
+    if len(starts) != len(ctx.block_tables) + 1 or starts[-1] != input_ids.numel():
+        raise ValueError("query_start_loc must have one entry per sequence plus the total token count")
+    if rings is not None:
+        store = store or WindowStore()
+        store.stack(rings)
+    elif not pool.window_kv:
+        raise ValueError("this pool holds no window KV: pass the sequences' window rings")
+    layout = V41StepLayout(positions, ctx, c.sliding_window, rings, store)
+    pool.token_ids.view(-1).index_copy_(0, layout.slot_mapping, input_ids)
+    engram_rows, keep = _step_engram_inputs(model, input_ids, layout, pool)
+    streams = model.embed(input_ids).unsqueeze(1).expand(-1, c.hc_mult, -1).contiguous()
+    pre = None
+    topk: dict = {}
+    for i, layer in enumerate(model.layers):
+        if layer.engram is not None:
+            streams = layer.engram(streams, engram_rows[:, layer.engram.index], keep)
+        post, comb, x, attn_pre = layer._pre("attn", streams, pre)
+        window = store.layers[i] if rings is not None else pool.layers[i].kv.view(-1, c.head_dim)
+        out = _step_attention(layer.attn, layer.attn_norm(x), layout, pool, window, topk)
+        streams = hyper_merge(streams, out, post, comb)
+        post, comb, x, pre = layer._pre("ffn", streams, attn_pre)
+        streams = hyper_merge(streams, layer.ffn(layer.ffn_norm(x), input_ids), post, comb)
+    if rings is not None:
+        for ring, end in zip(rings, layout.ends.tolist()):
+            ring.end = end
+    wanted = ctx.logits_indices if rows is None else rows
+    if wanted is not None:
+        if wanted.numel() == 0:
+            return None
+        streams, pre = streams[wanted], pre[wanted]
+    return model.norm(collapse(streams, pre))

@@ -1,0 +1,96 @@
+"""``row_linear``: bit for bit its reference (the fixed order of float32 operations written out in elementwise
+tensor operations), and every row the same bits alone as in a call with any number of other rows.
+
+The row-independence check does not lean on this machine's BLAS: each row is computed in a call of its own and
+in calls of 2 to 65 rows (sizes on both sides of the blockings a BLAS would pick), with the other rows random,
+zero or huge, and the results must be ``torch.equal``.
+"""
+
+from __future__ import annotations
+
+import deepseek_kernels as ops
+import pytest
+import torch
+from deepseek_kernels.mhc_mixes.reference import mhc_mixes_reference
+from deepseek_kernels.row_linear.reference import row_linear_reference
+
+ROWS = (1, 2, 7, 8, 16, 17, 33, 65)
+
+
+def gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+@pytest.mark.parametrize("n", [1, 5, 8, 16, 24, 33, 40, 128])
+@pytest.mark.parametrize("m", [1, 7, 8, 19, 64])
+def test_row_linear_is_its_reference_bit_for_bit(n, m):
+    g = gen(n * 100 + m)
+    x, w = torch.randn(9, n, generator=g), torch.randn(m, n, generator=g)
+    out = ops.row_linear(x, w)
+    assert out.dtype == torch.float32 and out.shape == (9, m)
+    assert torch.equal(out, row_linear_reference(x, w))
+    torch.testing.assert_close(out, x @ w.T, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("n, m", [(32, 129), (16, 24), (33, 8), (7, 40), (160, 96)])
+def test_a_row_never_depends_on_the_other_rows(n, m):
+    g = gen(n + m)
+    w = torch.randn(m, n, generator=g)
+    rows = torch.randn(max(ROWS), n, generator=g)
+    alone = torch.cat([ops.row_linear(rows[i:i + 1], w) for i in range(rows.shape[0])])
+    for count in ROWS:
+        for fill in ("random", "zeros", "huge"):
+            batch = rows[:count].clone()
+            if fill != "random":
+                other = torch.zeros_like(batch) if fill == "zeros" else torch.full_like(batch, 3e30)
+                other[0] = batch[0]
+                batch = other
+            got = ops.row_linear(batch, w)
+            assert torch.equal(got[0], alone[0]), (count, fill)
+            if fill == "random":
+                assert torch.equal(got, alone[:count]), count
+    # in reference mode too
+    with ops.using("reference"):
+        assert torch.equal(ops.row_linear(rows[:17], w), alone[:17])
+
+
+def test_row_linear_keeps_shapes_dtypes_and_strides():
+    g = gen(3)
+    x = torch.randn(2, 3, 40, generator=g)
+    w = torch.randn(11, 40, generator=g)
+    flat = ops.row_linear(x.reshape(6, 40), w)
+    assert torch.equal(ops.row_linear(x, w), flat.view(2, 3, 11))
+    wide = torch.randn(6, 80, generator=g)
+    assert torch.equal(ops.row_linear(wide[:, 20:60], w), ops.row_linear(wide[:, 20:60].contiguous(), w))
+    xb, wb = x.bfloat16(), w.bfloat16()
+    out = ops.row_linear(xb, wb)
+    assert out.dtype == torch.bfloat16
+    assert torch.equal(out, row_linear_reference(xb, wb))
+    assert ops.row_linear(torch.randn(0, 40), w).shape == (0, 11)
+    assert ops.row_linear(x, torch.randn(0, 40)).shape == (2, 3, 0)
+
+
+def test_row_linear_refuses_mismatched_widths():
+    with pytest.raises(RuntimeError, match="row_linear"):
+        ops.row_linear(torch.randn(3, 8), torch.randn(4, 9))
+    with pytest.raises(RuntimeError, match="row_linear"):
+        ops.row_linear(torch.randn(3, 8), torch.randn(8))
+
+
+@pytest.mark.parametrize("t, hc, d, m", [(1, 4, 32, 24), (9, 4, 7, 24), (33, 1, 16, 3), (17, 8, 5, 80)])
+def test_mhc_mixes_is_its_reference_and_row_independent(t, hc, d, m):
+    """``mhc_mixes``: ``row_linear``'s sums, bit for bit its reference (and the composition it replaces), every row
+    the same alone."""
+    g = gen(t + hc + d)
+    streams, fn = torch.randn(t, hc, d, generator=g), torch.randn(m, hc * d, generator=g)
+    out = ops.mhc_mixes(streams, fn, 1e-6)
+    assert out.dtype == torch.float32 and out.shape == (t, m)
+    assert torch.equal(out, mhc_mixes_reference(streams, fn, 1e-6))
+    x = streams.reshape(t, -1)
+    composed = ops.row_linear(x, fn) * torch.rsqrt(ops.row_linear(x.square(), torch.ones(1, hc * d)).squeeze(-1)
+                                                   / (hc * d) + 1e-6)[:, None]
+    assert torch.equal(out, composed)
+    torch.testing.assert_close(out, (x @ fn.T) * torch.rsqrt(x.square().mean(-1, keepdim=True) + 1e-6))
+    for i in range(t):
+        assert torch.equal(ops.mhc_mixes(streams[i:i + 1], fn, 1e-6)[0], out[i])
+    assert torch.equal(ops.mhc_mixes(streams.bfloat16(), fn, 1e-6), mhc_mixes_reference(streams.bfloat16(), fn, 1e-6))
