@@ -108,8 +108,9 @@ def test_llm_matches_the_oracle_with_prefix_hits_replay_and_preemption():
     shared = tokens(40, 7)
     prompts = [shared + tokens(5 + i, 50 + i) for i in range(6)] + [tokens(23, 60), tokens(9, 61)]
     params = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True, logprobs=0)
-    # a tight pool: sequences are preempted and recomputed (replaying their window)
-    llm = LLM.from_model(m, block_size=4, num_kv_blocks=60, max_num_seqs=8, max_model_len=128)
+    # a tight pool: sequences are preempted and recomputed (replaying their window); the six prompts that share
+    # their first 40 tokens compute those blocks once (the later ones wait for them), so 40 blocks, not 60
+    llm = LLM.from_model(m, block_size=4, num_kv_blocks=40, max_num_seqs=8, max_model_len=128)
     outs = llm.generate(prompts, params)
     assert llm.scheduler.num_preemptions > 0
     assert any(o.num_cached_tokens > 0 for o in outs)
