@@ -29,7 +29,6 @@ from deepseek_kernels.step_layout import closing_windows
 from deepseek_engine.core.int_tensors import long_tensor, padded_rows
 from deepseek_engine.layers.rotary_embedding import apply_rotary_tables, rotary_tables
 from deepseek_engine.models.deepseek_v4.kv_cache import read_rows, write_rows
-from deepseek_engine.module_changes import generation
 
 #: Positions up to which the rotary tables are kept whole (beyond, each step evaluates its own rows).
 MAX_TABLE_POSITIONS = 1 << 16
@@ -223,52 +222,34 @@ class FusedLinears:
     The attention block applies up to seven projections to the same normed hidden
     state (query down-projection, shared KV, the compressors' KV and gate, the
     indexer's compressor and head weights); one product over the stacked weights
-    replaces seven small ones. The stacked copy is rebuilt when a weight changes.
+    replaces seven small ones. The stacked copy ``weight`` is a derived tensor: built here, from the weights as
+    they are now (the prepare step after loading builds a new ``FusedLinears`` when weights change).
     """
 
     def __init__(self, linears: list) -> None:
-        self.linears = linears
-        # The weight objects, looked up once: a weight replaced by a new object is a module registration, after
-        # which ``_input_projections`` builds a new FusedLinears (``generation``).
-        self.weights = [lin.weight for lin in linears]
         self.splits = [lin.weight.shape[0] for lin in linears]
         self.offsets = [0]  # column where each projection starts, then the total width
         for width in self.splits:
             self.offsets.append(self.offsets[-1] + width)
-        self._key = None
-        self._weight: torch.Tensor | None = None
-        self.generation = generation()  # module registrations seen when the linears were looked up
+        with torch.no_grad():
+            #: The stacked weights ``[sum(splits), in]``.
+            self.weight = torch.cat([lin.weight.detach() for lin in linears], dim=0)
 
     def __call__(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         return self.full(x).split(self.splits, dim=-1)
 
     def full(self, x: torch.Tensor) -> torch.Tensor:
         """All projections side by side, ``[T, sum(splits)]``."""
-        return F.linear(x, self.weight())
-
-    def weight(self) -> torch.Tensor:
-        """The stacked weights ``[sum(splits), in]``, stacked again when one of them changed (a new object or an
-        in-place update)."""
-        weights = self.weights
-        key = [(w.data_ptr(), w._version) for w in weights]
-        if key != self._key:
-            with torch.no_grad():
-                self._weight = torch.cat([w.detach() for w in weights], dim=0)
-            self._key = key
-        return self._weight
+        return F.linear(x, self.weight)
 
 
 def _input_projections(attn) -> FusedLinears:
-    fused = getattr(attn, "fused_inputs", None)
-    if fused is None or fused.generation != generation():
-        linears = [attn.wq_a, attn.wkv]
-        if attn.compressor is not None:
-            linears += [attn.compressor.wkv, attn.compressor.wgate]
-        if attn.indexer is not None:
-            linears += [attn.indexer.compressor.wkv, attn.indexer.compressor.wgate, attn.indexer.weights_proj]
-        fused = FusedLinears(linears)
-        attn.fused_inputs = fused  # a plain attribute (FusedLinears is no module: not saved, not moved)
-    return fused
+    linears = [attn.wq_a, attn.wkv]
+    if attn.compressor is not None:
+        linears += [attn.compressor.wkv, attn.compressor.wgate]
+    if attn.indexer is not None:
+        linears += [attn.indexer.compressor.wkv, attn.indexer.compressor.wgate, attn.indexer.weights_proj]
+    return FusedLinears(linears)
 
 
 def _compress(comp, kv_proj: torch.Tensor, gate_proj: torch.Tensor, layout: StepLayout,
@@ -285,11 +266,9 @@ def _compress(comp, kv_proj: torch.Tensor, gate_proj: torch.Tensor, layout: Step
     info = layout.rate_info(comp.rate)
     if info["w"].numel():
         # Pool, norm and rotate every window the step closes; entry w sits in the row of the token closing it.
-        # (float32 pools: one native call; other pool dtypes: the op's PyTorch composition)
         c, s = layout.window_tables(comp.rope, comp.rate, kv_pool.dtype)
-        close = ops.compress_windows if kv_pool.dtype == torch.float32 else ops.compress_windows_reference
-        close(entry_pool, kv_pool, gate_pool, comp.ape, info["window_slots"], info["prior_slots"], info["has_prior"],
-              comp.overlap, comp.norm.weight, comp.norm.eps, c, s, info["entry_out_slots"])
+        ops.compress_windows(entry_pool, kv_pool, gate_pool, comp.ape, info["window_slots"], info["prior_slots"],
+                             info["has_prior"], comp.overlap, comp.norm.weight, comp.norm.eps, c, s, info["entry_out_slots"])
     valid = info["entry_valid"]
     if not read:
         return None, valid
@@ -329,18 +308,16 @@ _top_entries = ops.top_entries
 
 
 class AttentionPlan:
-    """What ``attention`` reads from one ``DeepseekV4Attention`` module, looked up once.
+    """What ``attention`` reads from one ``DeepseekV4Attention`` module, looked up once after loading.
 
     A decode step calls ``attention`` once per layer; resolving some thirty module attributes
     (``nn.Module.__getattr__``) and the argument lists of ``ops.attn_front`` / ``ops.attn_back`` on every call
-    cost as much as the attention kernel on small models. The plan holds the module's parameter objects, so
-    in-place weight updates (``copy_``, ``load_state_dict``) are seen; a parameter or submodule replaced by a
-    new object is seen through :mod:`..module_changes`: ``of`` rebuilds a plan older than the last module
-    registration.
+    cost as much as the attention kernel on small models. The plan holds the module's parameter objects and the
+    stacked input projections (:class:`FusedLinears`), built when the served model prepares its weights
+    (``BatchedDeepseekV4.process_weights_after_loading``) and again only when told that weights changed.
     """
 
     def __init__(self, attn) -> None:
-        self.generation = generation()
         self.layer_idx = attn.layer_idx
         self.rope = attn.rope
         self.fused = _input_projections(attn)
@@ -359,25 +336,16 @@ class AttentionPlan:
         self.sink, self.scale = attn.attn_sink, attn.scale
         self.back = (attn.wo_a.weight, attn.o_groups, attn.wo_b.weight)
 
-    @staticmethod
-    def of(attn) -> AttentionPlan:
-        """The plan of ``attn``, built on first use (and after a module change) and kept as a plain attribute
-        (no module: never saved)."""
-        plan = getattr(attn, "attention_plan", None)
-        if plan is None or plan.generation != generation():
-            plan = attn.attention_plan = AttentionPlan(attn)
-        return plan
 
-
-def attention(attn, x: torch.Tensor, layout: StepLayout, pool, plan: AttentionPlan | None = None) -> torch.Tensor:
+def attention(attn, x: torch.Tensor, layout: StepLayout, pool, plan: AttentionPlan) -> torch.Tensor:
     """``DeepseekV4Attention`` for all new tokens of a step: ``x`` ``[T, hidden]`` -> ``[T, hidden]``.
 
     One fused product for every input projection; ``ops.attn_front`` (norms, query projection, RoPE, the
     stores into the paged pools); the compressors and the indexer; ``ops.sink_attention_paged`` reading
     the keys in place; ``ops.attn_back`` (inverse RoPE, grouped output projection). ``plan``: the module's
-    :class:`AttentionPlan` (looked up when not given).
+    :class:`AttentionPlan`.
     """
-    p = plan if plan is not None else AttentionPlan.of(attn)
+    p = plan
     lp = pool.layers[p.layer_idx]
     c, s = layout.rope_tables(p.rope, x.dtype)
     y = p.fused.full(x)

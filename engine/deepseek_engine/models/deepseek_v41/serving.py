@@ -46,6 +46,7 @@ from deepseek_engine.models.deepseek_v41.indexer import (
     topk_mask,
 )
 from deepseek_engine.models.deepseek_v41.kv_cache import V41CachePool, WindowRing
+from deepseek_engine.models.loader import process_weights_after_loading as prepare_layers
 
 SWA_REPLAY_MODES = (None, "exact", "window")
 
@@ -62,6 +63,12 @@ class ServedDeepseekV41(nn.Module):
         self.replay_depth = 0
         if swa_replay is not None:
             self.replay_depth = model.exact_replay_depth() if swa_replay == "exact" else self.config.sliding_window
+        self.process_weights_after_loading()
+
+    def process_weights_after_loading(self) -> None:
+        """Build the layers' derived tensors from the weights as they are now (when wrapped, and again from
+        ``LLM.reload_weights``)."""
+        prepare_layers(self.model)
 
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx) -> torch.Tensor:
         rings = self._rings(positions, ctx) if self.swa_replay is not None else None
