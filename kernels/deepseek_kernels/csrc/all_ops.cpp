@@ -3,6 +3,7 @@
 #include "../attention/cpu.cpp"
 #include "../attention_block/cpu.cpp"
 #include "../compressor/cpu.cpp"
+#include "../decode_stack/cpu.cpp"
 #include "../engram_hash/cpu.cpp"
 #include "../head/cpu.cpp"
 #include "../hyper_connection/cpu.cpp"
@@ -17,4 +18,3 @@
 #include "../sampling/cpu.cpp"
 #include "../step_layout/cpu.cpp"
 #include "../v41_compress/cpu.cpp"
-#include "../decode_stack/cpu.cpp"
