@@ -34,17 +34,25 @@ from deepseek_engine.models.deepseek_v4.kv_cache import read_rows, write_rows
 MAX_TABLE_POSITIONS = 1 << 16
 
 
-def position_tables(module, dtype: torch.dtype, needed: int, device: torch.device) -> torch.Tensor:
-    """The rotary tables ``c``, ``s`` and ``-s`` of ``module`` for positions ``0 .. n - 1`` (``n >= needed``),
-    stacked as ``[3, n, R]``: one gather along dimension 1 takes a step's rows of all three."""
-    cached = getattr(module, "position_tables", None)
-    if cached is None or cached[0] < needed or cached[1] != dtype or cached[2].device != device:
-        size = max(needed, 1024, 2 * cached[0] if cached is not None else 0)
-        cos, sin = module(torch.arange(size, device=device), dtype)
-        c, s = rotary_tables(cos, sin)
-        cached = (size, dtype, torch.stack((c, s, -s)))
-        module.position_tables = cached  # a plain attribute of the rope module (not a buffer: never saved)
-    return cached[2]
+class PositionTables:
+    """The rotary tables ``c``, ``s`` and ``-s`` of rope modules for positions ``0 .. n - 1``, stacked as
+    ``[3, n, R]`` (one gather along dimension 1 takes a step's rows of all three), grown by doubling as later
+    positions come. The served model owns one (made with its other plans); nothing is kept on the rope modules."""
+
+    def __init__(self) -> None:
+        self._tables: dict[int, tuple[object, int, torch.dtype, torch.Tensor]] = {}
+
+    def get(self, module, dtype: torch.dtype, needed: int, device: torch.device) -> torch.Tensor:
+        """``module``'s table for at least ``needed`` positions."""
+        kept = self._tables.get(id(module))
+        if kept is not None and (kept[0] is not module or kept[2] != dtype or kept[3].device != device):
+            kept = None
+        if kept is None or kept[1] < needed:
+            size = max(needed, 1024, 2 * kept[1] if kept is not None else 0)
+            cos, sin = module(torch.arange(size, device=device), dtype)
+            c, s = rotary_tables(cos, sin)
+            kept = self._tables[id(module)] = (module, size, dtype, torch.stack((c, s, -s)))
+        return kept[3]
 
 
 class StepLayout:
@@ -60,8 +68,11 @@ class StepLayout:
 
     def __init__(self, positions: torch.Tensor, slots: torch.Tensor, query_start_loc: list[int],
                  block_tables: list[list[int]], block_size: int, window: int,
-                 prompt_lens: list[int] | None = None, rates: tuple[int, ...] = (), one_call: bool = True) -> None:
+                 prompt_lens: list[int] | None = None, rates: tuple[int, ...] = (), one_call: bool = True,
+                 position_tables: PositionTables | None = None) -> None:
         dev = positions.device
+        #: Whole-position rotary tables (the served model's, kept across steps; a new one per layout otherwise).
+        self.position_tables = position_tables if position_tables is not None else PositionTables()
         self.positions, self.slots, self.block_size, self.window = positions, slots, block_size, window
         self._per_rate: dict[int, dict[str, torch.Tensor]] = {}
         self._rope: dict[tuple[int, torch.dtype], tuple[torch.Tensor, torch.Tensor]] = {}
@@ -149,8 +160,8 @@ class StepLayout:
     def rope_tables(self, module, dtype: torch.dtype, inverse: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         """``rotary_tables`` of ``rope`` (of ``(cos, -sin)`` when ``inverse``), once per step.
 
-        Rows come from tables over all positions up to the largest seen so far, kept on
-        the rope module (computed once, extended by doubling): a step looks its
+        Rows come from tables over all positions up to the largest seen so far (``position_tables``,
+        computed once, extended by doubling): a step looks its
         positions up instead of evaluating cos/sin again, and a position's values no
         longer depend on which other positions share its step.
         """
@@ -166,7 +177,7 @@ class StepLayout:
             found = self._tables[key] = (c, -s if inverse else s)
             return found
         # One gather gives the rows of both directions; the other one is kept for the step's later call.
-        table = position_tables(module, dtype, self._max_position + 1, self.positions.device)
+        table = self.position_tables.get(module, dtype, self._max_position + 1, self.positions.device)
         c, s, neg = table.index_select(1, self.positions)
         self._tables[(id(module), dtype, False)] = (c, s)
         self._tables[(id(module), dtype, True)] = (c, neg)

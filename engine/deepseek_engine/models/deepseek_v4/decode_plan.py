@@ -30,7 +30,7 @@ from deepseek_kernels.decode_stack.layout import (
 
 from deepseek_engine.core.int_tensors import long_tensor, padded_rows
 from deepseek_engine.models.deepseek_v4 import batched_attention
-from deepseek_engine.models.deepseek_v4.batched_attention import AttentionPlan, position_tables
+from deepseek_engine.models.deepseek_v4.batched_attention import AttentionPlan, PositionTables
 
 
 class DecodeStackPlan:
@@ -42,8 +42,10 @@ class DecodeStackPlan:
     experts (``FusedLinears.weight``, ``PreparedMoE.up`` / ``down``), the same tensors the Python path reads.
     """
 
-    def __init__(self, layers: list, sites: list, attention_plans: list[AttentionPlan], window: int) -> None:
+    def __init__(self, layers: list, sites: list, attention_plans: list[AttentionPlan], window: int,
+                 position_tables: PositionTables | None = None) -> None:
         self.window = window  # the sliding window (config.sliding_window)
+        self.position_tables = position_tables if position_tables is not None else PositionTables()
         self.plans = attention_plans
         #: The rotary modules whose position tables the op reads (``ints``' I_ROPE etc. index this list).
         self.ropes: list = []
@@ -55,8 +57,8 @@ class DecodeStackPlan:
         self._pools: tuple | None = None  # (the pool object, its per-layer tensors as the op takes them)
 
     @classmethod
-    def build(cls, layers: list, sites: list, attention_plans: list[AttentionPlan],
-              window: int) -> DecodeStackPlan | None:
+    def build(cls, layers: list, sites: list, attention_plans: list[AttentionPlan], window: int,
+              position_tables: PositionTables | None = None) -> DecodeStackPlan | None:
         """The plan, or ``None`` when some layer needs a path ``decode_stack`` does not take."""
         for layer, plan in zip(layers, attention_plans):
             moe_plan = layer.ffn.prepared
@@ -68,7 +70,7 @@ class DecodeStackPlan:
                 return None
             if any(p.dtype != torch.float32 for p in layer.parameters()):
                 return None
-        return cls(layers, sites, attention_plans, window)
+        return cls(layers, sites, attention_plans, window, position_tables)
 
     def _add_layer(self, layer, layer_sites, plan: AttentionPlan) -> None:
         (attn_fn, attn_base, attn_scale, attn_norm, attn_eps), (ffn_fn, ffn_base, ffn_scale, ffn_norm, ffn_eps) = \
@@ -156,7 +158,7 @@ class DecodeStackPlan:
         if top > batched_attention.MAX_TABLE_POSITIONS:
             return None
         dev = positions.device
-        tables = [position_tables(module, torch.float32, top, dev) for module in self.ropes]
+        tables = [self.position_tables.get(module, torch.float32, top, dev) for module in self.ropes]
         prompt_lens = getattr(ctx, "prompt_lens", None)
         prompt = None if prompt_lens is None else long_tensor(prompt_lens, dev)
         return (positions, ctx.slot_mapping, padded_rows(ctx.block_tables, dev), prompt, ctx.block_size,

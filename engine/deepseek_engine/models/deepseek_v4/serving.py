@@ -22,6 +22,7 @@ from torch import nn
 from deepseek_engine.core.model_runner import StepContext
 from deepseek_engine.models.deepseek_v4.batched_attention import (
     AttentionPlan,
+    PositionTables,
     StepLayout,
     attention,
 )
@@ -54,8 +55,10 @@ class BatchedDeepseekV4(nn.Module):
         layers = list(self.model.layers)
         #: Each layer's hyper-connection sites and attention plan.
         self.plans = ([hc_sites(layer) for layer in layers], [AttentionPlan(layer.attn) for layer in layers])
+        #: The rotary modules' whole-position tables, shared by every step.
+        self.position_tables = PositionTables()
         #: ``ops.decode_stack``'s per-model arguments, or ``None`` when some layer needs a path the op lacks.
-        self.decode_plan = DecodeStackPlan.build(layers, *self.plans, self.config.sliding_window)
+        self.decode_plan = DecodeStackPlan.build(layers, *self.plans, self.config.sliding_window, self.position_tables)
         self.greedy_head = ops.GreedyHead(self.model.head.weight)
 
     def _decode_stack(self, positions: torch.Tensor, ctx: StepContext) -> tuple | None:
@@ -90,7 +93,8 @@ class BatchedDeepseekV4(nn.Module):
                                        c.rms_norm_eps)
         else:
             layout = StepLayout(positions, ctx.slot_mapping, ctx.query_start_loc, ctx.block_tables, ctx.block_size,
-                                c.sliding_window, getattr(ctx, "prompt_lens", None), self.rates)
+                                c.sliding_window, getattr(ctx, "prompt_lens", None), self.rates,
+                                position_tables=self.position_tables)
             kv = ctx.kv
             sites, attention_plans = self.plans
             plan = iter(attention_plans)
