@@ -51,3 +51,12 @@ def test_the_command_line_reads_the_same_table():
         api = apis.BY_NAME[name]
         assert inputs.detect_format(body) == api.format
         assert inputs.prepare(body).fmt == api.format
+
+
+def test_the_server_reads_the_same_table():
+    from deepseek_recipe.server import protocols
+
+    for spec, api in ((protocols.CHAT, apis.CHAT_COMPLETIONS), (protocols.RESPONSES, apis.RESPONSES),
+                      (protocols.MESSAGES, apis.MESSAGES)):
+        assert (spec.name, spec.path, spec.request_cls, spec.response_cls, spec.id_prefix) == \
+            (api.name, api.path, api.request, api.response, api.id_prefix)
