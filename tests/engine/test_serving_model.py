@@ -227,3 +227,31 @@ def test_steps_build_no_derived_weights(monkeypatch):
     n = len(served.model.layers)
     assert sorted(built) == sorted(["PreparedMoE"] * n + ["FusedLinears"] * n + ["AttentionPlan"] * n
                                    + ["DecodeStackPlan", "GreedyHead"])
+
+
+def test_v41_steps_build_no_derived_weights_and_follow_reload_weights(monkeypatch):
+    """The same contract on V4.1: its MoE layers are prepared when wrapped, steps prepare nothing, and after an
+    edit ``reload_weights`` gives what a freshly wrapped engine of the edited model gives."""
+    from deepseek_engine.layers import moe
+    from model_fixtures import DATA
+
+    m = load_model(DATA / "tiny_v41")
+    llm = LLM.from_model(m, max_model_len=256)
+    layers = [mod for mod in m.modules() if isinstance(mod, moe.DeepseekV4MoE)]
+    assert layers and all(mod.prepared is not None for mod in layers)
+    built: list[int] = []
+    init = moe.PreparedMoE.__init__
+    monkeypatch.setattr(moe.PreparedMoE, "__init__", lambda self, *a: (built.append(1), init(self, *a))[1])
+    params = SamplingParams(temperature=0, max_tokens=6, ignore_eos=True)
+    prompt = [3 + (7 * i) % 1000 for i in range(37)]
+    before = llm.generate([prompt], params)[0].token_ids
+    assert built == []
+    with torch.no_grad():
+        for mod in layers:
+            mod.experts.w2.mul_(-3.0)
+            mod.shared_experts.w2.weight.mul_(-3.0)
+    llm.reload_weights()
+    assert len(built) == len(layers)
+    after = llm.generate([prompt], params)[0].token_ids
+    assert after == LLM.from_model(m, max_model_len=256).generate([prompt], params)[0].token_ids
+    assert after != before
