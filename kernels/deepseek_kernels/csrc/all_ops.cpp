@@ -3,6 +3,7 @@
 #include "../attention/cpu.cpp"
 #include "../attention_block/cpu.cpp"
 #include "../compressor/cpu.cpp"
+#include "../engram_gate/cpu.cpp"
 #include "../engram_hash/cpu.cpp"
 #include "../head/cpu.cpp"
 #include "../hyper_connection/cpu.cpp"
