@@ -191,14 +191,17 @@ class V41StepLayout:
         self.tables = padded_rows(ctx.block_tables, dev)
         loc = long_tensor(loc_list[:-1], dev)
         self.counts = long_tensor(counts, dev)
-        self.starts = positions[loc]
+        self.starts = positions if self.t_max == 1 else positions[loc]  # a decode step: one token each
         self.ends = self.starts + self.counts
-        self.token_seq = torch.repeat_interleave(torch.arange(self.num_seqs, device=dev), self.counts)
+        seq_ids = torch.arange(self.num_seqs, device=dev)
+        self.token_seq = seq_ids if self.t_max == 1 else torch.repeat_interleave(seq_ids, self.counts)
         self.slot_mapping = self.rows_to_slots(positions, self.token_seq)
         t = torch.arange(self.t_max, device=dev)[None, :]
         self.uniform = all(n == self.t_max for n in counts)
-        self.q_index = (loc[:, None] + t).clamp_max(positions.numel() - 1)
-        self.q_rows = torch.nonzero((t < self.counts[:, None]).flatten()).squeeze(1)
+        self.q_index = self.q_rows = None  # gather indices of padded queries (equal counts: plain views)
+        if not self.uniform:
+            self.q_index = (loc[:, None] + t).clamp_max(positions.numel() - 1)
+            self.q_rows = torch.nonzero((t < self.counts[:, None]).flatten()).squeeze(1)
         self.q_pos = self.starts[:, None] + t
         floors = torch.zeros_like(self.starts) if rings is None else long_tensor([r.lo for r in rings], dev)
         k_first = torch.maximum((self.starts - window + 1).clamp_min(0), floors)
