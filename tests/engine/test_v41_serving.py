@@ -180,3 +180,12 @@ def test_position_tables_give_the_rows_of_a_per_step_evaluation():
         c, s, neg = tables.rows(m.compress_rope, torch.float32, positions, int(positions.max()))
         want_c, want_s = rotary_tables(*rotary(m.compress_rope, positions, torch.float32))
         assert torch.equal(c, want_c) and torch.equal(s, want_s) and torch.equal(neg, -want_s)
+
+
+def test_window_kv_in_the_pool_or_in_rings_gives_the_same_outputs():
+    prompts = [tokens(34, 11), tokens(4, 12), tokens(19, 13)]
+    params = SamplingParams(temperature=0, max_tokens=6, ignore_eos=True, logprobs=2)
+    pool = LLM.from_model(tiny(), block_size=4, swa_replay=None).generate(prompts, params)
+    rings = LLM.from_model(tiny(), block_size=4).generate(prompts, params)
+    assert [o.token_ids for o in pool] == [o.token_ids for o in rings]
+    assert [o.logprobs for o in pool] == [o.logprobs for o in rings]
