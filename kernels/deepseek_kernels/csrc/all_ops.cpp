@@ -4,6 +4,7 @@
 #include "../attention_block/cpu.cpp"
 #include "../compressor/cpu.cpp"
 #include "../decode_stack/cpu.cpp"
+#include "../engram_gate/cpu.cpp"
 #include "../engram_hash/cpu.cpp"
 #include "../head/cpu.cpp"
 #include "../hyper_connection/cpu.cpp"
