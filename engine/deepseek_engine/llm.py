@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Sequence as Seq
 from dataclasses import dataclass
 from typing import Any
@@ -160,6 +160,27 @@ class LLM:
         self._next_id = 0
         self._requests: dict[int | str, Sequence] = {}  # unfinished requests by request ID
         self._seed_rng = random.Random(int.from_bytes(os.urandom(8), "little"))
+
+    def reload_weights(self, weights: Mapping[str, torch.Tensor] | Iterable[tuple[str, torch.Tensor]] | None = None,
+                       ) -> None:
+        """Tell the engine that the model's weights changed; with ``weights`` (names of the model's
+        ``state_dict``, e.g. ``llm.model.model.state_dict()``'s keys), copy them in first.
+
+        The derived tensors (stacked and blocked copies, per-layer plans, the greedy head) are built once after
+        loading and never checked on the step path, so a change made to the weights directly (in place, by new
+        parameter objects, or by moving the model) is seen only after this call. It also drops the prefix cache
+        (its blocks hold KV computed with the old weights). Only between requests: it raises while requests are
+        unfinished."""
+        if self.has_unfinished_requests():
+            raise RuntimeError("reload_weights needs every request finished (their caches hold the old weights' KV)")
+        if weights is not None:
+            from deepseek_engine.models.loader import copy_weights
+
+            copy_weights(getattr(self.model, "model", self.model), weights)
+        prepare = getattr(self.model, "process_weights_after_loading", None)
+        if prepare is not None:
+            prepare()
+        self.block_manager.reset_prefix_cache()
 
     # -- request-level API ---------------------------------------------------------------------
     def check_prompt(self, prompt: Seq[int], generating: bool = True) -> list[int]:

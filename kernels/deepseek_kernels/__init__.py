@@ -18,6 +18,7 @@ from .attention import sink_attention, sink_attention_paged
 from .attention_block import attn_back, attn_front
 from .compressor import compress_pool, compress_windows, compress_windows_reference
 from .decode_stack import decode_stack
+from .engram_gate import engram_gate
 from .engram_hash import engram_hash
 from .head import GreedyHead
 from .hyper_connection import hc_head, hc_merge, hc_mix, hc_step
@@ -35,7 +36,7 @@ from .v41_compress import v41_compress_pool
 
 __all__ = [
     "DEVICE_IMPLS", "GreedyHead", "attn_back", "attn_front", "compress_pool", "compress_windows", "compress_windows_reference", "decode_layout", "decode_stack", "dequantize_fp8_blocks", "dequantize_mxfp4",
-    "engram_hash", "mhc_mixes", "mhc_pre_delayed", "v41_compress_pool",
+    "engram_gate", "engram_hash", "mhc_mixes", "mhc_pre_delayed", "v41_compress_pool",
     "fp8_gemm", "mxfp4_gemm", "hc_head", "hc_merge", "hc_mix", "hc_step", "indexer_scores", "indexer_select", "mode", "moe_dense_experts",
     "reference_mode", "rms_norm", "rope", "row_linear", "route", "sample_tokens", "set_mode", "sink_attention",
     "sink_attention_paged", "top_entries", "using",

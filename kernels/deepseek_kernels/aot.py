@@ -85,6 +85,9 @@ def _specs() -> list[Spec]:
     out.append(Spec("mhc_mixes[hc=4]", "mhc_mixes.triton:mhc_mixes_kernel",
                     _sig("x_ptr w_ptr out_ptr N M eps", "*bf16 *fp32 *fp32 i32 i32 fp32"),
                     {"BLOCK_M": 32, "BLOCK_K": 256}))
+    out.append(Spec("engram_gate[bf16,hc=4]", "engram_gate.triton:engram_gate_kernel",
+                    _sig("h_ptr kv_ptr qw_ptr kw_ptr keep_ptr out_ptr D eps", "*bf16 *bf16 *fp32 *fp32 *i8 *bf16 i32 fp32"),
+                    {"HC": 4, "BLOCK_D": 4096}))
     out.append(Spec("engram_hash", "engram_hash.triton:engram_hash_kernel",
                     _sig("comp_ptr pos_ptr mult_ptr prime_ptr offset_ptr out_ptr LAYERS pad_id dead_id",
                          "*i64 *i64 *i64 *i64 *i64 *i64 i32 i64 i64"), {"MAX_NGRAM": 4, "N_HEADS": 8}))

@@ -16,6 +16,8 @@ from deepseek_kernels.attention.reference import (
 from deepseek_kernels.attention.triton import sink_attention_kernel, sink_attention_triton
 from deepseek_kernels.compressor.reference import compress_pool_reference
 from deepseek_kernels.compressor.triton import compress_pool_triton
+from deepseek_kernels.engram_gate.reference import engram_gate_reference
+from deepseek_kernels.engram_gate.triton import engram_gate_triton
 from deepseek_kernels.engram_hash.reference import engram_hash_reference
 from deepseek_kernels.engram_hash.triton import engram_hash_triton
 from deepseek_kernels.hyper_connection.reference import hc_merge_reference, hc_mix_reference
@@ -85,6 +87,17 @@ def test_mhc_mixes(dtype, t, hc, d, m) -> None:
     out = mhc_mixes_triton(streams, fn, 1e-6)
     torch.testing.assert_close(out, mhc_mixes_reference(streams, fn, 1e-6), **tol(torch.float32))
     assert torch.equal(mhc_mixes_triton(streams[-1:], fn, 1e-6), out[-1:])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("t,hc,d", [(1, 4, 32), (5, 4, 7), (3, 1, 40)])
+def test_engram_gate(dtype, t, hc, d) -> None:
+    g = gen(t + hc + d)
+    streams, kv = torch.randn(t, hc, d, generator=g).to(dtype), torch.randn(t, (hc + 1) * d, generator=g).to(dtype)
+    qw, kw = torch.rand(hc, d, generator=g) + 0.5, torch.rand(hc, d, generator=g) + 0.5
+    keep = torch.tensor([True, False, True, True, True][:t])
+    out = engram_gate_triton(streams, kv, qw, kw, keep, 1e-6)
+    torch.testing.assert_close(out, engram_gate_reference(streams, kv, qw, kw, keep, 1e-6), **tol(dtype))
 
 
 @pytest.mark.parametrize("t,layers,max_ngram,heads", [(1, 1, 2, 1), (9, 2, 4, 2), (17, 3, 3, 4)])

@@ -40,7 +40,7 @@ def test_decode_steps_match_the_layer_loop_bit_for_bit(params):
     loop = _engine(False, block_size=8).generate(prompts, params)
     native_llm = _engine(True, block_size=8)
     native = native_llm.generate(prompts, params)
-    assert native_llm.runner.model._stack[1] is not None  # the tiny model takes the native path
+    assert native_llm.runner.model.decode_plan is not None  # the tiny model takes the native path
     for a, b in zip(loop, native):
         assert a.token_ids == b.token_ids
         if params.logprobs is not None:
@@ -101,7 +101,7 @@ def test_a_layer_the_op_does_not_cover_keeps_the_layer_loop():
     llm = _engine(True, m)
     prompt = _prompts(3, 1)[0]
     out = llm.generate([prompt], SamplingParams(temperature=0, max_tokens=8, ignore_eos=True))[0]
-    assert llm.runner.model._stack[1] is None
+    assert llm.runner.model.decode_plan is None
     assert out.token_ids == greedy(m, torch.tensor(prompt), 8)
 
 
@@ -109,7 +109,7 @@ def test_plan_declines_non_float32_parameters():
     m = load_model(PLAIN)
     layers = list(m.layers)
     adapter = _engine(True, m).runner.model
-    sites, plans = adapter.plans()
+    sites, plans = adapter.plans
     assert DecodeStackPlan.build(layers, sites, plans, 64) is not None
     m.layers[0].attn.attn_sink.data = m.layers[0].attn.attn_sink.data.double()
     assert DecodeStackPlan.build(layers, sites, plans, 64) is None
@@ -123,7 +123,7 @@ def test_malformed_arguments_are_clear_errors():
         torch.ops.deepseek_kernels.decode_stack(*short)
     missing = list(args)
     missing[WEIGHTS_ARG] = list(args[WEIGHTS_ARG])
-    missing[WEIGHTS_ARG][stack.W_SINK] = None
+    missing[WEIGHTS_ARG][stack.Weight.SINK] = None
     with pytest.raises(RuntimeError, match="sink"), torch.inference_mode():
         torch.ops.deepseek_kernels.decode_stack(*missing)
 
@@ -141,17 +141,20 @@ def test_schema_and_fake_implementation():
                               test_utils=("test_schema", "test_faketensor"))
 
 
-def test_a_hash_table_replaced_without_a_registration_is_followed():
-    # ``Module.to`` and ``_apply`` put new buffer objects straight into ``_buffers`` (no registration, so the
-    # kept plans stay); the op must still route by the table the module holds now.
+def test_a_hash_table_replaced_is_followed_after_reload_weights():
+    # Formerly followed through process-global module registration hooks; the contract is now explicit: the
+    # prepared arguments keep the table they were built with until the engine is told (``reload_weights``).
+    # A buffer put straight into ``_buffers`` (as ``Module.to`` / ``_apply`` do) is the hardest case.
     m = load_model(PLAIN)
-    llm = _engine(True, m, enable_prefix_caching=False)  # (cached blocks would keep the old routing's rows)
+    llm = _engine(True, m)
     prompt = _prompts(7, 1)[0]
     params = SamplingParams(temperature=0, max_tokens=10, ignore_eos=True)
     before = llm.generate([prompt], params)[0].token_ids
     gate = next(layer.ffn.gate for layer in m.layers if layer.ffn.gate.hash_routed)
     gate._buffers["tid2eid"] = (gate.tid2eid + 1) % m.layers[0].ffn.experts.w1.shape[0]
+    assert llm.generate([prompt], params)[0].token_ids == before  # not told: the prepared table
+    llm.reload_weights()  # (also drops the prefix cache, whose blocks hold the old routing's rows)
     after = llm.generate([prompt], params)[0].token_ids
-    assert llm.runner.model._stack[1] is not None
+    assert llm.runner.model.decode_plan is not None
     assert after == greedy(m, torch.tensor(prompt), 10)
     assert after != before

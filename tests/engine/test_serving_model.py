@@ -114,27 +114,29 @@ def test_batched_decode_logprobs_match_full_forward():
 
 
 def _edit_weights_between_generates(edit):
-    """Generate 12 greedy tokens, apply `edit(model)` (under no_grad), generate again. Checks the
-    first run against the reference and the second against the per-sequence path (which reads the
-    modules directly), and that the edit changed the output. Returns (model, llm, prompt, params,
-    second output)."""
+    """Generate 12 greedy tokens, apply `edit(model)` (under no_grad), tell the engine (`reload_weights`),
+    generate again. Checks the first run against the reference and the second against the per-sequence path
+    (prepared by the same call), and that the edit changed the output (so the prefix cache, on here, was dropped
+    too). Returns (model, llm, prompt, params, second output)."""
     m = load_model(PLAIN)
-    llm = LLM.from_model(m, max_model_len=512, enable_prefix_caching=False)
+    llm = LLM.from_model(m, max_model_len=512)
     prompt = ref_prompt(0)
     params = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
     before = llm.generate([prompt], params)[0].token_ids
     assert before == ref_output(0)[:12]
     with torch.no_grad():
         edit(m)
+    llm.reload_weights()
     after = llm.generate([prompt], params)[0].token_ids
     assert after == greedy(m, torch.tensor(prompt), 12)
     assert after != before
     return m, llm, prompt, params, after
 
 
-def test_weights_changed_in_place_between_steps_are_used():
-    # The batched model looks each layer's parameters up once and keeps stacked copies of them; a weight
-    # changed in place afterwards must still be what later steps compute with.
+# These two tests formerly checked that edits were followed without telling the engine (through version keys
+# and process-global module registration hooks); the contract is now explicit: derived weights are prepared
+# once, and a weight change is announced with ``LLM.reload_weights``.
+def test_weights_changed_in_place_are_used_after_reload_weights():
     def edit(m):
         for layer in m.layers:
             layer.attn.wo_b.weight.mul_(-1.5)
@@ -144,9 +146,9 @@ def test_weights_changed_in_place_between_steps_are_used():
     _edit_weights_between_generates(edit)
 
 
-def test_weights_replaced_by_new_objects_between_steps_are_used():
-    # Parameters and submodules assigned anew (not edited in place) after the first steps: the kept plans,
-    # stacked MoE weights, fused input projections and the greedy head must follow them.
+def test_weights_replaced_by_new_objects_are_used_after_reload_weights():
+    # Parameters and submodules assigned anew: the plans, stacked MoE weights, fused input projections and the
+    # greedy head are built again from them.
     def edit(m):
         for layer in m.layers:
             layer.attn.wo_b.weight = torch.nn.Parameter(layer.attn.wo_b.weight * -1.5)
@@ -159,6 +161,97 @@ def test_weights_replaced_by_new_objects_between_steps_are_used():
     m, llm, prompt, params, after = _edit_weights_between_generates(edit)
     with torch.no_grad():
         m.head.weight = torch.nn.Parameter(-m.head.weight)
+    llm.reload_weights()
     flipped = llm.generate([prompt], params)[0].token_ids
     assert flipped == greedy(m, torch.tensor(prompt), 12)
     assert flipped != after
+
+
+def test_reload_weights_copies_named_weights_after_checking_them_all():
+    m = load_model(PLAIN)
+    llm = LLM.from_model(m, max_model_len=512)
+    prompt = ref_prompt(0)
+    params = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
+    new = {n: p * 2.0 for n, p in m.named_parameters() if n.endswith("ffn.experts.w2")}
+    untouched = {n: p.detach().clone() for n, p in m.named_parameters()}
+    for bad in ({**new, "no.such.weight": torch.zeros(1)}, {**new, "head.weight": torch.zeros(3, 3)}):
+        with pytest.raises(ValueError):
+            llm.reload_weights(bad)
+        assert all(torch.equal(p, untouched[n]) for n, p in m.named_parameters())  # nothing copied
+    llm.reload_weights(new)
+    assert all(torch.equal(dict(m.named_parameters())[n], v) for n, v in new.items())
+    assert llm.generate([prompt], params)[0].token_ids == greedy(m, torch.tensor(prompt), 12)
+
+
+def test_reload_weights_waits_for_requests_and_drops_the_prefix_cache():
+    llm = LLM.from_model(load_model(PLAIN), max_model_len=512, block_size=8)
+    llm.generate([ref_prompt(0)], SamplingParams(temperature=0, max_tokens=4, ignore_eos=True))
+    assert llm.block_manager.hash_to_block  # the prompt's full blocks are cached
+    llm.add_request(ref_prompt(1), SamplingParams(temperature=0, max_tokens=4, ignore_eos=True))
+    with pytest.raises(RuntimeError, match="finished"):
+        llm.reload_weights()
+    while llm.has_unfinished_requests():
+        llm.step()
+    llm.reload_weights()
+    assert not llm.block_manager.hash_to_block
+    assert all(b.hash is None for b in llm.block_manager.blocks)
+
+
+def test_steps_build_no_derived_weights(monkeypatch):
+    """Derived tensors are made in the prepare step only: generating (prefill, decode through the native stack and
+    through the layer loop) builds none, and the prepared objects stay the same; ``reload_weights`` builds each
+    once per layer."""
+    import deepseek_kernels as ops
+    from deepseek_engine.layers import moe
+    from deepseek_engine.models.deepseek_v4 import batched_attention, decode_plan
+
+    llm = LLM.from_model(load_model(PLAIN), max_model_len=512)
+    served = llm.runner.model
+    built: list[str] = []
+    for owner, name in ((moe, "PreparedMoE"), (batched_attention, "FusedLinears"), (batched_attention, "AttentionPlan"),
+                        (decode_plan, "DecodeStackPlan"), (ops, "GreedyHead")):
+        cls = getattr(owner, name)
+        monkeypatch.setattr(cls, "__init__", (lambda init, name: lambda self, *a, **k: (built.append(name),
+                                                                                       init(self, *a, **k))[1])(
+            cls.__init__, name))
+    kept = (served.plans, served.decode_plan, served.greedy_head, [layer.ffn.prepared for layer in served.model.layers])
+    params = SamplingParams(temperature=0, max_tokens=6, ignore_eos=True)
+    for use_stack in (True, False):
+        served.use_decode_stack = use_stack
+        llm.generate([ref_prompt(0), ref_prompt(1)], params)
+        llm.generate([ref_prompt(1)[:5]], SamplingParams(temperature=0, max_tokens=3, logprobs=2, ignore_eos=True))
+    assert built == []
+    assert (served.plans, served.decode_plan, served.greedy_head,
+            [layer.ffn.prepared for layer in served.model.layers]) == kept
+    llm.reload_weights()
+    n = len(served.model.layers)
+    assert sorted(built) == sorted(["PreparedMoE"] * n + ["FusedLinears"] * n + ["AttentionPlan"] * n
+                                   + ["DecodeStackPlan", "GreedyHead"])
+
+
+def test_v41_steps_build_no_derived_weights_and_follow_reload_weights(monkeypatch):
+    """The same contract on V4.1: its MoE layers are prepared when wrapped, steps prepare nothing, and after an
+    edit ``reload_weights`` gives what a freshly wrapped engine of the edited model gives."""
+    from deepseek_engine.layers import moe
+    from model_fixtures import DATA
+
+    m = load_model(DATA / "tiny_v41")
+    llm = LLM.from_model(m, max_model_len=256)
+    layers = [mod for mod in m.modules() if isinstance(mod, moe.DeepseekV4MoE)]
+    assert layers and all(mod.prepared is not None for mod in layers)
+    built: list[int] = []
+    init = moe.PreparedMoE.__init__
+    monkeypatch.setattr(moe.PreparedMoE, "__init__", lambda self, *a: (built.append(1), init(self, *a))[1])
+    params = SamplingParams(temperature=0, max_tokens=6, ignore_eos=True)
+    prompt = [3 + (7 * i) % 1000 for i in range(37)]
+    before = llm.generate([prompt], params)[0].token_ids
+    assert built == []
+    with torch.no_grad():
+        for mod in layers:
+            mod.experts.w2.mul_(-3.0)
+            mod.shared_experts.w2.weight.mul_(-3.0)
+    llm.reload_weights()
+    assert len(built) == len(layers)
+    after = llm.generate([prompt], params)[0].token_ids
+    assert after == LLM.from_model(m, max_model_len=256).generate([prompt], params)[0].token_ids
+    assert after != before

@@ -144,3 +144,49 @@ def test_quantised_checkpoint_served_in_batches_equals_its_oracle(tmp_path):
                                                                             ignore_eos=True))
     for p, o in zip(prompts, outs):
         assert o.token_ids == greedy_oracle(m, p, 6)[0]
+
+
+def test_many_expert_moe_rows_are_independent_and_route_like_v4():
+    """A layer with more experts than the dense kernel takes (``n > 2 * top_k``) runs the routed path: each row's
+    bits alone equal its bits in any group of tokens, and the result is V4's routed computation's (BLAS over
+    each expert's group of tokens) within rounding."""
+    from deepseek_engine.models.deepseek_v41.moe import DeepseekV41MoE
+
+    m = tiny()
+    moe = DeepseekV41MoE(m.config, 1, n_experts=8, top_k=2)
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for p in moe.parameters():
+            p.copy_(torch.randn(p.shape, generator=g) / 4)
+    assert not moe._plan().dense
+    x = torch.randn(37, m.config.hidden_size, generator=g)
+    ids = torch.randint(3, 1000, (37,), generator=g)
+    together = moe(x, ids)
+    for i in (0, 5, 36):
+        assert torch.equal(moe(x[i:i + 1], ids[i:i + 1])[0], together[i])
+    assert torch.equal(moe(x[:17], ids[:17]), together[:17])
+    experts, weights = moe.gate(x, ids)
+    v4 = moe.experts(x, experts, weights) + moe.shared_experts(x)
+    torch.testing.assert_close(together, v4, atol=1e-5, rtol=1e-5)
+
+
+def test_position_tables_give_the_rows_of_a_per_step_evaluation():
+    from deepseek_engine.layers.rotary_embedding import rotary_tables
+    from deepseek_engine.layers.row_invariant import rotary
+    from deepseek_engine.models.deepseek_v41.serving import PositionTables
+
+    m = tiny()
+    tables = PositionTables()
+    for positions in (torch.tensor([0, 5, 1023]), torch.tensor([1500, 7, 2049]), torch.arange(3000, 3010)):
+        c, s, neg = tables.rows(m.compress_rope, torch.float32, positions, int(positions.max()))
+        want_c, want_s = rotary_tables(*rotary(m.compress_rope, positions, torch.float32))
+        assert torch.equal(c, want_c) and torch.equal(s, want_s) and torch.equal(neg, -want_s)
+
+
+def test_window_kv_in_the_pool_or_in_rings_gives_the_same_outputs():
+    prompts = [tokens(34, 11), tokens(4, 12), tokens(19, 13)]
+    params = SamplingParams(temperature=0, max_tokens=6, ignore_eos=True, logprobs=2)
+    pool = LLM.from_model(tiny(), block_size=4, swa_replay=None).generate(prompts, params)
+    rings = LLM.from_model(tiny(), block_size=4).generate(prompts, params)
+    assert [o.token_ids for o in pool] == [o.token_ids for o in rings]
+    assert [o.logprobs for o in pool] == [o.logprobs for o in rings]

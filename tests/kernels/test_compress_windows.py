@@ -115,3 +115,14 @@ def test_compress_windows_exponentials_are_expf_bits(overlap: bool, rate: int, d
     torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
     finite = ~torch.isnan(want)
     assert torch.equal(got[finite].view(torch.int32), want[finite].view(torch.int32))
+
+
+def test_other_pool_dtypes_take_the_composition_in_the_entry_point() -> None:
+    # (the engine used to pick the reference itself for a bfloat16 cache; the op's entry point does now)
+    entry_pool, args = case(1, True, 4, 16, 8, 3)
+    pools = [entry_pool.bfloat16(), args[0].bfloat16(), args[1].bfloat16()]
+    want = pools[0].clone()
+    compress_windows_reference(want, *pools[1:], *args[2:])
+    got = pools[0].clone()
+    ops.compress_windows(got, *pools[1:], *args[2:])
+    assert torch.equal(got, want) and not torch.equal(got, pools[0])

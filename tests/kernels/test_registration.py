@@ -27,6 +27,9 @@ def _samples():
     yield "rms_norm", (torch.randn(t, d, generator=g), torch.rand(d, generator=g), 1e-6)
     yield "row_linear", (torch.randn(t, 2, d, generator=g), torch.randn(5, d, generator=g))
     yield "mhc_mixes", (torch.randn(t, hc, d, generator=g), torch.randn(24, hc * d, generator=g), 1e-6)
+    yield "engram_gate", (torch.randn(t, hc, d, generator=g), torch.randn(t, (hc + 1) * d, generator=g),
+                          torch.rand(hc, d, generator=g), torch.rand(hc, d, generator=g), torch.tensor([True, False, True]),
+                          1e-6)
     yield "rope", (torch.randn(t, 2, d, generator=g), torch.randn(t, 8, generator=g), torch.randn(t, 8, generator=g))
     yield "hc_merge", (torch.randn(t, hc, d, generator=g), torch.randn(t, d, generator=g), torch.rand(t, hc, generator=g),
                        torch.rand(t, hc, hc, generator=g))

@@ -16,6 +16,7 @@ SUBSET = {
     ("v41_compress_pool[r=2]", "sm_100a"),
     ("row_linear[bf16]", "sm_100a"),
     ("engram_hash", "sm_100a"),
+    ("engram_gate[bf16,hc=4]", "sm_100a"),
     ("mhc_mixes[hc=4]", "sm_100a"),
     ("mhc_pre_delayed[weights,hc=4]", "sm_100a"),
     ("mhc_pre_delayed[collapse,bf16]", "sm_100a"),

@@ -99,3 +99,22 @@ def test_engram_hash_errors():
 def test_opcheck(name, args):
     torch.library.opcheck(getattr(torch.ops.deepseek_kernels, name).default, args,
                           test_utils=("test_schema", "test_faketensor"))
+
+
+@pytest.mark.parametrize("t, hc, d", [(1, 4, 32), (9, 4, 7), (33, 1, 16), (5, 8, 40)])
+def test_engram_gate(t, hc, d):
+    """``engram_gate`` vs its reference, masked tokens untouched, every token the same bits alone."""
+    g = gen(t * hc + d)
+    streams = torch.randn(t, hc, d, generator=g)
+    kv = torch.randn(t, (hc + 1) * d, generator=g)
+    qw, kw = torch.rand(hc, d, generator=g) + 0.5, torch.rand(hc, d, generator=g) + 0.5
+    keep = torch.rand(t, generator=g) > 0.3
+    fast, slow = both(ops.engram_gate, streams, kv, qw, kw, keep, 1e-6)
+    torch.testing.assert_close(fast, slow, atol=2e-6, rtol=2e-6)
+    assert torch.equal(fast[~keep], streams[~keep])
+    for i in range(t):
+        assert torch.equal(ops.engram_gate(streams[i:i + 1], kv[i:i + 1], qw, kw, keep[i:i + 1], 1e-6)[0], fast[i])
+    bf = ops.engram_gate(streams.bfloat16(), kv.bfloat16(), qw, kw, keep, 1e-6)
+    assert bf.dtype == torch.bfloat16
+    with pytest.raises(RuntimeError, match="engram_gate"):
+        ops.engram_gate(streams, kv[:, :-1], qw, kw, keep, 1e-6)

@@ -203,6 +203,16 @@ class BlockManager:
                 self.hash_to_block.setdefault(h, block.block_id)
         self._num_hashed[seq.seq_id] = max(done, full)
 
+    def reset_prefix_cache(self) -> None:
+        """Forget every cached block (after the model's weights changed, their contents are stale). Only when no
+        sequence holds blocks."""
+        if len(self.free) != len(self.blocks):
+            raise RuntimeError("the prefix cache can only be reset while no sequence holds cache blocks")
+        for block in self.blocks:
+            block.hash = None
+            block.token_ids = ()
+        self.hash_to_block.clear()
+
     # -- checks ----------------------------------------------------------------------------
     def check_invariants(self, live: list[Sequence]) -> None:
         counts = [0] * len(self.blocks)

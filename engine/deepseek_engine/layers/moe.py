@@ -7,6 +7,10 @@ steers the choice); hash layers take the experts from the frozen table
 and multiplied by ``routed_scaling_factor``.  Experts and the always-on shared
 expert are SwiGLU MLPs whose gate is clamped from above and whose up
 projection is clamped symmetrically at ``swiglu_limit``.
+
+Few experts (at most twice ``top_k``) run as one dense product over all of them; its stacked weights are
+derived tensors, built by :meth:`DeepseekV4MoE.process_weights_after_loading` once the weights are loaded
+(and again only when told that they changed, e.g. ``LLM.reload_weights``).
 """
 
 from __future__ import annotations
@@ -17,7 +21,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from deepseek_engine.models.deepseek_v4.config import DeepseekV4ModelConfig
-from deepseek_engine.module_changes import generation
 
 
 def clamped_swiglu(gate: torch.Tensor, up: torch.Tensor, limit: float) -> torch.Tensor:
@@ -94,63 +97,53 @@ class DeepseekV4MoE(nn.Module):
         self.gate = Router(c, c.mlp_layer_types[layer_idx] == "hash_moe")
         self.experts = RoutedExperts(c.n_routed_experts, c.hidden_size, c.moe_intermediate_size, c.swiglu_limit)
         self.shared_experts = SharedExpert(c.hidden_size, c.moe_intermediate_size, c.swiglu_limit)
+        #: What ``forward`` reads, built from the loaded weights by ``process_weights_after_loading``.
+        self.prepared: PreparedMoE | None = None
+
+    def process_weights_after_loading(self) -> None:
+        """Build the derived tensors (the stacked expert matrices) and settings from the current weights. The
+        loader calls it once after loading; call it again (``LLM.reload_weights``) after changing weights."""
+        self.prepared = PreparedMoE(self)
 
     def forward(self, x: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
-        plan = self._plan()
+        plan = self.prepared
+        if plan is None:
+            raise RuntimeError("DeepseekV4MoE: weights not prepared; call process_weights_after_loading() after "
+                               "loading them (load_model and LLM do)")
         if plan.dense and x.shape[0]:
             return self._all_experts(x, input_ids, plan)
         experts, weights = self.gate(x, input_ids)
         return self.experts(x, experts, weights) + self.shared_experts(x)
 
-    def _plan(self) -> _DensePlan:
-        """The parameters and settings ``forward`` reads, looked up once and again after a module change (a plain
-        attribute: never saved)."""
-        plan = getattr(self, "dense_plan", None)
-        if plan is None or plan.generation != generation():
-            plan = self.dense_plan = _DensePlan(self)
-        return plan
-
-    def _stacked(self, plan: _DensePlan | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Router, gate and up weights of all experts (routed, then shared) as one matrix; down weights stacked."""
-        plan = plan or self._plan()
-        # The plan's generation too: a replacement parameter may reuse a freed address at the same version.
-        key = (plan.generation, *((p.data_ptr(), p._version) for p in plan.params))
-        cached = getattr(self, "stacked_weights", None)
-        if cached is None or cached[0] != key:
-            router, w1, w3, w2, s1, s3, s2 = (p.detach() for p in plan.params)
-            with torch.no_grad():
-                up = torch.cat([router, w1.flatten(0, 1), s1, w3.flatten(0, 1), s3], dim=0)
-                down = torch.cat([w2, s2[None]], dim=0).transpose(1, 2).contiguous()  # [E + 1, I, H]
-            cached = (key, up, down)
-            self.stacked_weights = cached  # a plain attribute: derived, never saved
-        return cached[1], cached[2]
-
-    def _all_experts(self, x: torch.Tensor, input_ids: torch.Tensor, plan: _DensePlan | None = None) -> torch.Tensor:
+    def _all_experts(self, x: torch.Tensor, input_ids: torch.Tensor, p: PreparedMoE) -> torch.Tensor:
         """Few experts: every expert (and the shared one) on every token, in three products.
 
         Same result as routing (each token sums its chosen experts in increasing
         expert order, then adds the shared expert) for at most twice the expert work.
         """
-        p = plan or self._plan()
-        up_w, down_w = self._stacked(p)
-        y = F.linear(x, up_w)
-        tid2eid = p.gate.tid2eid if p.hashed else None  # a buffer: read per call (``to()`` replaces buffers)
-        return ops.moe_dense_experts(y, p.n, p.inter, p.top_k, p.score_func, tid2eid,
-                                     input_ids if p.hashed else None, p.bias, p.scale, p.limit, down_w).to(x.dtype)
+        y = F.linear(x, p.up)
+        return ops.moe_dense_experts(y, p.n, p.inter, p.top_k, p.score_func, p.tid2eid,
+                                     input_ids if p.hashed else None, p.bias, p.scale, p.limit, p.down).to(x.dtype)
 
 
-class _DensePlan:
-    """What ``DeepseekV4MoE`` reads per call: its parameter objects (in-place updates are seen through their
-    versions; a replaced parameter through the module-change ``generation``, which makes ``_plan`` build a new
-    plan), its router module and its routing settings."""
+class PreparedMoE:
+    """What ``DeepseekV4MoE.forward`` reads, taken from the module once after loading: the routing settings, the
+    router's bias and hash table, and for the dense few-expert product (``dense``) the stacked matrices ``up``
+    (router, then gate and up weights of all experts, routed then shared) and ``down`` (``[E + 1, I, H]``)."""
 
     def __init__(self, moe: DeepseekV4MoE) -> None:
-        self.generation = generation()
         gate, experts, shared = moe.gate, moe.experts, moe.shared_experts
-        self.params = (gate.weight, experts.w1, experts.w3, experts.w2, shared.w1.weight, shared.w3.weight,
-                       shared.w2.weight)
         self.n, self.inter = experts.w1.shape[:2]
         self.dense = self.n <= 2 * gate.top_k
         self.top_k, self.score_func, self.scale, self.limit = gate.top_k, gate.score_func, gate.scale, experts.limit
-        self.gate, self.hashed = gate, gate.hash_routed
+        self.hashed = gate.hash_routed
+        self.tid2eid = gate.tid2eid if gate.hash_routed else None
         self.bias = None if gate.hash_routed else gate.bias
+        self.up: torch.Tensor | None = None
+        self.down: torch.Tensor | None = None
+        if self.dense:
+            with torch.no_grad():
+                router, w1, w3, w2 = gate.weight.detach(), experts.w1.detach(), experts.w3.detach(), experts.w2.detach()
+                s1, s3, s2 = shared.w1.weight.detach(), shared.w3.weight.detach(), shared.w2.weight.detach()
+                self.up = torch.cat([router, w1.flatten(0, 1), s1, w3.flatten(0, 1), s3], dim=0)
+                self.down = torch.cat([w2, s2[None]], dim=0).transpose(1, 2).contiguous()  # [E + 1, I, H]

@@ -7,7 +7,7 @@ PyTorch break that, and each has its replacement here:
   its blocking, and so its order of additions, from the number of rows: :func:`linear` is the kernel op
   ``deepseek_kernels.row_linear`` (one fixed order per output, from the widths only);
 * a reduction along a row (``sum``, ``mean``) may be split across threads by how large the whole tensor is:
-  :func:`row_sum` is ``row_linear`` against a row of ones (the same fixed order);
+  the V4.1 path's row sums are inside kernel ops (``mhc_mixes``, ``engram_gate``, ``rms_norm``), in a fixed order;
 * a transcendental elementwise function (``exp``, ``sigmoid``, ``silu``, ``cos`` ...) runs SLEEF's vector
   code on whole vectors and libm's scalar code on the tail of the tensor, and the two can differ by an ulp, so
   an element's bits depend on its offset in the tensor: :func:`lanewise` pads the flattened tensor to whole
@@ -18,7 +18,6 @@ PyTorch break that, and each has its replacement here:
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import lru_cache
 
 import deepseek_kernels as ops
 import torch
@@ -32,18 +31,6 @@ _PIECE = 1 << 14
 def linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     """``x @ weight.T`` (``weight [m, n]``), each row on its own (``deepseek_kernels.row_linear``)."""
     return ops.row_linear(x, weight)
-
-
-def row_sum(x: torch.Tensor) -> torch.Tensor:
-    """Float32 sum over the last axis in ``row_linear``'s fixed order, ``[...]``."""
-    x = x if x.dtype == torch.float32 else x.float()
-    return ops.row_linear(x, _ones(x.shape[-1], x.device)).squeeze(-1)
-
-
-@lru_cache(maxsize=64)
-def _ones(n: int, device: torch.device) -> torch.Tensor:
-    """A ``[1, n]`` float32 row of ones (read only)."""
-    return torch.ones(1, n, dtype=torch.float32, device=device)
 
 
 def lanewise(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> torch.Tensor:
@@ -68,4 +55,4 @@ def rotary(rope, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Ten
     return (cos * rope.scaling).to(dtype), (sin * rope.scaling).to(dtype)
 
 
-__all__ = ["lanewise", "linear", "rotary", "row_sum"]
+__all__ = ["lanewise", "linear", "rotary"]

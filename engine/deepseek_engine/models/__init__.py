@@ -58,7 +58,7 @@ def load(model_dir: str, dtype: torch.dtype | None, device: torch.device,
     """Load a checkpoint; return the served model, its cache factory and engine facts (see :func:`wrap`)."""
     from deepseek_engine.models.loader import load_model
 
-    model = load_model(model_dir, dtype or torch.float32, device)
+    model = load_model(model_dir, dtype or torch.float32, device, prepare=False)  # wrap prepares it
     return wrap(model, swa_replay)
 
 

@@ -31,11 +31,13 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Iterable, Mapping
 from contextlib import ExitStack
 from pathlib import Path
 
 import torch
 from safetensors import safe_open
+from torch import nn
 
 from deepseek_engine.models import load_config, model_class
 from deepseek_engine.models.deepseek_v4.config import DeepseekV4ModelConfig
@@ -157,8 +159,10 @@ class _Sources:
 
 
 def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu",
-               config: DeepseekV4ModelConfig | None = None) -> DeepseekV4ForCausalLM:
-    """Build the model for ``path`` and fill every parameter from its safetensors shards.
+               config: DeepseekV4ModelConfig | None = None, *, prepare: bool = True) -> DeepseekV4ForCausalLM:
+    """Build the model for ``path``, fill every parameter from its safetensors shards and prepare the derived
+    weights (:func:`process_weights_after_loading`; ``prepare=False`` leaves that to the caller, as the serving
+    wrappers do it themselves).
 
     A V4.1 config (:mod:`deepseek_engine.models.deepseek_v41.config`) builds
     :class:`~deepseek_engine.models.deepseek_v41.model.DeepseekV41ForCausalLM`; its engram
@@ -221,7 +225,36 @@ def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: tor
     if v41 and config.engram_layer_ids:
         _install_token_map(model, folder, config)
     model.eval()
+    if prepare:
+        process_weights_after_loading(model)
     return model
+
+
+def process_weights_after_loading(model: nn.Module) -> None:
+    """The one step after loading (vLLM's ``process_weights_after_loading``): every submodule of ``model`` that
+    derives tensors from its weights (stacked, transposed, blocked copies, plans) builds them now, from the weights
+    as they are. Nothing checks the weights afterwards: after changing weights (in place or by new objects, or
+    moving the model), run it again (``LLM.reload_weights`` does, with the serving plans)."""
+    for module in model.modules():
+        prepare = getattr(module, "process_weights_after_loading", None)
+        if prepare is not None and module is not model:
+            prepare()
+
+
+def copy_weights(model: nn.Module, weights: Mapping[str, torch.Tensor] | Iterable[tuple[str, torch.Tensor]]) -> None:
+    """Copy ``weights`` (parameter or buffer name -> tensor, the names of ``model.state_dict()``) into ``model``
+    in place. Every name and shape is checked before anything is copied."""
+    targets = dict(model.named_parameters())
+    targets.update(model.named_buffers())
+    items = list(weights.items() if isinstance(weights, Mapping) else weights)
+    for name, tensor in items:
+        if name not in targets:
+            raise ValueError(f"unknown weight {name!r}")
+        if tuple(targets[name].shape) != tuple(tensor.shape):
+            raise ValueError(f"weight {name} has shape {tuple(tensor.shape)}, model expects {tuple(targets[name].shape)}")
+    with torch.no_grad():
+        for name, tensor in items:
+            targets[name].copy_(tensor.to(targets[name].dtype))
 
 
 def _install_token_map(model, folder: Path, config) -> None:

@@ -104,7 +104,9 @@ def load_drafter(folder: str | os.PathLike, target: torch.nn.Module, method: str
                if filled.get(n, 0) < (t.shape[0] if re.search(r"\.experts\.w[123]$", n) else 1)]
     if missing:
         raise ValueError(f"checkpoint {folder} lacks {len(missing)} drafter tensors, e.g. {missing[:6]}")
-    return drafter.eval()
+    drafter.eval()
+    loader.process_weights_after_loading(drafter)
+    return drafter
 
 
 @dataclass

@@ -26,7 +26,7 @@ static at::Tensor sink_attention_cpu(const at::Tensor &q, const at::Tensor &keys
     return dk::like(out, q.scalar_type());
 }
 
-static at::Tensor sink_attention_paged_cpu(const at::Tensor &q, const at::Tensor &kv_pool, const at::Tensor &key_slots,
+at::Tensor sink_attention_paged_cpu(const at::Tensor &q, const at::Tensor &kv_pool, const at::Tensor &key_slots,
                                            const at::Tensor &win_visible, const at::Tensor &sink, double scale,
                                            const std::optional<at::Tensor> &entry_pool,
                                            const std::optional<at::Tensor> &entry_slots,

@@ -543,3 +543,17 @@ static inline void sink_attention_paged(const float *q, int64_t B, int64_t Tq, i
     }
 #endif
 }
+
+// The op's entry points that other ops call (torch types; defined in cpu.cpp). decode_stack composes them,
+// so each is declared here, where its op lives, not found by the order of the translation unit.
+#include <ATen/ATen.h>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+at::Tensor sink_attention_paged_cpu(const at::Tensor &q, const at::Tensor &kv_pool, const at::Tensor &key_slots,
+                                           const at::Tensor &win_visible, const at::Tensor &sink, double scale,
+                                           const std::optional<at::Tensor> &entry_pool,
+                                           const std::optional<at::Tensor> &entry_slots,
+                                           const std::optional<at::Tensor> &entry_visible,
+                                           const std::optional<at::Tensor> &threshold);

@@ -31,7 +31,7 @@ static PoolTarget target(const char *op, const at::Tensor &pool, int64_t t) {
     return {pool, direct ? at::Tensor() : at::empty({t, pool.size(-1)}, pool.options().dtype(at::kFloat)), direct};
 }
 
-static std::tuple<at::Tensor, at::Tensor, at::Tensor> attn_front_cpu(
+std::tuple<at::Tensor, at::Tensor, at::Tensor> attn_front_cpu(
         const at::Tensor &proj_in, const at::Tensor &q_norm_w, double q_eps, const at::Tensor &wq_b, int64_t n_heads,
         int64_t head_dim, double head_eps, const at::Tensor &kv_norm_w, double kv_eps, const at::Tensor &c,
         const at::Tensor &s, const at::Tensor &slots_in, const at::Tensor &kv_pool, at::IntArrayRef copy_offsets,
@@ -115,7 +115,7 @@ static std::tuple<at::Tensor, at::Tensor, at::Tensor> attn_front_cpu(
     return {dk::like(q_latent, dt), dk::like(q, dt), dk::like(qi, dt)};
 }
 
-static at::Tensor attn_back_cpu(const at::Tensor &x, const at::Tensor &c, const at::Tensor &s, const at::Tensor &wo_a,
+at::Tensor attn_back_cpu(const at::Tensor &x, const at::Tensor &c, const at::Tensor &s, const at::Tensor &wo_a,
                                 int64_t groups, const at::Tensor &wo_b) {
     const char *op = "attn_back";
     dk::expect_dim(op, "x", x, 3);

@@ -149,3 +149,18 @@ static inline void attn_back(const float *x, int64_t T, int64_t H, int64_t D, in
         linear_t(rot + g * in, T, in, H * D, wo_at + g * in * padded16(r), r, y + g * r, G * r);
     linear_t(y, T, G * r, G * r, wo_bt, hidden, out, hidden);
 }
+
+// The op's entry points that other ops call (torch types; defined in cpu.cpp). decode_stack composes them,
+// so each is declared here, where its op lives, not found by the order of the translation unit.
+#include <ATen/ATen.h>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> attn_front_cpu(
+        const at::Tensor &proj_in, const at::Tensor &q_norm_w, double q_eps, const at::Tensor &wq_b, int64_t n_heads,
+        int64_t head_dim, double head_eps, const at::Tensor &kv_norm_w, double kv_eps, const at::Tensor &c,
+        const at::Tensor &s, const at::Tensor &slots_in, const at::Tensor &kv_pool, at::IntArrayRef copy_offsets,
+        at::TensorList copy_pools, const std::optional<at::Tensor> &idx_wq_b, int64_t idx_heads, int64_t idx_dim);
+at::Tensor attn_back_cpu(const at::Tensor &x, const at::Tensor &c, const at::Tensor &s, const at::Tensor &wo_a,
+                                int64_t groups, const at::Tensor &wo_b);

@@ -2,11 +2,15 @@
 closes, pooled, normed, rotated and stored in the paged entry pool in one call (see ``reference.py``).
 
 CPU: ``cpu.cpp`` (``compress_windows`` runs the code of ``compress_pool``, ``rms_norm`` and ``rope`` on rows it
-gathers itself, float32 pools); CUDA / Ascend: ``triton.py`` for ``compress_pool``, the PyTorch reference for
+gathers itself, float32 pools; the entry point sends pools of other dtypes to the composition); CUDA / Ascend: ``triton.py`` for ``compress_pool``, the PyTorch reference for
 ``compress_windows`` (a few dozen windows per step: the pooling kernel is the GPU part).
 """
 
 from __future__ import annotations
+
+import functools
+
+import torch
 
 from .._registry import device_impl, entry_point, fake, triton_impl
 from .reference import compress_pool_reference, compress_windows_reference
@@ -32,7 +36,16 @@ def _(entry_pool, kv_pool, gate_pool, ape, window_slots, prior_slots, has_prior,
 device_impl("compress_windows", compress_windows_reference, "PyTorch reference")
 
 
-compress_windows = entry_point("compress_windows", compress_windows_reference)
+_compress_windows = entry_point("compress_windows", compress_windows_reference)
+
+
+@functools.wraps(compress_windows_reference)
+def compress_windows(entry_pool, kv_pool, gate_pool, *rest):
+    # The CPU kernel holds float32 pools; pools of other dtypes (a bfloat16 cache) take the composition, here
+    # rather than in every caller.
+    if kv_pool.dtype != torch.float32 and kv_pool.is_cpu:
+        return compress_windows_reference(entry_pool, kv_pool, gate_pool, *rest)
+    return _compress_windows(entry_pool, kv_pool, gate_pool, *rest)
 
 
 __all__ = ["compress_pool", "compress_pool_reference", "compress_windows", "compress_windows_reference"]

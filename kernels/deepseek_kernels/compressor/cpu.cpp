@@ -81,7 +81,7 @@ static void compress_windows_fused(float *ep, const float *kvp, const float *gp,
 
 // The windows a step closes, pooled, normed, rotated and stored in one call (see compress_windows_reference):
 // the same compress_pool, rms_norm and rope_apply code as the three ops, on rows gathered here.
-static void compress_windows_cpu(at::Tensor entry_pool, const at::Tensor &kv_pool, const at::Tensor &gate_pool,
+void compress_windows_cpu(at::Tensor entry_pool, const at::Tensor &kv_pool, const at::Tensor &gate_pool,
                                  const at::Tensor &ape, const at::Tensor &window_slots, const at::Tensor &prior_slots,
                                  const at::Tensor &has_prior, bool overlap, const at::Tensor &norm_weight, double eps,
                                  const at::Tensor &c, const at::Tensor &s, const at::Tensor &out_slots) {

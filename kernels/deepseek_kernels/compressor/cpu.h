@@ -129,3 +129,15 @@ static inline __m512 expf16(__m512 x, bool lanes_match) {
     return _mm512_loadu_ps(v);
 }
 #endif
+
+// The op's entry points that other ops call (torch types; defined in cpu.cpp). decode_stack composes them,
+// so each is declared here, where its op lives, not found by the order of the translation unit.
+#include <ATen/ATen.h>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+void compress_windows_cpu(at::Tensor entry_pool, const at::Tensor &kv_pool, const at::Tensor &gate_pool,
+                                 const at::Tensor &ape, const at::Tensor &window_slots, const at::Tensor &prior_slots,
+                                 const at::Tensor &has_prior, bool overlap, const at::Tensor &norm_weight, double eps,
+                                 const at::Tensor &c, const at::Tensor &s, const at::Tensor &out_slots);

@@ -3,6 +3,8 @@
 #include "../attention/cpu.cpp"
 #include "../attention_block/cpu.cpp"
 #include "../compressor/cpu.cpp"
+#include "../decode_stack/cpu.cpp"
+#include "../engram_gate/cpu.cpp"
 #include "../engram_hash/cpu.cpp"
 #include "../head/cpu.cpp"
 #include "../hyper_connection/cpu.cpp"
@@ -17,4 +19,3 @@
 #include "../sampling/cpu.cpp"
 #include "../step_layout/cpu.cpp"
 #include "../v41_compress/cpu.cpp"
-#include "../decode_stack/cpu.cpp"

@@ -3,39 +3,27 @@
 // It builds the step's layout (decode_layout's gather indices, the windows the step closes, the rotary rows of
 // the positions and of the closing windows) and calls the CPU implementations of the other ops (hc_step,
 // attn_front, compress_windows, indexer_select, sink_attention_paged, attn_back, moe_dense_experts, hc_merge)
-// in the order of the reference composition (reference.py: decode_stack_reference through stack_layers, which
-// the engine's layer loop runs too), with the same arguments, so the results are those ops' bits; what it saves
-// is the Python between them: per layer about a dozen dispatcher calls, their argument conversions and the glue
-// that picks their arguments, and per step the layout's bookkeeping. setup.py compiles this file after the ops
-// it calls (one translation unit).
+// in the order of the reference composition (reference.py: decode_stack_reference; the engine's run_layers
+// writes the same order), with the same arguments, so the results are those ops' bits; what it saves is the
+// Python between them: per layer about a dozen dispatcher calls, their argument conversions and the glue
+// that picks their arguments, and per step the layout's bookkeeping. The entry points it calls are declared in
+// their ops' cpu.h; the argument records come from layout.h, written from layout.py (the one table both the
+// Python and the C++ side read).
+#include "layout.h"
+#include "../attention/cpu.h"
+#include "../attention_block/cpu.h"
+#include "../compressor/cpu.h"
 #include "../csrc/torch_glue.h"
+#include "../hyper_connection/cpu.h"
+#include "../indexer/cpu.h"
+#include "../moe/cpu.h"
+#include "../step_layout/cpu.h"
 
 #include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
 
-namespace decode_stack_layout {
-// The positions of reference.py (tests/engine/test_decode_stack.py checks the op against it bit for bit).
-enum Weight {
-    W_HC_ATTN_FN, W_HC_ATTN_BASE, W_HC_ATTN_SCALE, W_ATTN_NORM, W_HC_FFN_FN, W_HC_FFN_BASE, W_HC_FFN_SCALE,
-    W_FFN_NORM, W_FUSED, W_Q_NORM, W_WQ_B, W_KV_NORM, W_IDX_WQ_B, W_COMP_APE, W_COMP_NORM, W_IDX_APE, W_IDX_NORM,
-    W_SINK, W_WO_A, W_WO_B, W_MOE_UP, W_MOE_DOWN, W_TID2EID, W_MOE_BIAS, WEIGHTS
-};
-enum Int {
-    I_HEADS, I_HEAD_DIM, I_IDX_HEADS, I_IDX_DIM, I_GROUPS, I_RATE, I_HAS_INDEXER, I_HW_START, I_HW_END, I_TOPK,
-    I_COMP_OVERLAP, I_IDX_OVERLAP, I_MOE_EXPERTS, I_MOE_INTER, I_MOE_TOPK, I_SCORE_FUNC, I_ROPE, I_COMP_ROPE,
-    I_IDX_ROPE, I_COPIES, I_COPY_OFFSETS
-};
-constexpr int64_t MAX_COPIES = 4, INTS = I_COPY_OFFSETS + MAX_COPIES;
-enum Float {
-    F_ATTN_NORM_EPS, F_FFN_NORM_EPS, F_Q_EPS, F_HEAD_EPS, F_KV_EPS, F_SCALE, F_COMP_EPS, F_IDX_EPS, F_IDX_QSCALE,
-    F_IDX_WSCALE, F_MOE_SCALE, F_MOE_LIMIT, FLOATS
-};
-enum Pool { P_KV, P_COMP_KV, P_COMP_GATE, P_ENTRIES, P_IDX_KV, P_IDX_GATE, P_IDX_ENTRIES, POOLS };
-// I_SCORE_FUNC: an index into this table (moe_dense_experts takes the name)
-constexpr const char *SCORE_FUNCS[] = {"sqrtsoftplus", "softmax", "sigmoid"};
-}  // namespace decode_stack_layout
 
 // The entry of a flat per-layer list, which must be given.
 static const at::Tensor &required(const std::vector<std::optional<at::Tensor>> &list, int64_t index,

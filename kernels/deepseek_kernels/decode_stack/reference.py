@@ -9,8 +9,8 @@ indexer's choice (``indexer_select``), ``sink_attention_paged``, ``attn_back``; 
 and ``moe_dense_experts`` after the stacked up-projection. The last block is merged into the streams
 (``hc_merge``), which are returned.
 
-The per-layer arguments are flat lists with a fixed stride per layer, indexed by the constants below (the C++
-kernel reads the same positions):
+The per-layer arguments are flat lists with a fixed stride per layer, indexed by the enums of ``layout.py``
+(the one table: the C++ kernel reads the same positions from the ``layout.h`` written from it):
 
 * ``weights`` (``WEIGHTS`` per layer): parameters, and the derived stacked matrices of the fused input
   product and of the experts;
@@ -29,41 +29,21 @@ import torch
 import torch.nn.functional as F
 
 from ..step_layout.reference import closing_windows
+from .layout import FLOATS, INTS, MAX_COPIES, POOLS, SCORE_FUNCS, WEIGHTS, Float, Int, Pool, Weight
 
-# weights, per layer
-(W_HC_ATTN_FN, W_HC_ATTN_BASE, W_HC_ATTN_SCALE, W_ATTN_NORM, W_HC_FFN_FN, W_HC_FFN_BASE, W_HC_FFN_SCALE, W_FFN_NORM,
- W_FUSED, W_Q_NORM, W_WQ_B, W_KV_NORM, W_IDX_WQ_B, W_COMP_APE, W_COMP_NORM, W_IDX_APE, W_IDX_NORM, W_SINK, W_WO_A,
- W_WO_B, W_MOE_UP, W_MOE_DOWN, W_TID2EID, W_MOE_BIAS) = range(24)
-WEIGHTS = 24
-# ints, per layer
-(I_HEADS, I_HEAD_DIM, I_IDX_HEADS, I_IDX_DIM, I_GROUPS, I_RATE, I_HAS_INDEXER, I_HW_START, I_HW_END, I_TOPK,
- I_COMP_OVERLAP, I_IDX_OVERLAP, I_MOE_EXPERTS, I_MOE_INTER, I_MOE_TOPK, I_SCORE_FUNC, I_ROPE, I_COMP_ROPE, I_IDX_ROPE,
- I_COPIES, I_COPY_OFFSETS) = range(21)
-MAX_COPIES = 4
-#: ``ints[I_SCORE_FUNC]`` indexes this (the routing score function's name)
-SCORE_FUNCS = ("sqrtsoftplus", "softmax", "sigmoid")
-INTS = I_COPY_OFFSETS + MAX_COPIES
-# floats, per layer
-(F_ATTN_NORM_EPS, F_FFN_NORM_EPS, F_Q_EPS, F_HEAD_EPS, F_KV_EPS, F_SCALE, F_COMP_EPS, F_IDX_EPS, F_IDX_QSCALE,
- F_IDX_WSCALE, F_MOE_SCALE, F_MOE_LIMIT) = range(12)
-FLOATS = 12
-# pools, per layer
-P_KV, P_COMP_KV, P_COMP_GATE, P_ENTRIES, P_IDX_KV, P_IDX_GATE, P_IDX_ENTRIES = range(7)
-POOLS = 7
+__all__ = ["FLOATS", "INTS", "MAX_COPIES", "POOLS", "SCORE_FUNCS", "WEIGHTS", "Float", "Int", "Pool", "Weight",
+           "decode_stack_reference"]
 
 
-def stack_layers(streams: torch.Tensor, n_layers: int, sites: Callable[[int], Sequence[tuple]],
-                 attend: Callable[[int, torch.Tensor], torch.Tensor], feed: Callable[[int, torch.Tensor], torch.Tensor],
-                 hc: int, iters: int, hc_eps: float, norm_eps: float) -> torch.Tensor:
-    """The decoder stack's order, the one place it is written (the engine's layer loop and this op's reference
-    both run it; the CPU kernel follows it call for call).
-
-    Per layer, attention then the MoE, each wrapped in a hyper-connection. Every boundary between sub-blocks is
-    one ``hc_step``: merge the finished block's output into the streams (with the previous site's ``post`` /
-    ``comb``), compute the next site's weights and the next block's normed input; after the last layer the last
-    block is merged (``hc_merge``). ``sites(i)`` gives layer ``i``'s two sites (attention, MoE) as ``(fn, base,
-    scale, norm_weight, norm_eps)``; ``attend(i, x)`` / ``feed(i, x)`` run its attention / MoE on ``x``.
-    """
+def _stack(streams: torch.Tensor, n_layers: int, sites: Callable[[int], Sequence[tuple]],
+           attend: Callable[[int, torch.Tensor], torch.Tensor], feed: Callable[[int, torch.Tensor], torch.Tensor],
+           hc: int, iters: int, hc_eps: float, norm_eps: float) -> torch.Tensor:
+    """The op's decoder stack: per layer, attention then the MoE, each wrapped in a hyper-connection; every
+    boundary between sub-blocks is one ``hc_step`` (merge the finished block with the previous site's ``post`` /
+    ``comb``, the next site's weights and the next block's normed input), and after the last layer the last block
+    is merged (``hc_merge``). It computes the model's order (``deepseek_engine.models.deepseek_v4.model
+    .run_layers``, which the engine's tests hold this op to, bit for bit); the CPU kernel follows it call for call.
+    ``sites(i)`` gives layer ``i``'s two sites as ``(fn, base, scale, norm_weight, norm_eps)``."""
     from .. import hc_merge, hc_step
 
     block = post = comb = None
@@ -91,7 +71,7 @@ def decode_stack_reference(streams: torch.Tensor, input_ids: torch.Tensor, posit
     )
     b = streams.shape[0]
     starts = positions.tolist()
-    rates = sorted({r for r in ints[I_RATE::INTS] if r})
+    rates = sorted({r for r in ints[Int.RATE::INTS] if r})
     found = decode_layout(positions, tables, prompt_lens, block_size, window, rates)
     rank_ends, key_slots, window_visible = found[:3]
     closed = found[-1].tolist()
@@ -111,57 +91,57 @@ def decode_stack_reference(streams: torch.Tensor, input_ids: torch.Tensor, posit
 
     def sites(layer: int) -> tuple[tuple, tuple]:
         w, f = record(weights, layer, WEIGHTS), record(floats, layer, FLOATS)
-        return ((w[W_HC_ATTN_FN], w[W_HC_ATTN_BASE], w[W_HC_ATTN_SCALE], w[W_ATTN_NORM], f[F_ATTN_NORM_EPS]),
-                (w[W_HC_FFN_FN], w[W_HC_FFN_BASE], w[W_HC_FFN_SCALE], w[W_FFN_NORM], f[F_FFN_NORM_EPS]))
+        return ((w[Weight.HC_ATTN_FN], w[Weight.HC_ATTN_BASE], w[Weight.HC_ATTN_SCALE], w[Weight.ATTN_NORM], f[Float.ATTN_NORM_EPS]),
+                (w[Weight.HC_FFN_FN], w[Weight.HC_FFN_BASE], w[Weight.HC_FFN_SCALE], w[Weight.FFN_NORM], f[Float.FFN_NORM_EPS]))
 
     def attend(layer: int, x: torch.Tensor) -> torch.Tensor:
         w, n = record(weights, layer, WEIGHTS), record(ints, layer, INTS)
         f, p = record(floats, layer, FLOATS), record(pools, layer, POOLS)
-        c, s, s_inv = rope_rows(n[I_ROPE], positions)
-        y = F.linear(x, w[W_FUSED])
-        rate, indexed = n[I_RATE], bool(n[I_HAS_INDEXER])
-        copy_pools = ([p[P_COMP_KV], p[P_COMP_GATE]] if rate else []) + \
-            ([p[P_IDX_KV], p[P_IDX_GATE]] if indexed else [])
-        offsets = list(n[I_COPY_OFFSETS:I_COPY_OFFSETS + n[I_COPIES]])
-        _, q, qi = attn_front(y, w[W_Q_NORM], f[F_Q_EPS], w[W_WQ_B], n[I_HEADS], n[I_HEAD_DIM], f[F_HEAD_EPS],
-                              w[W_KV_NORM], f[F_KV_EPS], c, s, slots, p[P_KV], offsets, copy_pools, w[W_IDX_WQ_B],
-                              n[I_IDX_HEADS], n[I_IDX_DIM])
+        c, s, s_inv = rope_rows(n[Int.ROPE], positions)
+        y = F.linear(x, w[Weight.FUSED])
+        rate, indexed = n[Int.RATE], bool(n[Int.HAS_INDEXER])
+        copy_pools = ([p[Pool.COMP_KV], p[Pool.COMP_GATE]] if rate else []) + \
+            ([p[Pool.IDX_KV], p[Pool.IDX_GATE]] if indexed else [])
+        offsets = list(n[Int.COPY_OFFSETS:Int.COPY_OFFSETS + n[Int.COPIES]])
+        _, q, qi = attn_front(y, w[Weight.Q_NORM], f[Float.Q_EPS], w[Weight.WQ_B], n[Int.HEADS], n[Int.HEAD_DIM], f[Float.HEAD_EPS],
+                              w[Weight.KV_NORM], f[Float.KV_EPS], c, s, slots, p[Pool.KV], offsets, copy_pools, w[Weight.IDX_WQ_B],
+                              n[Int.IDX_HEADS], n[Int.IDX_DIM])
         entry_pool = entry_slots = entry_visible = threshold = None
         if rate:
             info = per_rate[rate]
             if info["w"] is not None:
-                cw, sw, _ = rope_rows(n[I_COMP_ROPE], info["w"] * rate)
-                compress_windows(p[P_ENTRIES], p[P_COMP_KV], p[P_COMP_GATE], w[W_COMP_APE], info["window_slots"],
-                                 info["prior_slots"], info["has_prior"], bool(n[I_COMP_OVERLAP]), w[W_COMP_NORM],
-                                 f[F_COMP_EPS], cw, sw, info["entry_out_slots"])
-            entry_pool, entry_slots = p[P_ENTRIES], info["entry_slots"]
+                cw, sw, _ = rope_rows(n[Int.COMP_ROPE], info["w"] * rate)
+                compress_windows(p[Pool.ENTRIES], p[Pool.COMP_KV], p[Pool.COMP_GATE], w[Weight.COMP_APE], info["window_slots"],
+                                 info["prior_slots"], info["has_prior"], bool(n[Int.COMP_OVERLAP]), w[Weight.COMP_NORM],
+                                 f[Float.COMP_EPS], cw, sw, info["entry_out_slots"])
+            entry_pool, entry_slots = p[Pool.ENTRIES], info["entry_slots"]
             if indexed:
                 if info["w"] is not None:
-                    cw, sw, _ = rope_rows(n[I_IDX_ROPE], info["w"] * rate)
-                    compress_windows(p[P_IDX_ENTRIES], p[P_IDX_KV], p[P_IDX_GATE], w[W_IDX_APE],
+                    cw, sw, _ = rope_rows(n[Int.IDX_ROPE], info["w"] * rate)
+                    compress_windows(p[Pool.IDX_ENTRIES], p[Pool.IDX_KV], p[Pool.IDX_GATE], w[Weight.IDX_APE],
                                      info["window_slots"], info["prior_slots"], info["has_prior"],
-                                     bool(n[I_IDX_OVERLAP]), w[W_IDX_NORM], f[F_IDX_EPS], cw, sw,
+                                     bool(n[Int.IDX_OVERLAP]), w[Weight.IDX_NORM], f[Float.IDX_EPS], cw, sw,
                                      info["entry_out_slots"])
                 if entry_slots.shape[1] == 0:
                     entry_visible = torch.zeros((b, 1, 0), dtype=torch.bool, device=streams.device)
                 else:
-                    heads = n[I_IDX_HEADS]
-                    entry_visible = indexer_select(qi.view(b, 1, heads, n[I_IDX_DIM]),
-                                                   y[:, n[I_HW_START]:n[I_HW_END]].view(b, 1, heads),
-                                                   p[P_IDX_ENTRIES], entry_slots, info["threshold"],
-                                                   f[F_IDX_QSCALE], f[F_IDX_WSCALE], n[I_TOPK], info["totals"])
+                    heads = n[Int.IDX_HEADS]
+                    entry_visible = indexer_select(qi.view(b, 1, heads, n[Int.IDX_DIM]),
+                                                   y[:, n[Int.HW_START]:n[Int.HW_END]].view(b, 1, heads),
+                                                   p[Pool.IDX_ENTRIES], entry_slots, info["threshold"],
+                                                   f[Float.IDX_QSCALE], f[Float.IDX_WSCALE], n[Int.TOPK], info["totals"])
             else:
                 threshold = info["threshold"]
-        heads, dim = n[I_HEADS], n[I_HEAD_DIM]
-        core = sink_attention_paged(q.view(b, 1, heads, dim), p[P_KV], key_slots, window_visible, w[W_SINK],
-                                    f[F_SCALE], entry_pool, entry_slots, entry_visible, threshold)
-        return attn_back(core.reshape(b, heads, dim).contiguous(), c, s_inv, w[W_WO_A], n[I_GROUPS], w[W_WO_B])
+        heads, dim = n[Int.HEADS], n[Int.HEAD_DIM]
+        core = sink_attention_paged(q.view(b, 1, heads, dim), p[Pool.KV], key_slots, window_visible, w[Weight.SINK],
+                                    f[Float.SCALE], entry_pool, entry_slots, entry_visible, threshold)
+        return attn_back(core.reshape(b, heads, dim).contiguous(), c, s_inv, w[Weight.WO_A], n[Int.GROUPS], w[Weight.WO_B])
 
     def feed(layer: int, x: torch.Tensor) -> torch.Tensor:
         w, n, f = record(weights, layer, WEIGHTS), record(ints, layer, INTS), record(floats, layer, FLOATS)
-        hashed = w[W_TID2EID] is not None
-        return moe_dense_experts(F.linear(x, w[W_MOE_UP]), n[I_MOE_EXPERTS], n[I_MOE_INTER], n[I_MOE_TOPK],
-                                 SCORE_FUNCS[n[I_SCORE_FUNC]], w[W_TID2EID], input_ids if hashed else None,
-                                 w[W_MOE_BIAS], f[F_MOE_SCALE], f[F_MOE_LIMIT], w[W_MOE_DOWN])
+        hashed = w[Weight.TID2EID] is not None
+        return moe_dense_experts(F.linear(x, w[Weight.MOE_UP]), n[Int.MOE_EXPERTS], n[Int.MOE_INTER], n[Int.MOE_TOPK],
+                                 SCORE_FUNCS[n[Int.SCORE_FUNC]], w[Weight.TID2EID], input_ids if hashed else None,
+                                 w[Weight.MOE_BIAS], f[Float.MOE_SCALE], f[Float.MOE_LIMIT], w[Weight.MOE_DOWN])
 
-    return stack_layers(streams, len(ints) // INTS, sites, attend, feed, hc, iters, hc_eps, norm_eps)
+    return _stack(streams, len(ints) // INTS, sites, attend, feed, hc, iters, hc_eps, norm_eps)

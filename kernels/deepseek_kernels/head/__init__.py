@@ -39,8 +39,8 @@ def _(h, wq, rowsum, s_w, ew, aw, wmax, w, candidates):
 class GreedyHead:
     """Arg-max of ``x @ weight.T`` per row, the same IDs ``torch.argmax`` of the float32 logits gives.
 
-    Holds a blocked float32 copy of ``weight`` and an 8-bit rounded copy (rebuilt when the weight changes).
-    NaN anywhere in ``x`` or ``weight`` (where the running maximum and ``torch.argmax`` disagree), non-CPU
+    Holds a blocked float32 copy of ``weight`` and an 8-bit rounded copy, both made here from ``weight`` as it is
+    now: after changing the weight, make a new head (the engine does when told that weights changed). NaN anywhere in ``x`` or ``weight`` (where the running maximum and ``torch.argmax`` disagree), non-CPU
     tensors, other dtypes and heads over ``MAX_BYTES`` use the reference: one product and ``torch.argmax``.
     """
 
@@ -54,23 +54,17 @@ class GreedyHead:
         self.quantized = quantized
         self._blocked: tuple[torch.Tensor, torch.Tensor] | None = None
         self._q8: tuple | None = None
-        self._version = None
         self._finite = False
-
-    def _blocks(self) -> tuple[torch.Tensor, torch.Tensor]:
-        w = self.weight
-        if self._blocked is None or self._version != (w.data_ptr(), w._version):
+        w = weight
+        if w.dim() == 2 and w.dtype == torch.float32 and w.is_cpu and w.numel() * 4 <= self.MAX_BYTES:
             v, k = w.shape
             n = v // 8
             with torch.no_grad():
                 plain = w.detach()
-                blocked = plain[: n * 8].reshape(n, 8, k).transpose(1, 2).contiguous()
-                tail = plain[n * 8:].contiguous()
+                self._blocked = (plain[: n * 8].reshape(n, 8, k).transpose(1, 2).contiguous(),
+                                 plain[n * 8:].contiguous())
                 self._finite = bool(torch.isfinite(plain).all())
                 self._q8 = self._quantize(plain.contiguous()) if self._finite and 0 < k <= 256 else None
-            self._blocked = (blocked, tail)
-            self._version = (w.data_ptr(), w._version)
-        return self._blocked
 
     @staticmethod
     def _quantize(w: torch.Tensor) -> tuple | None:
@@ -99,15 +93,13 @@ class GreedyHead:
         return blocks, rowsum, s_w, ew, aw, wmax, w
 
     def _usable(self, x: torch.Tensor) -> bool:
-        w = self.weight
-        return (not reference_mode() and x.dim() == 2 and w.dim() == 2 and x.shape[1] == w.shape[1]
-                and x.shape[0] > 0 and x.dtype == torch.float32 and w.dtype == torch.float32 and x.is_cpu
-                and w.is_cpu and w.numel() * 4 <= self.MAX_BYTES)
+        return (not reference_mode() and self._blocked is not None and x.dim() == 2
+                and x.shape[1] == self.weight.shape[1] and x.shape[0] > 0 and x.dtype == torch.float32 and x.is_cpu)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         if not self._usable(x):
             return head_argmax_reference(x, self.weight)
-        blocked, tail = self._blocks()
+        blocked, tail = self._blocked
         if not self._finite:
             return head_argmax_reference(x, self.weight)
         x = x.contiguous()

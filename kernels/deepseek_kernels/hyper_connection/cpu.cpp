@@ -29,7 +29,7 @@ static std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hc_mix_cpu(
     return {pre, post, comb, dk::like(collapsed, streams.scalar_type())};
 }
 
-static at::Tensor hc_merge_cpu(const at::Tensor &streams, const at::Tensor &block, const at::Tensor &post,
+at::Tensor hc_merge_cpu(const at::Tensor &streams, const at::Tensor &block, const at::Tensor &post,
                                const at::Tensor &comb) {
     const char *op = "hc_merge";
     dk::expect_dim(op, "streams", streams, 3);
@@ -45,7 +45,7 @@ static at::Tensor hc_merge_cpu(const at::Tensor &streams, const at::Tensor &bloc
     return dk::like(out, streams.scalar_type());
 }
 
-static std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hc_step_cpu(
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hc_step_cpu(
         const at::Tensor &streams, const std::optional<at::Tensor> &block, const std::optional<at::Tensor> &post_prev,
         const std::optional<at::Tensor> &comb_prev, const at::Tensor &fn, const at::Tensor &base,
         const at::Tensor &scale, int64_t hc, int64_t iters, double hc_eps, double norm_eps,

@@ -455,3 +455,18 @@ static inline void hc_head(const float *streams, int64_t T, int hc, int64_t D, c
     }
     rms_norm(collapsed, T, D, D, norm_w, block_eps, x_out);
 }
+
+// The op's entry points that other ops call (torch types; defined in cpu.cpp). decode_stack composes them,
+// so each is declared here, where its op lives, not found by the order of the translation unit.
+#include <ATen/ATen.h>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hc_step_cpu(
+        const at::Tensor &streams, const std::optional<at::Tensor> &block, const std::optional<at::Tensor> &post_prev,
+        const std::optional<at::Tensor> &comb_prev, const at::Tensor &fn, const at::Tensor &base,
+        const at::Tensor &scale, int64_t hc, int64_t iters, double hc_eps, double norm_eps,
+        const at::Tensor &norm_weight, double block_eps);
+at::Tensor hc_merge_cpu(const at::Tensor &streams, const at::Tensor &block, const at::Tensor &post,
+                               const at::Tensor &comb);

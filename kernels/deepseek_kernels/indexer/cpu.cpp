@@ -36,7 +36,7 @@ static inline bool topk_before(float x, float y) { return (std::isnan(x) && !std
 // mask. Only the set of the k best matters, and it is plain from the scores unless entries tied with the k-th
 // best are partly in it: then which of them at::topk keeps decides, and when one of those could reach the mask
 // (below the threshold), the row goes through at::topk itself, as the whole call did before.
-static at::Tensor indexer_select_cpu(const at::Tensor &q, const at::Tensor &weights, const at::Tensor &entry_pool,
+at::Tensor indexer_select_cpu(const at::Tensor &q, const at::Tensor &weights, const at::Tensor &entry_pool,
                                      const at::Tensor &entry_slots, const at::Tensor &threshold, double qscale,
                                      double wscale, int64_t topk, at::IntArrayRef totals) {
     const char *op = "indexer_select";

@@ -93,3 +93,14 @@ static inline void indexer_scores(const float *q, const float *w, int64_t B, int
             }
         }
 }
+
+// The op's entry points that other ops call (torch types; defined in cpu.cpp). decode_stack composes them,
+// so each is declared here, where its op lives, not found by the order of the translation unit.
+#include <ATen/ATen.h>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+at::Tensor indexer_select_cpu(const at::Tensor &q, const at::Tensor &weights, const at::Tensor &entry_pool,
+                                     const at::Tensor &entry_slots, const at::Tensor &threshold, double qscale,
+                                     double wscale, int64_t topk, at::IntArrayRef totals);

@@ -51,7 +51,7 @@ static RoutingInputs check_routing(const char *op, int64_t t, int64_t n_experts,
     return r;
 }
 
-static at::Tensor moe_dense_experts_cpu(const at::Tensor &y, int64_t n_experts, int64_t inter, int64_t top_k,
+at::Tensor moe_dense_experts_cpu(const at::Tensor &y, int64_t n_experts, int64_t inter, int64_t top_k,
                                         c10::string_view score_func, const std::optional<at::Tensor> &tid2eid,
                                         const std::optional<at::Tensor> &input_ids,
                                         const std::optional<at::Tensor> &bias, double scale, double limit,

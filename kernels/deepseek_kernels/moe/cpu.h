@@ -181,3 +181,16 @@ static inline void moe_route(const float *logits, int64_t T, int64_t E, int64_t 
         route_one(logits + t * E, E, topk, score_func, tid2eid ? tid2eid + ids[t] * topk : nullptr, bias, scale,
                   scratch, scratch + E, experts + t * topk, weights + t * topk);
 }
+
+// The op's entry points that other ops call (torch types; defined in cpu.cpp). decode_stack composes them,
+// so each is declared here, where its op lives, not found by the order of the translation unit.
+#include <ATen/ATen.h>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+at::Tensor moe_dense_experts_cpu(const at::Tensor &y, int64_t n_experts, int64_t inter, int64_t top_k,
+                                        c10::string_view score_func, const std::optional<at::Tensor> &tid2eid,
+                                        const std::optional<at::Tensor> &input_ids,
+                                        const std::optional<at::Tensor> &bias, double scale, double limit,
+                                        const at::Tensor &down);

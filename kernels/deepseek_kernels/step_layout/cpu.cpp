@@ -1,11 +1,12 @@
 // deepseek_kernels::decode_layout on the CPU: a decode step's gather indices (window rows, compressed entry
 // rows, visibility) in one pass over the sequences instead of some forty small tensor operations.
+#include "cpu.h"
 #include "../csrc/torch_glue.h"
 
 #include <algorithm>
 #include <vector>
 
-static std::vector<at::Tensor> decode_layout_cpu(const at::Tensor &positions, const at::Tensor &tables,
+std::vector<at::Tensor> decode_layout_cpu(const at::Tensor &positions, const at::Tensor &tables,
                                                  const c10::optional<at::Tensor> &prompt_lens, int64_t block_size,
                                                  int64_t window, at::IntArrayRef rates) {
     const char *op = "decode_layout";

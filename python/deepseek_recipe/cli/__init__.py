@@ -18,6 +18,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from deepseek_recipe.apis import BY_FORMAT
+
 from .inputs import FORMATS, VERSIONS, InputError
 
 
@@ -48,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--request", help="the request the output answers (sets API, thinking and tool parsing)")
     _common(p, request=False)
     p.add_argument("--text", action="store_true", help="the output is text, not token IDs")
-    p.add_argument("--api", choices=["chat", "responses", "messages"], help="API without --request (default chat)")
+    p.add_argument("--api", choices=list(BY_FORMAT), help="API without --request (default chat)")
     p.add_argument("--thinking", action="store_true", help="without --request: output starts in reasoning")
     p.add_argument("--tools", action="store_true", help="without --request: parse DSML tool calls")
     p.add_argument("--sse", action="store_true", help="print the SSE stream instead of the response object")

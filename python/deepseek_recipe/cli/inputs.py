@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import deepseek_recipe as dr
+from deepseek_recipe.apis import BY_FORMAT
 
-FORMATS = ("chat", "responses", "messages", "conversation")
-REQUEST_CLASSES = {"chat": "ChatCompletionRequest", "responses": "ResponsesRequest", "messages": "MessagesRequest"}
+#: The request APIs (the codec's table, by their command-line names), then conversation JSON.
+FORMATS = (*BY_FORMAT, "conversation")
 VERSIONS = {"v4": "DeepseekV4Pro", "v41": "DeepseekV41Flash"}
 
 
@@ -116,7 +117,7 @@ def prepare(body: Any, fmt: str | None = None, model_version: str | None = None)
     if model_version is not None and isinstance(body, dict) and isinstance(body.get("model"), str):
         options = options.with_model_alias(body["model"], getattr(dr.ModelVersion, VERSIONS[model_version]))
     try:
-        request = getattr(dr, REQUEST_CLASSES[fmt])(body)
+        request = BY_FORMAT[fmt].request(body)
         model = request.model
         converted = request.convert(options)
     except dr.ConversionError as e:

@@ -7,12 +7,9 @@ import sys
 import time
 
 import deepseek_recipe as dr
+from deepseek_recipe.apis import BY_FORMAT
 
 from .inputs import InputError, load_tokenizer, prepare, read_json, read_text, read_token_ids
-
-APIS = {"chat": ("ChatCompletionRequest", "ChatCompletionResponse", "ChatCompletionChunkGenerator"),
-        "responses": ("ResponsesRequest", "ResponsesResponse", "ResponsesChunkGenerator"),
-        "messages": ("MessagesRequest", "MessagesResponse", "MessagesChunkGenerator")}
 
 
 def stream_parts(args):
@@ -21,18 +18,18 @@ def stream_parts(args):
         prep = prepare(read_json(args.request), args.format, args.model_version)
         if prep.request is None:
             raise InputError("parse needs a request body (chat, responses or messages), not conversation JSON")
-        api = prep.fmt
-        request_cls = getattr(dr, APIS[api][0])
-        gen = request_cls.chunk_generator(prep.request, args.id, prep.model)
-        return gen, prep.request.parsing_options, getattr(dr, APIS[api][1]), prep.version
+        spec = BY_FORMAT[prep.fmt]
+        gen = spec.request.chunk_generator(prep.request, args.id, prep.model)
+        return gen, prep.request.parsing_options, spec.response, prep.version
     api = args.api or "chat"
     stage = dr.ThinkingInitialStage.ReasoningStart if args.thinking else None
     if api == "messages":
         gen = dr.MessagesChunkGenerator(args.id, args.model, args.thinking)
     else:
-        gen = getattr(dr, APIS[api][2])(args.id, args.model, thinking_mode=args.thinking, thinking_initial_stage=stage)
+        gen = BY_FORMAT[api].chunk_generator(args.id, args.model, thinking_mode=args.thinking,
+                                             thinking_initial_stage=stage)
     opts = dr.ParsingOptions(parse_tool_calls=args.tools, thinking_initial_stage=stage)
-    return gen, opts, getattr(dr, APIS[api][1]), args.model_version or "v41"
+    return gen, opts, BY_FORMAT[api].response, args.model_version or "v41"
 
 
 def chunks_of(args, version):

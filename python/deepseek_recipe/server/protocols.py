@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import deepseek_recipe as dr
+from deepseek_recipe import apis
+from deepseek_recipe.apis import AnyApi
 
 from .errors import ErrorStyle
 
@@ -24,11 +26,15 @@ class ApiSpec:
     sse_done: str | None
 
 
-CHAT = ApiSpec("chat.completions", "/v1/chat/completions", dr.ChatCompletionRequest, dr.ChatCompletionResponse,
-               "chatcmpl-", "openai", dr.sse_done_message("chat"))
-RESPONSES = ApiSpec("responses", "/v1/responses", dr.ResponsesRequest, dr.ResponsesResponse, "resp_", "openai",
-                    dr.sse_done_message("responses"))
-MESSAGES = ApiSpec("messages", "/v1/messages", dr.MessagesRequest, dr.MessagesResponse, "msg_", "anthropic",
-                   dr.sse_done_message("messages"))
+def _generation(api: AnyApi, error_style: ErrorStyle, sse_format: str) -> ApiSpec:
+    """A generation API: names, classes and ID prefix from the codec's table (``deepseek_recipe.apis``), plus how
+    the server answers it."""
+    return ApiSpec(api.name, api.path, api.request, api.response, api.id_prefix, error_style,
+                   dr.sse_done_message(sse_format))
+
+
+CHAT = _generation(apis.CHAT_COMPLETIONS, "openai", "chat")
+RESPONSES = _generation(apis.RESPONSES, "openai", "responses")
+MESSAGES = _generation(apis.MESSAGES, "anthropic", "messages")
 COUNT_TOKENS = ApiSpec("messages.count_tokens", "/v1/messages/count_tokens", dr.MessagesRequest, None, "",
                        "anthropic", None)

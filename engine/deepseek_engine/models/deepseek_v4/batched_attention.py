@@ -29,23 +29,30 @@ from deepseek_kernels.step_layout import closing_windows
 from deepseek_engine.core.int_tensors import long_tensor, padded_rows
 from deepseek_engine.layers.rotary_embedding import apply_rotary_tables, rotary_tables
 from deepseek_engine.models.deepseek_v4.kv_cache import read_rows, write_rows
-from deepseek_engine.module_changes import generation
 
 #: Positions up to which the rotary tables are kept whole (beyond, each step evaluates its own rows).
 MAX_TABLE_POSITIONS = 1 << 16
 
 
-def position_tables(module, dtype: torch.dtype, needed: int, device: torch.device) -> torch.Tensor:
-    """The rotary tables ``c``, ``s`` and ``-s`` of ``module`` for positions ``0 .. n - 1`` (``n >= needed``),
-    stacked as ``[3, n, R]``: one gather along dimension 1 takes a step's rows of all three."""
-    cached = getattr(module, "position_tables", None)
-    if cached is None or cached[0] < needed or cached[1] != dtype or cached[2].device != device:
-        size = max(needed, 1024, 2 * cached[0] if cached is not None else 0)
-        cos, sin = module(torch.arange(size, device=device), dtype)
-        c, s = rotary_tables(cos, sin)
-        cached = (size, dtype, torch.stack((c, s, -s)))
-        module.position_tables = cached  # a plain attribute of the rope module (not a buffer: never saved)
-    return cached[2]
+class PositionTables:
+    """The rotary tables ``c``, ``s`` and ``-s`` of rope modules for positions ``0 .. n - 1``, stacked as
+    ``[3, n, R]`` (one gather along dimension 1 takes a step's rows of all three), grown by doubling as later
+    positions come. The served model owns one (made with its other plans); nothing is kept on the rope modules."""
+
+    def __init__(self) -> None:
+        self._tables: dict[int, tuple[object, int, torch.dtype, torch.Tensor]] = {}
+
+    def get(self, module, dtype: torch.dtype, needed: int, device: torch.device) -> torch.Tensor:
+        """``module``'s table for at least ``needed`` positions."""
+        kept = self._tables.get(id(module))
+        if kept is not None and (kept[0] is not module or kept[2] != dtype or kept[3].device != device):
+            kept = None
+        if kept is None or kept[1] < needed:
+            size = max(needed, 1024, 2 * kept[1] if kept is not None else 0)
+            cos, sin = module(torch.arange(size, device=device), dtype)
+            c, s = rotary_tables(cos, sin)
+            kept = self._tables[id(module)] = (module, size, dtype, torch.stack((c, s, -s)))
+        return kept[3]
 
 
 class StepLayout:
@@ -61,8 +68,11 @@ class StepLayout:
 
     def __init__(self, positions: torch.Tensor, slots: torch.Tensor, query_start_loc: list[int],
                  block_tables: list[list[int]], block_size: int, window: int,
-                 prompt_lens: list[int] | None = None, rates: tuple[int, ...] = (), one_call: bool = True) -> None:
+                 prompt_lens: list[int] | None = None, rates: tuple[int, ...] = (), one_call: bool = True,
+                 position_tables: PositionTables | None = None) -> None:
         dev = positions.device
+        #: Whole-position rotary tables (the served model's, kept across steps; a new one per layout otherwise).
+        self.position_tables = position_tables if position_tables is not None else PositionTables()
         self.positions, self.slots, self.block_size, self.window = positions, slots, block_size, window
         self._per_rate: dict[int, dict[str, torch.Tensor]] = {}
         self._rope: dict[tuple[int, torch.dtype], tuple[torch.Tensor, torch.Tensor]] = {}
@@ -150,8 +160,8 @@ class StepLayout:
     def rope_tables(self, module, dtype: torch.dtype, inverse: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         """``rotary_tables`` of ``rope`` (of ``(cos, -sin)`` when ``inverse``), once per step.
 
-        Rows come from tables over all positions up to the largest seen so far, kept on
-        the rope module (computed once, extended by doubling): a step looks its
+        Rows come from tables over all positions up to the largest seen so far (``position_tables``,
+        computed once, extended by doubling): a step looks its
         positions up instead of evaluating cos/sin again, and a position's values no
         longer depend on which other positions share its step.
         """
@@ -167,7 +177,7 @@ class StepLayout:
             found = self._tables[key] = (c, -s if inverse else s)
             return found
         # One gather gives the rows of both directions; the other one is kept for the step's later call.
-        table = position_tables(module, dtype, self._max_position + 1, self.positions.device)
+        table = self.position_tables.get(module, dtype, self._max_position + 1, self.positions.device)
         c, s, neg = table.index_select(1, self.positions)
         self._tables[(id(module), dtype, False)] = (c, s)
         self._tables[(id(module), dtype, True)] = (c, neg)
@@ -223,52 +233,34 @@ class FusedLinears:
     The attention block applies up to seven projections to the same normed hidden
     state (query down-projection, shared KV, the compressors' KV and gate, the
     indexer's compressor and head weights); one product over the stacked weights
-    replaces seven small ones. The stacked copy is rebuilt when a weight changes.
+    replaces seven small ones. The stacked copy ``weight`` is a derived tensor: built here, from the weights as
+    they are now (the prepare step after loading builds a new ``FusedLinears`` when weights change).
     """
 
     def __init__(self, linears: list) -> None:
-        self.linears = linears
-        # The weight objects, looked up once: a weight replaced by a new object is a module registration, after
-        # which ``_input_projections`` builds a new FusedLinears (``generation``).
-        self.weights = [lin.weight for lin in linears]
         self.splits = [lin.weight.shape[0] for lin in linears]
         self.offsets = [0]  # column where each projection starts, then the total width
         for width in self.splits:
             self.offsets.append(self.offsets[-1] + width)
-        self._key = None
-        self._weight: torch.Tensor | None = None
-        self.generation = generation()  # module registrations seen when the linears were looked up
+        with torch.no_grad():
+            #: The stacked weights ``[sum(splits), in]``.
+            self.weight = torch.cat([lin.weight.detach() for lin in linears], dim=0)
 
     def __call__(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         return self.full(x).split(self.splits, dim=-1)
 
     def full(self, x: torch.Tensor) -> torch.Tensor:
         """All projections side by side, ``[T, sum(splits)]``."""
-        return F.linear(x, self.weight())
-
-    def weight(self) -> torch.Tensor:
-        """The stacked weights ``[sum(splits), in]``, stacked again when one of them changed (a new object or an
-        in-place update)."""
-        weights = self.weights
-        key = [(w.data_ptr(), w._version) for w in weights]
-        if key != self._key:
-            with torch.no_grad():
-                self._weight = torch.cat([w.detach() for w in weights], dim=0)
-            self._key = key
-        return self._weight
+        return F.linear(x, self.weight)
 
 
 def _input_projections(attn) -> FusedLinears:
-    fused = getattr(attn, "fused_inputs", None)
-    if fused is None or fused.generation != generation():
-        linears = [attn.wq_a, attn.wkv]
-        if attn.compressor is not None:
-            linears += [attn.compressor.wkv, attn.compressor.wgate]
-        if attn.indexer is not None:
-            linears += [attn.indexer.compressor.wkv, attn.indexer.compressor.wgate, attn.indexer.weights_proj]
-        fused = FusedLinears(linears)
-        attn.fused_inputs = fused  # a plain attribute (FusedLinears is no module: not saved, not moved)
-    return fused
+    linears = [attn.wq_a, attn.wkv]
+    if attn.compressor is not None:
+        linears += [attn.compressor.wkv, attn.compressor.wgate]
+    if attn.indexer is not None:
+        linears += [attn.indexer.compressor.wkv, attn.indexer.compressor.wgate, attn.indexer.weights_proj]
+    return FusedLinears(linears)
 
 
 def _compress(comp, kv_proj: torch.Tensor, gate_proj: torch.Tensor, layout: StepLayout,
@@ -285,11 +277,9 @@ def _compress(comp, kv_proj: torch.Tensor, gate_proj: torch.Tensor, layout: Step
     info = layout.rate_info(comp.rate)
     if info["w"].numel():
         # Pool, norm and rotate every window the step closes; entry w sits in the row of the token closing it.
-        # (float32 pools: one native call; other pool dtypes: the op's PyTorch composition)
         c, s = layout.window_tables(comp.rope, comp.rate, kv_pool.dtype)
-        close = ops.compress_windows if kv_pool.dtype == torch.float32 else ops.compress_windows_reference
-        close(entry_pool, kv_pool, gate_pool, comp.ape, info["window_slots"], info["prior_slots"], info["has_prior"],
-              comp.overlap, comp.norm.weight, comp.norm.eps, c, s, info["entry_out_slots"])
+        ops.compress_windows(entry_pool, kv_pool, gate_pool, comp.ape, info["window_slots"], info["prior_slots"],
+                             info["has_prior"], comp.overlap, comp.norm.weight, comp.norm.eps, c, s, info["entry_out_slots"])
     valid = info["entry_valid"]
     if not read:
         return None, valid
@@ -329,18 +319,16 @@ _top_entries = ops.top_entries
 
 
 class AttentionPlan:
-    """What ``attention`` reads from one ``DeepseekV4Attention`` module, looked up once.
+    """What ``attention`` reads from one ``DeepseekV4Attention`` module, looked up once after loading.
 
     A decode step calls ``attention`` once per layer; resolving some thirty module attributes
     (``nn.Module.__getattr__``) and the argument lists of ``ops.attn_front`` / ``ops.attn_back`` on every call
-    cost as much as the attention kernel on small models. The plan holds the module's parameter objects, so
-    in-place weight updates (``copy_``, ``load_state_dict``) are seen; a parameter or submodule replaced by a
-    new object is seen through :mod:`..module_changes`: ``of`` rebuilds a plan older than the last module
-    registration.
+    cost as much as the attention kernel on small models. The plan holds the module's parameter objects and the
+    stacked input projections (:class:`FusedLinears`), built when the served model prepares its weights
+    (``BatchedDeepseekV4.process_weights_after_loading``) and again only when told that weights changed.
     """
 
     def __init__(self, attn) -> None:
-        self.generation = generation()
         self.layer_idx = attn.layer_idx
         self.rope = attn.rope
         self.fused = _input_projections(attn)
@@ -359,25 +347,16 @@ class AttentionPlan:
         self.sink, self.scale = attn.attn_sink, attn.scale
         self.back = (attn.wo_a.weight, attn.o_groups, attn.wo_b.weight)
 
-    @staticmethod
-    def of(attn) -> AttentionPlan:
-        """The plan of ``attn``, built on first use (and after a module change) and kept as a plain attribute
-        (no module: never saved)."""
-        plan = getattr(attn, "attention_plan", None)
-        if plan is None or plan.generation != generation():
-            plan = attn.attention_plan = AttentionPlan(attn)
-        return plan
 
-
-def attention(attn, x: torch.Tensor, layout: StepLayout, pool, plan: AttentionPlan | None = None) -> torch.Tensor:
+def attention(attn, x: torch.Tensor, layout: StepLayout, pool, plan: AttentionPlan) -> torch.Tensor:
     """``DeepseekV4Attention`` for all new tokens of a step: ``x`` ``[T, hidden]`` -> ``[T, hidden]``.
 
     One fused product for every input projection; ``ops.attn_front`` (norms, query projection, RoPE, the
     stores into the paged pools); the compressors and the indexer; ``ops.sink_attention_paged`` reading
     the keys in place; ``ops.attn_back`` (inverse RoPE, grouped output projection). ``plan``: the module's
-    :class:`AttentionPlan` (looked up when not given).
+    :class:`AttentionPlan`.
     """
-    p = plan if plan is not None else AttentionPlan.of(attn)
+    p = plan
     lp = pool.layers[p.layer_idx]
     c, s = layout.rope_tables(p.rope, x.dtype)
     y = p.fused.full(x)

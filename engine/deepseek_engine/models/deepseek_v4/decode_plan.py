@@ -17,131 +17,118 @@ of its own, or parameters that are not float32. Those run the Python layer loop,
 from __future__ import annotations
 
 import torch
-from deepseek_kernels.decode_stack import reference as stack  # the argument layout
+from deepseek_kernels.decode_stack.layout import (
+    FLOATS,
+    INTS,
+    MAX_COPIES,
+    SCORE_FUNCS,
+    WEIGHTS,
+    Float,
+    Int,
+    Weight,
+)
 
 from deepseek_engine.core.int_tensors import long_tensor, padded_rows
 from deepseek_engine.models.deepseek_v4 import batched_attention
-from deepseek_engine.models.deepseek_v4.batched_attention import AttentionPlan, position_tables
+from deepseek_engine.models.deepseek_v4.batched_attention import AttentionPlan, PositionTables
 
 
 class DecodeStackPlan:
-    """``ops.decode_stack``'s arguments for one model, built from the kept per-layer plans.
+    """``ops.decode_stack``'s arguments for one model, built from the per-layer plans once the weights are
+    prepared (``BatchedDeepseekV4.process_weights_after_loading``, which builds a new plan when told that weights
+    changed).
 
-    ``weights`` holds parameter objects (in-place updates are seen) and the derived stacked matrices of the
-    fused input product and of the experts, refreshed on every step through the same version checks as the
-    Python path (``FusedLinears.weight``, ``DeepseekV4MoE._stacked``).
+    ``weights`` holds parameter objects and the derived stacked matrices of the fused input product and of the
+    experts (``FusedLinears.weight``, ``PreparedMoE.up`` / ``down``), the same tensors the Python path reads.
     """
 
-    def __init__(self, layers: list, sites: list, attention_plans: list[AttentionPlan], window: int) -> None:
+    def __init__(self, layers: list, sites: list, attention_plans: list[AttentionPlan], window: int,
+                 position_tables: PositionTables | None = None) -> None:
         self.window = window  # the sliding window (config.sliding_window)
+        self.position_tables = position_tables if position_tables is not None else PositionTables()
         self.plans = attention_plans
         #: The rotary modules whose position tables the op reads (``ints``' I_ROPE etc. index this list).
         self.ropes: list = []
         self.weights: list[torch.Tensor | None] = []
         self.ints: list[int] = []
         self.floats: list[float] = []
-        self.moe = []  # per layer: (module, dense plan) for the expert matrices
         for layer, layer_sites, plan in zip(layers, sites, attention_plans):
             self._add_layer(layer, layer_sites, plan)
-        #: The weights the derived matrices are stacked from, and their (address, version) when last stacked.
-        self._sources = [t for plan, (_, moe_plan) in zip(attention_plans, self.moe)
-                         for t in (*plan.fused.weights, *moe_plan.params)]
-        self._key: list | None = None
         self._pools: tuple | None = None  # (the pool object, its per-layer tensors as the op takes them)
 
     @classmethod
-    def build(cls, layers: list, sites: list, attention_plans: list[AttentionPlan],
-              window: int) -> DecodeStackPlan | None:
+    def build(cls, layers: list, sites: list, attention_plans: list[AttentionPlan], window: int,
+              position_tables: PositionTables | None = None) -> DecodeStackPlan | None:
         """The plan, or ``None`` when some layer needs a path ``decode_stack`` does not take."""
         for layer, plan in zip(layers, attention_plans):
-            moe_plan = layer.ffn._plan()
-            if not moe_plan.dense or moe_plan.score_func not in stack.SCORE_FUNCS:
+            moe_plan = layer.ffn.prepared
+            if moe_plan is None or not moe_plan.dense or moe_plan.score_func not in SCORE_FUNCS:
                 return None
             if plan.indexer is not None and not plan.shared_rope:
                 return None
-            if len(plan.copy_offsets) > stack.MAX_COPIES:
+            if len(plan.copy_offsets) > MAX_COPIES:
                 return None
             if any(p.dtype != torch.float32 for p in layer.parameters()):
                 return None
-        return cls(layers, sites, attention_plans, window)
+        return cls(layers, sites, attention_plans, window, position_tables)
 
     def _add_layer(self, layer, layer_sites, plan: AttentionPlan) -> None:
-        moe = layer.ffn
         (attn_fn, attn_base, attn_scale, attn_norm, attn_eps), (ffn_fn, ffn_base, ffn_scale, ffn_norm, ffn_eps) = \
             layer_sites
         comp, indexer = plan.comp, plan.indexer
-        moe_plan = moe._plan()
-        up, down = moe._stacked(moe_plan)
-        w: list[torch.Tensor | None] = [None] * stack.WEIGHTS
-        w[stack.W_HC_ATTN_FN], w[stack.W_HC_ATTN_BASE], w[stack.W_HC_ATTN_SCALE] = attn_fn, attn_base, attn_scale
-        w[stack.W_ATTN_NORM] = attn_norm
-        w[stack.W_HC_FFN_FN], w[stack.W_HC_FFN_BASE], w[stack.W_HC_FFN_SCALE] = ffn_fn, ffn_base, ffn_scale
-        w[stack.W_FFN_NORM] = ffn_norm
+        moe_plan = layer.ffn.prepared
+        w: list[torch.Tensor | None] = [None] * WEIGHTS
+        w[Weight.HC_ATTN_FN], w[Weight.HC_ATTN_BASE], w[Weight.HC_ATTN_SCALE] = attn_fn, attn_base, attn_scale
+        w[Weight.ATTN_NORM] = attn_norm
+        w[Weight.HC_FFN_FN], w[Weight.HC_FFN_BASE], w[Weight.HC_FFN_SCALE] = ffn_fn, ffn_base, ffn_scale
+        w[Weight.FFN_NORM] = ffn_norm
         q_norm_w, q_eps, wq_b, n_heads, head_dim, head_eps, kv_norm_w, kv_eps = plan.front
-        w[stack.W_FUSED] = plan.fused.weight()
-        w[stack.W_Q_NORM], w[stack.W_WQ_B], w[stack.W_KV_NORM] = q_norm_w, wq_b, kv_norm_w
-        w[stack.W_IDX_WQ_B] = plan.front_indexer[0]
+        w[Weight.FUSED] = plan.fused.weight
+        w[Weight.Q_NORM], w[Weight.WQ_B], w[Weight.KV_NORM] = q_norm_w, wq_b, kv_norm_w
+        w[Weight.IDX_WQ_B] = plan.front_indexer[0]
         if comp is not None:
-            w[stack.W_COMP_APE], w[stack.W_COMP_NORM] = comp.ape, comp.norm.weight
+            w[Weight.COMP_APE], w[Weight.COMP_NORM] = comp.ape, comp.norm.weight
         if indexer is not None:
-            w[stack.W_IDX_APE], w[stack.W_IDX_NORM] = indexer.compressor.ape, indexer.compressor.norm.weight
-        w[stack.W_SINK] = plan.sink
-        w[stack.W_WO_A], _, w[stack.W_WO_B] = plan.back
-        w[stack.W_MOE_UP], w[stack.W_MOE_DOWN] = up, down
-        w[stack.W_TID2EID] = moe_plan.gate.tid2eid if moe_plan.hashed else None
-        w[stack.W_MOE_BIAS] = moe_plan.bias
+            w[Weight.IDX_APE], w[Weight.IDX_NORM] = indexer.compressor.ape, indexer.compressor.norm.weight
+        w[Weight.SINK] = plan.sink
+        w[Weight.WO_A], _, w[Weight.WO_B] = plan.back
+        w[Weight.MOE_UP], w[Weight.MOE_DOWN] = moe_plan.up, moe_plan.down
+        w[Weight.TID2EID] = moe_plan.tid2eid
+        w[Weight.MOE_BIAS] = moe_plan.bias
         self.weights += w
-        self.moe.append((moe, moe_plan))
 
-        n = [0] * stack.INTS
-        n[stack.I_HEADS], n[stack.I_HEAD_DIM] = n_heads, head_dim
-        _, n[stack.I_IDX_HEADS], n[stack.I_IDX_DIM] = plan.front_indexer
-        n[stack.I_GROUPS] = plan.back[1]
-        n[stack.I_RATE] = plan.comp_rate
-        n[stack.I_HAS_INDEXER] = int(indexer is not None)
+        n = [0] * INTS
+        n[Int.HEADS], n[Int.HEAD_DIM] = n_heads, head_dim
+        _, n[Int.IDX_HEADS], n[Int.IDX_DIM] = plan.front_indexer
+        n[Int.GROUPS] = plan.back[1]
+        n[Int.RATE] = plan.comp_rate
+        n[Int.HAS_INDEXER] = int(indexer is not None)
         if indexer is not None:
-            n[stack.I_HW_START], n[stack.I_HW_END] = plan.head_weights
-            n[stack.I_TOPK] = indexer.topk
-            n[stack.I_IDX_OVERLAP] = int(indexer.compressor.overlap)
+            n[Int.HW_START], n[Int.HW_END] = plan.head_weights
+            n[Int.TOPK] = indexer.topk
+            n[Int.IDX_OVERLAP] = int(indexer.compressor.overlap)
         if comp is not None:
-            n[stack.I_COMP_OVERLAP] = int(comp.overlap)
-        n[stack.I_MOE_EXPERTS], n[stack.I_MOE_INTER], n[stack.I_MOE_TOPK] = moe_plan.n, moe_plan.inter, moe_plan.top_k
-        n[stack.I_SCORE_FUNC] = stack.SCORE_FUNCS.index(moe_plan.score_func)
-        n[stack.I_ROPE] = self._rope_index(plan.rope)
-        n[stack.I_COMP_ROPE] = self._rope_index(comp.rope) if comp is not None else -1
-        n[stack.I_IDX_ROPE] = self._rope_index(indexer.compressor.rope) if indexer is not None else -1
-        n[stack.I_COPIES] = len(plan.copy_offsets)
-        n[stack.I_COPY_OFFSETS:stack.I_COPY_OFFSETS + len(plan.copy_offsets)] = plan.copy_offsets
+            n[Int.COMP_OVERLAP] = int(comp.overlap)
+        n[Int.MOE_EXPERTS], n[Int.MOE_INTER], n[Int.MOE_TOPK] = moe_plan.n, moe_plan.inter, moe_plan.top_k
+        n[Int.SCORE_FUNC] = SCORE_FUNCS.index(moe_plan.score_func)
+        n[Int.ROPE] = self._rope_index(plan.rope)
+        n[Int.COMP_ROPE] = self._rope_index(comp.rope) if comp is not None else -1
+        n[Int.IDX_ROPE] = self._rope_index(indexer.compressor.rope) if indexer is not None else -1
+        n[Int.COPIES] = len(plan.copy_offsets)
+        n[Int.COPY_OFFSETS:Int.COPY_OFFSETS + len(plan.copy_offsets)] = plan.copy_offsets
         self.ints += n
 
-        f = [0.0] * stack.FLOATS
-        f[stack.F_ATTN_NORM_EPS], f[stack.F_FFN_NORM_EPS] = attn_eps, ffn_eps
-        f[stack.F_Q_EPS], f[stack.F_HEAD_EPS], f[stack.F_KV_EPS] = q_eps, head_eps, kv_eps
-        f[stack.F_SCALE] = plan.scale
+        f = [0.0] * FLOATS
+        f[Float.ATTN_NORM_EPS], f[Float.FFN_NORM_EPS] = attn_eps, ffn_eps
+        f[Float.Q_EPS], f[Float.HEAD_EPS], f[Float.KV_EPS] = q_eps, head_eps, kv_eps
+        f[Float.SCALE] = plan.scale
         if comp is not None:
-            f[stack.F_COMP_EPS] = comp.norm.eps
+            f[Float.COMP_EPS] = comp.norm.eps
         if indexer is not None:
-            f[stack.F_IDX_EPS] = indexer.compressor.norm.eps
-            f[stack.F_IDX_QSCALE], f[stack.F_IDX_WSCALE] = indexer.head_dim**-0.5, indexer.n_heads**-0.5
-        f[stack.F_MOE_SCALE], f[stack.F_MOE_LIMIT] = moe_plan.scale, moe_plan.limit
+            f[Float.IDX_EPS] = indexer.compressor.norm.eps
+            f[Float.IDX_QSCALE], f[Float.IDX_WSCALE] = indexer.head_dim**-0.5, indexer.n_heads**-0.5
+        f[Float.MOE_SCALE], f[Float.MOE_LIMIT] = moe_plan.scale, moe_plan.limit
         self.floats += f
-
-    def refresh(self) -> None:
-        """Follow in-place changes of the weights behind the derived matrices: one pass over the addresses and
-        versions of all of them; when any moved, each layer's own check (``FusedLinears.weight``,
-        ``DeepseekV4MoE._stacked``) stacks again what changed."""
-        w = self.weights
-        for i, (_, moe_plan) in enumerate(self.moe):
-            if moe_plan.hashed:  # a buffer: ``Module.to`` may replace it without a registration, so read it anew
-                w[i * stack.WEIGHTS + stack.W_TID2EID] = moe_plan.gate.tid2eid
-        key = [(t.data_ptr(), t._version) for t in self._sources]
-        if key == self._key:
-            return
-        for i, (plan, (moe, moe_plan)) in enumerate(zip(self.plans, self.moe)):
-            base = i * stack.WEIGHTS
-            w[base + stack.W_FUSED] = plan.fused.weight()
-            w[base + stack.W_MOE_UP], w[base + stack.W_MOE_DOWN] = moe._stacked(moe_plan)
-        self._key = key
 
     def _rope_index(self, module) -> int:
         for i, known in enumerate(self.ropes):
@@ -171,9 +158,8 @@ class DecodeStackPlan:
         if top > batched_attention.MAX_TABLE_POSITIONS:
             return None
         dev = positions.device
-        tables = [position_tables(module, torch.float32, top, dev) for module in self.ropes]
+        tables = [self.position_tables.get(module, torch.float32, top, dev) for module in self.ropes]
         prompt_lens = getattr(ctx, "prompt_lens", None)
         prompt = None if prompt_lens is None else long_tensor(prompt_lens, dev)
-        self.refresh()
         return (positions, ctx.slot_mapping, padded_rows(ctx.block_tables, dev), prompt, ctx.block_size,
                 self.window, tables, self.weights, self.ints, self.floats, self.pools(pool))

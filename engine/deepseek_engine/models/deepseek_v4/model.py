@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
+import deepseek_kernels as ops
 import torch
-from deepseek_kernels.decode_stack.reference import stack_layers
 from torch import nn
 
 from deepseek_engine.layers.hyper_connection import add_hc_sites, hyper_head
@@ -43,17 +43,26 @@ def run_layers(layers: Iterable[nn.Module], streams: torch.Tensor, config: Deeps
                attend: Callable[[nn.Module, torch.Tensor], torch.Tensor],
                feed: Callable[[nn.Module, torch.Tensor], torch.Tensor],
                sites: Sequence[tuple[tuple, tuple]] | None = None) -> torch.Tensor:
-    """The decoder stack over ``layers``, in the order ``deepseek_kernels``' ``stack_layers`` writes down (per
-    layer, attention then the MoE, each behind one ``hc_step`` boundary; the last block merged).
+    """The decoder stack over ``layers``: the model's layer order, written here once.
+
+    Per layer, attention then the MoE (``SUB_BLOCKS``), each wrapped in a hyper-connection. Every boundary between
+    sub-blocks is one ``ops.hc_step``: merge the finished block's output into the streams (with the previous site's
+    ``post`` / ``comb``), compute the next site's weights and the next block's normed input; after the last layer
+    the last block is merged (``ops.hc_merge``). The one-call decode step (``deepseek_kernels.decode_stack``)
+    computes the same order; ``tests/engine/test_decode_stack.py`` holds the two to the same bits.
 
     ``attend(layer, x)`` and ``feed(layer, x)`` run a layer's attention and MoE on their input ``x``
     ``[T, hidden]``. ``sites``: each layer's :func:`hc_sites`, when the caller keeps them (looked up otherwise).
     """
     c = config
-    layers = list(layers)
-    return stack_layers(streams, len(layers), lambda i: sites[i] if sites is not None else hc_sites(layers[i]),
-                        lambda i, x: attend(layers[i], x), lambda i, x: feed(layers[i], x), c.hc_mult,
-                        c.hc_sinkhorn_iters, c.hc_eps, c.rms_norm_eps)
+    block = post = comb = None
+    for i, layer in enumerate(layers):
+        layer_sites = sites[i] if sites is not None else hc_sites(layer)
+        for (fn, base, scale, norm_weight, block_eps), run in zip(layer_sites, (attend, feed)):
+            streams, post, comb, x = ops.hc_step(streams, block, post, comb, fn, base, scale, c.hc_mult,
+                                                 c.hc_sinkhorn_iters, c.hc_eps, c.rms_norm_eps, norm_weight, block_eps)
+            block = run(layer, x)
+    return streams if block is None else ops.hc_merge(streams, block, post, comb)
 
 
 class DeepseekV4DecoderLayer(nn.Module):

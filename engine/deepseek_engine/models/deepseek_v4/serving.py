@@ -8,7 +8,7 @@ paged cache, runs once per layer for all sequences (``batched_attention``). It
 runs the decoder stack through the same ``models.deepseek_v4.model.run_layers`` as
 ``DeepseekV4ForCausalLM.forward_sequence``; on decode steps the whole stack is one native call,
 ``deepseek_kernels.decode_stack`` (:mod:`.decode_plan`), which runs the same ops in the same order
-(both follow ``deepseek_kernels``' ``stack_layers``, where that order is written).
+(the order ``run_layers`` writes down; the tests hold both to the same bits).
 """
 
 from __future__ import annotations
@@ -22,13 +22,14 @@ from torch import nn
 from deepseek_engine.core.model_runner import StepContext
 from deepseek_engine.models.deepseek_v4.batched_attention import (
     AttentionPlan,
+    PositionTables,
     StepLayout,
     attention,
 )
 from deepseek_engine.models.deepseek_v4.decode_plan import DecodeStackPlan
 from deepseek_engine.models.deepseek_v4.kv_cache import KVCachePool
 from deepseek_engine.models.deepseek_v4.model import hc_sites, run_layers
-from deepseek_engine.module_changes import generation
+from deepseek_engine.models.loader import process_weights_after_loading as prepare_layers
 
 
 class BatchedDeepseekV4(nn.Module):
@@ -36,33 +37,29 @@ class BatchedDeepseekV4(nn.Module):
         super().__init__()
         self.model = model
         self.config = model.config
-        self.greedy_head = ops.GreedyHead(model.head.weight)
-        self._plans: tuple | None = None
-        self._generation = generation()
         #: Decode steps run the decoder stack as one native call (``ops.decode_stack``) where the model allows;
         #: ``False`` keeps the Python layer loop (the tests compare both).
         self.use_decode_stack = True
-        self._stack: tuple | None = None  # (the plans it was built from, DecodeStackPlan or None)
         #: The compression rates of the layers (compressors and indexers share their layer's rate).
         self.rates = tuple(sorted({self.config.compress_rate(i) for i in range(self.config.num_hidden_layers)} - {0}))
+        self.process_weights_after_loading()
 
-    def plans(self) -> tuple[list, list]:
-        """Each layer's hyper-connection sites (``hc_sites``) and :class:`AttentionPlan`, looked up on the first
-        step and kept: a decode step then reads no module attributes per layer.
-
-        They hold parameter objects. One integer comparison per step (``module_changes.generation``) finds out
-        whether any parameter, buffer or submodule was registered since (a weight replaced by a new object);
-        then the plans and the greedy head are built again from the modules.
-        """
-        if self._generation != generation():
-            self._plans = None
-            if self.model.head.weight is not self.greedy_head.weight:
-                self.greedy_head = ops.GreedyHead(self.model.head.weight)
-            self._generation = generation()
-        if self._plans is None:
-            layers = list(self.model.layers)
-            self._plans = ([hc_sites(layer) for layer in layers], [AttentionPlan.of(layer.attn) for layer in layers])
-        return self._plans
+    def process_weights_after_loading(self) -> None:
+        """Build everything a step reads that is derived from the weights, from the weights as they are now: the
+        layers' own derived tensors (:func:`~deepseek_engine.models.loader.process_weights_after_loading`), each
+        layer's hyper-connection sites (``hc_sites``) and :class:`AttentionPlan` (a decode step then reads no
+        module attributes per layer), the decode-stack plan and the greedy head's blocked copies. Runs once when
+        the model is wrapped; ``LLM.reload_weights`` runs it again after weights changed. Nothing on the step
+        path checks the weights."""
+        prepare_layers(self.model)
+        layers = list(self.model.layers)
+        #: Each layer's hyper-connection sites and attention plan.
+        self.plans = ([hc_sites(layer) for layer in layers], [AttentionPlan(layer.attn) for layer in layers])
+        #: The rotary modules' whole-position tables, shared by every step.
+        self.position_tables = PositionTables()
+        #: ``ops.decode_stack``'s per-model arguments, or ``None`` when some layer needs a path the op lacks.
+        self.decode_plan = DecodeStackPlan.build(layers, *self.plans, self.config.sliding_window, self.position_tables)
+        self.greedy_head = ops.GreedyHead(self.model.head.weight)
 
     def _decode_stack(self, positions: torch.Tensor, ctx: StepContext) -> tuple | None:
         """``ops.decode_stack``'s arguments after ``input_ids`` (up to ``pools``) for a step where every sequence
@@ -70,10 +67,7 @@ class BatchedDeepseekV4(nn.Module):
         otherwise, and when ``use_decode_stack`` is off (the layer loop then runs, as for prefill)."""
         if not self.use_decode_stack or not ctx.block_tables or ctx.query_start_loc[-1] != len(ctx.block_tables):
             return None
-        plans = self.plans()
-        if self._stack is None or self._stack[0] is not plans:
-            self._stack = (plans, DecodeStackPlan.build(list(self.model.layers), *plans, self.config.sliding_window))
-        stack = self._stack[1]
+        stack = self.decode_plan
         return None if stack is None else stack.call_arguments(positions, ctx)
 
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx: StepContext) -> torch.Tensor:
@@ -99,9 +93,10 @@ class BatchedDeepseekV4(nn.Module):
                                        c.rms_norm_eps)
         else:
             layout = StepLayout(positions, ctx.slot_mapping, ctx.query_start_loc, ctx.block_tables, ctx.block_size,
-                                c.sliding_window, getattr(ctx, "prompt_lens", None), self.rates)
+                                c.sliding_window, getattr(ctx, "prompt_lens", None), self.rates,
+                                position_tables=self.position_tables)
             kv = ctx.kv
-            sites, attention_plans = self.plans()
+            sites, attention_plans = self.plans
             plan = iter(attention_plans)
             streams = run_layers(m.layers, streams, c,
                                  lambda layer, x: attention(layer.attn, x, layout, kv, next(plan)),

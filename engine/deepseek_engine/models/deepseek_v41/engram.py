@@ -36,7 +36,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from deepseek_engine.layers.row_invariant import lanewise, linear, row_sum
+from deepseek_engine.layers.row_invariant import linear
 from deepseek_engine.models.deepseek_v41.config import (
     IMAGE_SENTINEL_BASE_ID,
     DeepseekV41ModelConfig,
@@ -44,7 +44,6 @@ from deepseek_engine.models.deepseek_v41.config import (
 
 #: Compressed id of a token that takes no part in any n-gram (image positions).
 DEAD_ID = -1
-_SIGNED_SQRT_FLOOR = 1e-6
 
 
 def is_prime(n: int) -> bool:
@@ -178,18 +177,9 @@ def load_token_map(tokenizer_json: str | Path, vocab_size: int, expected: int) -
 
 def engram_gate_add(streams: torch.Tensor, kv: torch.Tensor, q_weight: torch.Tensor, k_weight: torch.Tensor,
                     keep: torch.Tensor, eps: float) -> torch.Tensor:
-    """``streams [T, hc, D]`` plus the gated value; ``kv [T, (hc + 1) * D]`` holds hc keys then the value."""
-    t, hc, dim = streams.shape
-    h = streams.float()
-    keys = kv.float()[:, : hc * dim].view(t, hc, dim)
-    value = kv.float()[:, hc * dim:]
-    # Row sums in a fixed order and a sigmoid whose bits do not depend on the row's offset: the same bits in
-    # any batch (``row_invariant``).
-    h_sq, k_sq, dot = row_sum(torch.stack((h.square(), keys.square(), h * q_weight.float() * k_weight.float() * keys)))
-    dot = dot * torch.rsqrt(h_sq / dim + eps) * torch.rsqrt(k_sq / dim + eps) * dim**-0.5
-    signed = torch.sqrt(dot.abs().clamp_min(_SIGNED_SQRT_FLOOR)) * torch.where(dot < 0, -1.0, 1.0)
-    gate = lanewise(torch.sigmoid, signed) * keep[:, None].float()
-    return (h + gate[..., None] * value[:, None, :]).to(streams.dtype)
+    """``streams [T, hc, D]`` plus the gated value; ``kv [T, (hc + 1) * D]`` holds hc keys then the value (the
+    kernel op ``deepseek_kernels.engram_gate``: each token's rows on their own, the same bits in any batch)."""
+    return ops.engram_gate(streams, kv, q_weight, k_weight, keep, eps)
 
 
 class Engram(nn.Module):

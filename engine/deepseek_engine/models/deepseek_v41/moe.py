@@ -63,9 +63,12 @@ class DeepseekV41MoE(DeepseekV4MoE):
         image = image_sentinel_rows(input_ids) if bias_vl is not None else None
         if image is not None and not bool(image.any()):
             image = None
-        plan = self._plan()
+        plan = self.prepared
+        if plan is None:
+            raise RuntimeError("DeepseekV41MoE: weights not prepared; call process_weights_after_loading() after "
+                               "loading them (load_model and LLM do)")
         if plan.dense:
-            up_w, down_w = self._stacked(plan)
+            up_w, down_w = plan.up, plan.down
             y = linear(x, up_w)
 
             def experts_with(bias: torch.Tensor) -> torch.Tensor:

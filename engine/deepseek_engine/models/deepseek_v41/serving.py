@@ -46,6 +46,7 @@ from deepseek_engine.models.deepseek_v41.indexer import (
     topk_mask,
 )
 from deepseek_engine.models.deepseek_v41.kv_cache import V41CachePool, WindowRing
+from deepseek_engine.models.loader import process_weights_after_loading as prepare_layers
 
 SWA_REPLAY_MODES = (None, "exact", "window")
 
@@ -59,13 +60,21 @@ class ServedDeepseekV41(nn.Module):
         self.config = model.config
         self.swa_replay = swa_replay
         self.window_store = WindowStore()  # the running sequences' rings side by side (rebuilt when they change)
+        self.position_tables = PositionTables()  # rotary rows of every position so far, per rope
         self.replay_depth = 0
         if swa_replay is not None:
             self.replay_depth = model.exact_replay_depth() if swa_replay == "exact" else self.config.sliding_window
+        self.process_weights_after_loading()
+
+    def process_weights_after_loading(self) -> None:
+        """Build the layers' derived tensors from the weights as they are now (when wrapped, and again from
+        ``LLM.reload_weights``)."""
+        prepare_layers(self.model)
 
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx) -> torch.Tensor:
         rings = self._rings(positions, ctx) if self.swa_replay is not None else None
-        h = batched_hidden(self.model, input_ids, positions, ctx, rings, self.window_store)
+        h = batched_hidden(self.model, input_ids, positions, ctx, rings, self.window_store,
+                           tables=self.position_tables)
         if h is None:  # unfinished prefill chunks only: the caches advanced, no row is wanted
             return torch.empty(0, self.config.vocab_size, device=input_ids.device)
         return linear(h, self.model.head.weight).float()
@@ -146,13 +155,39 @@ class WindowStore:
         self._key = tuple((id(r), r.size, tuple(t.data_ptr() for t in r.layers)) for r in rings)
 
 
+#: Positions up to which whole tables are kept (beyond, a step evaluates its own rows: the same bits).
+MAX_TABLE_POSITIONS = 1 << 16
+
+
+class PositionTables:
+    """The rotary tables ``(c, s, -s)`` of positions ``0 .. n - 1`` per rope and dtype, stacked ``[3, n, R]``
+    (extended by doubling): a step gathers its rows with one ``index_select`` instead of evaluating them. Each
+    position's rows are :func:`rotary`'s (its cosines and sines do not depend on the other positions), so they
+    are the bits a per-step evaluation gives."""
+
+    def __init__(self) -> None:
+        self._tables: dict[tuple, torch.Tensor] = {}
+
+    def rows(self, rope, dtype: torch.dtype, positions: torch.Tensor, top: int):
+        """``(c, s, -s)`` of ``positions`` (``top``: their maximum)."""
+        key = (id(rope), dtype)
+        table = self._tables.get(key)
+        if table is None or table.shape[1] <= top:
+            size = max(top + 1, 1024, 2 * table.shape[1] if table is not None else 0)
+            c, s = rotary_tables(*rotary(rope, torch.arange(size, device=positions.device), dtype))
+            table = self._tables[key] = torch.stack((c, s, -s))
+        return table.index_select(1, positions).unbind(0)
+
+
 class V41StepLayout:
     """Gather indices of one step, shared by every layer: ``B`` sequences adding ``counts[b]`` tokens after
     ``starts[b]``; queries padded to ``[B, Tq]``; the window keys each sequence reads; per compression ratio
     the entry rows and the groups this step closes."""
 
     def __init__(self, positions: torch.Tensor, ctx, window: int, rings: list[WindowRing] | None,
-                 store: WindowStore | None) -> None:
+                 store: WindowStore | None, tables: PositionTables | None = None) -> None:
+        self.position_tables = tables
+        self._top: int | None = None
         dev = positions.device
         self.positions, self.window, self.bs = positions, window, ctx.kv.block_size
         loc_list = list(ctx.query_start_loc)
@@ -163,14 +198,17 @@ class V41StepLayout:
         self.tables = padded_rows(ctx.block_tables, dev)
         loc = long_tensor(loc_list[:-1], dev)
         self.counts = long_tensor(counts, dev)
-        self.starts = positions[loc]
+        self.starts = positions if self.t_max == 1 else positions[loc]  # a decode step: one token each
         self.ends = self.starts + self.counts
-        self.token_seq = torch.repeat_interleave(torch.arange(self.num_seqs, device=dev), self.counts)
+        seq_ids = torch.arange(self.num_seqs, device=dev)
+        self.token_seq = seq_ids if self.t_max == 1 else torch.repeat_interleave(seq_ids, self.counts)
         self.slot_mapping = self.rows_to_slots(positions, self.token_seq)
         t = torch.arange(self.t_max, device=dev)[None, :]
         self.uniform = all(n == self.t_max for n in counts)
-        self.q_index = (loc[:, None] + t).clamp_max(positions.numel() - 1)
-        self.q_rows = torch.nonzero((t < self.counts[:, None]).flatten()).squeeze(1)
+        self.q_index = self.q_rows = None  # gather indices of padded queries (equal counts: plain views)
+        if not self.uniform:
+            self.q_index = (loc[:, None] + t).clamp_max(positions.numel() - 1)
+            self.q_rows = torch.nonzero((t < self.counts[:, None]).flatten()).squeeze(1)
         self.q_pos = self.starts[:, None] + t
         floors = torch.zeros_like(self.starts) if rings is None else long_tensor([r.lo for r in rings], dev)
         k_first = torch.maximum((self.starts - window + 1).clamp_min(0), floors)
@@ -196,8 +234,14 @@ class V41StepLayout:
         k = (id(rope), dtype, key)
         found = self._tables.get(k)
         if found is None:
-            c, s = rotary_tables(*rotary(rope, self.positions if positions is None else positions, dtype))
-            found = self._tables[k] = (c, s, -s)
+            pos = self.positions if positions is None else positions
+            if self._top is None and self.position_tables is not None:  # once per step: bounds every table row
+                self._top = int(self.positions.max())
+            if self.position_tables is not None and pos.numel() and self._top < MAX_TABLE_POSITIONS:
+                found = self._tables[k] = self.position_tables.rows(rope, dtype, pos, self._top)
+            else:
+                c, s = rotary_tables(*rotary(rope, pos, dtype))
+                found = self._tables[k] = (c, s, -s)
         return found
 
     def rows_to_slots(self, rows: torch.Tensor, seq: torch.Tensor | None = None) -> torch.Tensor:
@@ -337,7 +381,8 @@ def _step_engram_inputs(model, input_ids: torch.Tensor, layout: V41StepLayout, p
 
 @torch.no_grad()
 def batched_hidden(model, input_ids: torch.Tensor, positions: torch.Tensor, ctx, rings: list[WindowRing] | None = None,
-                   store: WindowStore | None = None, rows: torch.Tensor | None = None) -> torch.Tensor | None:
+                   store: WindowStore | None = None, rows: torch.Tensor | None = None,
+                   tables: PositionTables | None = None) -> torch.Tensor | None:
     """The normed final hidden state of the step's rows ``rows`` (default: ``ctx.logits_indices``, every row when
     that is ``None``), running every sequence of the step together; ``None`` when no row is wanted.
 
@@ -362,7 +407,7 @@ def batched_hidden(model, input_ids: torch.Tensor, positions: torch.Tensor, ctx,
         store.stack(rings)
     elif not pool.window_kv:
         raise ValueError("this pool holds no window KV: pass the sequences' window rings")
-    layout = V41StepLayout(positions, ctx, c.sliding_window, rings, store)
+    layout = V41StepLayout(positions, ctx, c.sliding_window, rings, store, tables)
     pool.token_ids.view(-1).index_copy_(0, layout.slot_mapping, input_ids)
     engram_rows, keep = _step_engram_inputs(model, input_ids, layout, pool)
     streams = model.embed(input_ids).unsqueeze(1).expand(-1, c.hc_mult, -1).contiguous()
