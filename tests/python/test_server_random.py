@@ -134,11 +134,21 @@ def test_random_early_disconnects(server):
                      f"Content-Length: {len(data)}\r\nX-Request-Id: cut-{k}\r\n\r\n".encode() + data)
         time.sleep(rng.uniform(0.0, 0.1))
         sock.close()
+    # A connection cut within microseconds may end before the server has read its request (under load,
+    # say): that request never reaches the backend, which is fine. What must hold: every request the
+    # backend was given ended (finished or aborted), the admission queue drained, nothing runs.
     deadline = time.monotonic() + 30
     state = server.app.state.server
-    while not (all(f"cut-{k}" in backend.aborted + backend.finished for k in range(9))
-               and state.admission.requests == 0 and backend.running == 0):
+    cut = {f"cut-{k}" for k in range(9)}
+
+    def settled() -> bool:
+        given = {r.request_id for r in backend.requests} & cut
+        return (given <= set(backend.aborted + backend.finished)
+                and state.admission.requests == 0 and backend.running == 0)
+
+    time.sleep(0.5)
+    while not settled():
         assert time.monotonic() < deadline, (backend.aborted, state.admission.requests, backend.running)
         time.sleep(0.02)
-    assert any(f"cut-{k}" in backend.aborted for k in range(9))
+    assert cut & set(backend.aborted)
     assert httpx.post(server.url + "/v1/chat/completions", json=bodies[0][1] | {"max_tokens": 5}).status_code == 200
