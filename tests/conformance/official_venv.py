@@ -68,6 +68,22 @@ def ensure_official_venv(quiet: bool = True) -> Path:
     return py
 
 
+def official_env() -> dict:
+    """This process's environment without PYTHONPATH entries that hold our own package.
+
+    Our package and the official one share the import name, so a PYTHONPATH that points at our
+    sources (a development setup) would make the side venv import ours instead of the oracle.
+    """
+    env = dict(os.environ)
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep)
+             if p and not (Path(p) / "deepseek_recipe").exists()]
+    if paths:
+        env["PYTHONPATH"] = os.pathsep.join(paths)
+    else:
+        env.pop("PYTHONPATH", None)
+    return env
+
+
 def run_in_official(script_path: str | os.PathLike, *args: str, capture: bool = True,
                     input: str | None = None) -> subprocess.CompletedProcess:
     """Run `script_path` with the side venv's python; raise CalledProcessError on failure.
@@ -77,7 +93,7 @@ def run_in_official(script_path: str | os.PathLike, *args: str, capture: bool = 
     py = ensure_official_venv()
     try:
         return subprocess.run([str(py), str(script_path), *args], check=True, text=True,
-                              capture_output=capture, input=input)
+                              capture_output=capture, input=input, env=official_env())
     except subprocess.CalledProcessError as e:
         if capture:
             sys.stderr.write(e.stderr or "")
@@ -87,7 +103,8 @@ def run_in_official(script_path: str | os.PathLike, *args: str, capture: bool = 
 def run_snippet_in_official(code: str, *args: str) -> str:
     """Run a Python source string in the side venv; return its stdout."""
     py = ensure_official_venv()
-    out = subprocess.run([str(py), "-c", code, *args], check=True, text=True, capture_output=True)
+    out = subprocess.run([str(py), "-c", code, *args], check=True, text=True, capture_output=True,
+                         env=official_env())
     return out.stdout
 
 
