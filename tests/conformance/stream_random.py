@@ -41,7 +41,7 @@ VALUES = ["Paris", "rust é", "", " 7 ", "line1\nline2", 'print("hi")\n\tx = \'\
 RAW_VALUES = ["3", "-1.5", "true", "null", '{"a": [1, 2, {"b": null}]}', "[1,2]", '"s"', " 7 "]
 NAMES = ["get_weather", "search", "f", "c_d-e", "gh::create_issue", "mcp__srv__op", "ns__tool", "lookup",
          "日本", "a.b"]
-KEYS = ["city", "query", "q", "n", "cfg", "名前", "a b", "k\"q", "input", "input"]
+KEYS = ["city", "query", "q", "n", "cfg", "名前", "a b", "k\"q", "input", "input", "k<｜image｜>", "<think>"]
 STOPS = ["STOP", "\n\n", "END", "本d", "<", "Hello", "42", " the", "}", "```", "ok", "é", "</", "\n"]
 FINISHES = ["Stop", "Length", "ContentFilter", None]
 # Token IDs from here on are the added vocabulary (control tokens).
