@@ -230,16 +230,30 @@ def run_official(cases):
 
 
 def official_generator(dr, gen):
+    """The generator a case names, built from a converted request as a server would.
+
+    `request` (optional) adds fields to the request body (response format, stream flags, tools,
+    thinking settings); a Messages generator is built directly unless `request` is given.
+    """
     fmt, thinking, stage = gen["format"], gen["thinking_mode"], gen["stage"]
-    msgs = [{"role": "user", "content": "hi"}]
+    extra = gen.get("request")
+    # "json" in the message: a json_object response format requires the word.
+    msgs = [{"role": "user", "content": "hi json"}]
     opts = dr.ConversionOptions()
     if fmt == "messages":
-        g = dr.MessagesChunkGenerator(gen["id"], gen["model"], thinking)
+        if extra is None:
+            g = dr.MessagesChunkGenerator(gen["id"], gen["model"], thinking)
+        else:
+            body = {"model": gen["model"], "max_tokens": 100, "messages": list(msgs), **extra}
+            body.setdefault("thinking", {"type": "enabled", "budget_tokens": 1024} if thinking else {"type": "disabled"})
+            req = dr.MessagesRequest(body).convert(opts)
+            assert req.conversation.thinking_mode == thinking, (body, req.conversation)
+            g = dr.MessagesRequest.chunk_generator(req, gen["id"], gen["model"])
         if "signature" in gen:
             g = g.with_signature(gen["signature"])
         return g
     if fmt == "chat":
-        body = {"model": gen["model"], "messages": list(msgs)}
+        body = {"model": gen["model"], "messages": list(msgs), **(extra or {})}
         if not thinking:
             body["thinking"] = {"type": "disabled"}
         elif stage == "ReasoningContinuation":
@@ -250,7 +264,7 @@ def official_generator(dr, gen):
         got = req.parsing_options.thinking_initial_stage
         assert (got.__repr__().split(".")[-1] if got is not None else None) == stage, (stage, got)
         return dr.ChatCompletionRequest.chunk_generator(req, gen["id"], gen["model"])
-    body = {"model": gen["model"], "input": "hi"}
+    body = {"model": gen["model"], "input": "hi json", **(extra or {})}
     if not thinking:
         body["reasoning"] = {"effort": "none"}
     req = dr.ResponsesRequest(body).convert(opts)

@@ -35,11 +35,13 @@ PROSE = ["Hello, world!", "Let me think about this.", "Step 1: compute 2 + 2 = 4
 SPECIALS = ["<think>", "<｜User｜>", "<｜Assistant｜>", "<｜begin▁of▁sentence｜>", "<｜latest_reminder｜>",
             "<｜image｜>", "<｜System｜>", f"{D}", f"<{D}", f"</{D}", "<｜", "｜>", "<|User|>"]
 VALUES = ["Paris", "rust é", "", " 7 ", "line1\nline2", 'print("hi")\n\tx = \'\\\\\'', "a < b", "<", "x</y",
-          "日本 🦀", "{not json", "</", "a\n\n", "<b>bold</b>"]
+          "日本 🦀", "{not json", "</", "a\n\n", "<b>bold</b>",
+          # Control-token spellings inside a value (token input gives them by ID).
+          "<｜image｜>", "a<think>b", "x<｜User｜>y", "<｜Assistant｜>\n", "*** Begin Patch\n+<｜image｜>\n"]
 RAW_VALUES = ["3", "-1.5", "true", "null", '{"a": [1, 2, {"b": null}]}', "[1,2]", '"s"', " 7 "]
 NAMES = ["get_weather", "search", "f", "c_d-e", "gh::create_issue", "mcp__srv__op", "ns__tool", "lookup",
          "日本", "a.b"]
-KEYS = ["city", "query", "q", "n", "cfg", "名前", "a b", "k\"q"]
+KEYS = ["city", "query", "q", "n", "cfg", "名前", "a b", "k\"q", "input", "input", "k<｜image｜>", "<think>"]
 STOPS = ["STOP", "\n\n", "END", "本d", "<", "Hello", "42", " the", "}", "```", "ok", "é", "</", "\n"]
 FINISHES = ["Stop", "Length", "ContentFilter", None]
 # Token IDs from here on are the added vocabulary (control tokens).
@@ -178,6 +180,9 @@ def draw_generator(rng: random.Random, fmt: str, k: int, names: list):
     if fmt == "chat" and thinking and rng.random() < 0.25:
         stage = rng.choice(["ReasoningContinuation", "ContentContinuation"])
     gen = {"format": fmt, "id": f"{fmt[:3]}-r{k}", "model": MODEL, "thinking_mode": thinking, "stage": stage}
+    request = draw_request(rng, fmt, stage, names)
+    if request is not None:
+        gen["request"] = request
     if fmt == "responses":
         if not thinking:
             gen["echo"] = {"reasoning": {"effort": "none"}}
@@ -207,6 +212,62 @@ def draw_generator(rng: random.Random, fmt: str, k: int, names: list):
     if fmt == "messages" and rng.random() < 0.3:
         gen["signature"] = rng.choice(["sig-123", "", "Ωsig"])
     return gen, thinking, stage
+
+
+SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}}}
+CHAT_FORMATS = [None, {"type": "text"}, {"type": "json_object"},
+                {"type": "json_schema", "json_schema": {"name": "x", "schema": SCHEMA}},
+                {"type": "regex", "regex": "[a-z]+"}]
+RESPONSES_FORMATS = [None, {"format": {"type": "text"}}, {"format": {"type": "json_object"}},
+                     {"format": {"type": "json_schema", "name": "x", "schema": SCHEMA}}]
+FUNCTION_SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}}}
+
+
+def draw_stream_flags(rng: random.Random, fmt: str) -> dict:
+    """`stream` absent, false or true; for Chat with true, `stream_options` with or without usage."""
+    body = {}
+    flag = rng.choice([None, False, True, True])
+    if flag is not None:
+        body["stream"] = flag
+    if fmt == "chat" and flag:
+        opt = rng.choice([None, {"include_usage": True}, {"include_usage": False}, {}])
+        if opt is not None:
+            body["stream_options"] = opt
+    return body
+
+
+def draw_request(rng: random.Random, fmt: str, stage, names: list):
+    """Fields the converted request adds to its body (every response format, thinking setting and
+    stream option; Responses tools, custom ones among them), or None for the bare request."""
+    if rng.random() < 0.2:
+        return None
+    body = draw_stream_flags(rng, fmt)
+    if fmt == "chat":
+        # A prefix assistant turn (the continuation stages) cannot go with json_object.
+        fmt_choice = rng.choice(CHAT_FORMATS if stage not in ("ReasoningContinuation", "ContentContinuation")
+                                else CHAT_FORMATS[:2])
+        if fmt_choice is not None:
+            body["response_format"] = fmt_choice
+        if stage is not None and rng.random() < 0.5:
+            body["thinking"] = {"type": "enabled"}
+    elif fmt == "responses":
+        text = rng.choice(RESPONSES_FORMATS)
+        if text is not None:
+            body["text"] = text
+        tools = []
+        if rng.random() < 0.5:
+            # The custom apply_patch tool: its calls are `custom_tool_call` items with `input`.
+            tools.append({"type": "custom", "name": "apply_patch"})
+            names.append("apply_patch")
+        for name in rng.sample(names[:3], rng.randint(0, 2)):
+            if "::" not in name:
+                tools.append({"type": "function", "name": name, "parameters": FUNCTION_SCHEMA})
+        if tools:
+            body["tools"] = tools
+    else:
+        if stage is not None and rng.random() < 0.3:
+            body["thinking"] = {"type": "enabled", "budget_tokens": rng.choice([1024, 4096])}
+    return body
 
 
 def cuts_for(rng: random.Random, n: int) -> list:
@@ -282,10 +343,26 @@ def draw_case(rng: random.Random, k: int, tok) -> dict:
                 c["logprobs"] = lps[pos:pos + len(piece)]
             pos += len(piece)
             chunks.append(c)
+        if chunks and rng.random() < 0.08:
+            # An error in the middle of the stream: a chunk whose log-probability count does not
+            # match its IDs, or an ID outside the vocabulary (deviation 4); the response is then
+            # accumulated from what came before.
+            at = rng.randrange(len(chunks) + 1)
+            if rng.random() < 0.5:
+                bad = {"tokens": [67, 68], "logprobs": [[-1.0, []]]}
+            else:
+                bad = {"tokens": [67, 999999, 68]}
+                devs.add(4)
+            chunks.insert(at, bad)
     else:
         chunks = [{"text": p, "token_count": rng.randint(0, 3)} for p in split_at(text, cuts_for(rng, len(text)))]
     case = make_case(f"random/{k}/{fmt}/{'tokens' if use_tokens else 'text'}", gen, opts, chunks, ready, finish,
                      tokenizer=use_tokens)
+    if rng.random() < 0.15:
+        # The caller ends the stream without a finish: closes it or just stops, sometimes before
+        # the backend's last chunks; the response is accumulated from what was pushed.
+        case["end"] = rng.choice(["close", "none"])
+        case["input"] = case["input"][:rng.randint(0, len(case["input"]))]
     case["deviations"] = sorted(devs)
     return case
 

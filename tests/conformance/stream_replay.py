@@ -82,9 +82,16 @@ def replay(dr, case: dict, chunk_generator, tokenizer) -> dict:
             out = sp.push(inference_chunk(dr, c))
             pushes.append([normalise(json.loads(i.to_json())) for i in out])
             items += out
-        out = sp.finish()
-        pushes.append([normalise(json.loads(i.to_json())) for i in out])
-        items += out
+        # How the caller ends the stream: `finish` (the default), `close` (abandoned: the
+        # processor is closed without a finish) or `none` (left as it is: the response is
+        # accumulated from what was pushed).
+        end = case.get("end", "finish")
+        if end == "finish":
+            out = sp.finish()
+            pushes.append([normalise(json.loads(i.to_json())) for i in out])
+            items += out
+        elif end == "close":
+            sp.close()
     except RuntimeError as e:
         error = str(e)
     names = [cls.sse_event_name(i) for i in items]

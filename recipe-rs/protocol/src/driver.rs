@@ -64,6 +64,8 @@ pub struct Sampling {
     pub seed: Option<u64>,
     pub stop: Vec<String>,
     pub stream: bool,
+    /// Chat's `stream_options.include_usage` (false for the other formats).
+    pub include_usage: bool,
 }
 
 /// The steps of a conversion that differ between formats, in the order [`convert`] calls them.
@@ -218,6 +220,7 @@ pub fn convert<F: RequestFormat>(
             seed: sampling.seed,
             stop: sampling.stop,
             stream: sampling.stream,
+            include_usage: sampling.include_usage,
         },
         options,
     ))

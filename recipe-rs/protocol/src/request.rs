@@ -52,6 +52,9 @@ pub struct ConversationRequest {
     pub parsing_options: ParsingOptions,
     pub model_version: ModelVersion,
     pub stream: bool,
+    /// A Chat request with `stream_options.include_usage` true: every chunk of its stream
+    /// carries a `usage` key (`null` before the last). Streamed without it, only the last does.
+    pub include_usage: bool,
     /// For a converted Responses request: the settings its response objects report back
     /// (the Responses generator made from this request echoes them).
     pub responses_echo: Option<ResponsesEcho>,
@@ -70,6 +73,7 @@ impl ConversationRequest {
             parsing_options: ParsingOptions::default(),
             model_version,
             stream: false,
+            include_usage: false,
             responses_echo: None,
         }
     }

@@ -7,7 +7,7 @@
 
 use pyo3::prelude::*;
 use recipe_protocol::ConversationRequest;
-use recipe_stream::generator::namespace_map_from_tools;
+use recipe_stream::generator::{custom_tools_from_tools, namespace_map_from_tools};
 use recipe_stream::{ChatGenerator, GeneratorConfig, MessagesGenerator, ResponsesGenerator};
 
 use crate::protocol::{
@@ -34,19 +34,28 @@ trait ForRequest {
 }
 
 impl ForRequest for ChatGenerator {
+    /// A streamed request that did not ask for usage on every chunk gets it on the last only.
     fn for_request(id: String, model: String, request: &ConversationRequest) -> Self {
-        ChatGenerator::new(id, model, config(request))
+        let generator = ChatGenerator::new(id, model, config(request));
+        if request.stream && !request.include_usage {
+            generator.without_null_usage()
+        } else {
+            generator
+        }
     }
 }
 
 impl ForRequest for ResponsesGenerator {
-    /// A request converted from a Responses body reports that body's settings, and calls into
-    /// its namespace tools by name and namespace.
+    /// A request converted from a Responses body reports that body's settings, calls into
+    /// its namespace tools by name and namespace, and calls of its custom tools as
+    /// `custom_tool_call` items.
     fn for_request(id: String, model: String, request: &ConversationRequest) -> Self {
         let mut generator = ResponsesGenerator::new(id, model, config(request));
         if let Some(echo) = &request.responses_echo {
             if let Some(tools) = &echo.tools {
-                generator = generator.with_namespace_tool_map(namespace_map_from_tools(tools));
+                generator = generator
+                    .with_namespace_tool_map(namespace_map_from_tools(tools))
+                    .with_custom_tools(custom_tools_from_tools(tools));
             }
             generator = generator.with_echo(echo.clone());
         }

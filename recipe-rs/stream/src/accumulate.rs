@@ -2,7 +2,10 @@
 
 use serde_json::{json, Map, Value};
 
+use recipe_core::ResponsesEcho;
+
 use crate::generator::messages::BlockDelta;
+use crate::generator::responses::ResponseObject;
 use crate::generator::{
     chat_usage_value, logprob_value, to_value, ChatChunk, ChatDelta, MessagesEvent, ResponsesEvent,
     Usage,
@@ -199,6 +202,11 @@ impl ChatCompletionResponse {
 }
 
 /// A Responses `response` object built from stream events.
+///
+/// Until a `response.completed` (or `.incomplete`) event brings the whole response, the
+/// output is rebuilt from the item events: an item added, its text part, its deltas and its
+/// done events, so a stream that ends early (closed, or stopped by an error) keeps the item
+/// being written, with the text or arguments it got so far.
 #[derive(Clone, Debug)]
 pub struct ResponsesResponse {
     snapshot: Value,
@@ -213,9 +221,41 @@ impl ResponsesResponse {
         prompt_cache_hit_tokens: u64,
     ) -> Self {
         let _ = (prompt_tokens, prompt_cache_hit_tokens);
+        let empty = ResponseObject::new(&id, &model, created, &ResponsesEcho::default());
         ResponsesResponse {
-            snapshot: json!({"id": id, "object": "response", "created_at": created, "status": "in_progress",
-                             "model": model, "output": []}),
+            snapshot: to_value(&empty),
+        }
+    }
+
+    /// The output item at `index`, if the stream has added it.
+    fn item(&mut self, index: usize) -> Option<&mut Map<String, Value>> {
+        self.snapshot
+            .get_mut("output")?
+            .as_array_mut()?
+            .get_mut(index)?
+            .as_object_mut()
+    }
+
+    /// The content part `part` of output item `index`.
+    fn part(&mut self, index: usize, part: u32) -> Option<&mut Map<String, Value>> {
+        self.item(index)?
+            .get_mut("content")?
+            .as_array_mut()?
+            .get_mut(part as usize)?
+            .as_object_mut()
+    }
+
+    /// Append `text` to the string field `key` of `target`.
+    fn append(target: Option<&mut Map<String, Value>>, key: &str, text: &str) {
+        if let Some(Value::String(s)) = target.and_then(|t| t.get_mut(key)) {
+            s.push_str(text);
+        }
+    }
+
+    /// Set the field `key` of `target`.
+    fn set(target: Option<&mut Map<String, Value>>, key: &str, value: Value) {
+        if let Some(t) = target {
+            t.insert(key.into(), value);
         }
     }
 
@@ -239,12 +279,100 @@ impl ResponsesResponse {
             | ResponsesEvent::Incomplete { response, .. } => {
                 self.snapshot = to_value(&**response);
             }
-            ResponsesEvent::OutputItemDone { item, .. } => {
+            ResponsesEvent::OutputItemAdded {
+                item, output_index, ..
+            }
+            | ResponsesEvent::OutputItemDone {
+                item, output_index, ..
+            } => {
                 if let Some(Value::Array(out)) = self.snapshot.get_mut("output") {
-                    out.push(to_value(item));
+                    match out.get_mut(*output_index) {
+                        Some(slot) => *slot = to_value(item),
+                        None => out.push(to_value(item)),
+                    }
                 }
             }
-            _ => {}
+            ResponsesEvent::ContentPartAdded {
+                output_index, part, ..
+            } => {
+                if let Some(Value::Array(parts)) = self
+                    .item(*output_index)
+                    .and_then(|item| item.get_mut("content"))
+                {
+                    parts.push(to_value(part));
+                }
+            }
+            ResponsesEvent::ContentPartDone {
+                output_index,
+                content_index,
+                part,
+                ..
+            } => {
+                if let Some(p) = self.part(*output_index, *content_index) {
+                    if let Value::Object(done) = to_value(part) {
+                        *p = done;
+                    }
+                }
+            }
+            ResponsesEvent::ReasoningDelta {
+                output_index,
+                content_index,
+                delta,
+                ..
+            } => Self::append(self.part(*output_index, *content_index), "text", delta),
+            ResponsesEvent::TextDelta {
+                output_index,
+                content_index,
+                delta,
+                logprobs,
+                ..
+            } => {
+                let part = self.part(*output_index, *content_index);
+                if let Some(p) = part {
+                    if let Some(Value::String(s)) = p.get_mut("text") {
+                        s.push_str(delta);
+                    }
+                    if let Some(Value::Array(lps)) = p.get_mut("logprobs") {
+                        lps.extend(logprobs.iter().map(logprob_value));
+                    }
+                }
+            }
+            ResponsesEvent::ReasoningDone {
+                output_index,
+                content_index,
+                text,
+                ..
+            }
+            | ResponsesEvent::TextDone {
+                output_index,
+                content_index,
+                text,
+                ..
+            } => Self::set(
+                self.part(*output_index, *content_index),
+                "text",
+                json!(text),
+            ),
+            ResponsesEvent::ArgumentsDelta {
+                output_index,
+                delta,
+                ..
+            } => Self::append(self.item(*output_index), "arguments", delta),
+            ResponsesEvent::ArgumentsDone {
+                output_index,
+                arguments,
+                ..
+            } => Self::set(self.item(*output_index), "arguments", json!(arguments)),
+            ResponsesEvent::CustomInputDelta {
+                output_index,
+                delta,
+                ..
+            } => Self::append(self.item(*output_index), "input", delta),
+            ResponsesEvent::CustomInputDone {
+                output_index,
+                input,
+                ..
+            } => Self::set(self.item(*output_index), "input", json!(input)),
         }
     }
 

@@ -514,3 +514,15 @@ fn a_newline_after_an_unfinished_think_end_spread_over_units_is_released_at_the_
     ];
     assert_eq!(got, v(want));
 }
+
+#[test]
+fn the_newline_after_an_unfinished_think_end_begun_in_a_released_unit_is_reasoning() {
+    // `</t` goes out before `hink` completes the unfinished spelling: the newline after it is
+    // still reasoning text, the other newlines before the real `</think>` end the reasoning.
+    let got = deltas(
+        Some(ThinkingInitialStage::ReasoningStart),
+        &["\n</t", "hink\n\n\n</thin", "k>\nx"],
+    );
+    let want: &[&[&str]] = &[&[], &["r:</t"], &["r:hink\n", "x"], &[]];
+    assert_eq!(got, v(want));
+}

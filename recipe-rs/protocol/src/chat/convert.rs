@@ -238,6 +238,12 @@ impl RequestFormat for ChatConversion {
             seed: self.req.seed,
             stop: std::mem::take(&mut self.stop),
             stream: self.stream,
+            include_usage: self
+                .req
+                .stream_options
+                .as_ref()
+                .and_then(|o| o.include_usage)
+                == Some(true),
         })
     }
 }

@@ -71,6 +71,7 @@ pub struct Assembly {
     pub seed: Option<u64>,
     pub stop: Vec<String>,
     pub stream: bool,
+    pub include_usage: bool,
 }
 
 /// The converted request: the output constraint (tool calls first, else the response format),
@@ -138,6 +139,7 @@ pub fn assemble(a: Assembly, options: &ConversionOptions) -> ConversationRequest
         parsing_options,
         model_version: a.version,
         stream: a.stream,
+        include_usage: a.include_usage,
         responses_echo: None,
     }
 }

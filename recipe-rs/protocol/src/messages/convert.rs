@@ -215,6 +215,7 @@ impl RequestFormat for MessagesConversion {
             seed: None,
             stop: self.req.stop_sequences.take().unwrap_or_default(),
             stream: self.req.stream.unwrap_or(false),
+            include_usage: false,
         })
     }
 }

@@ -147,6 +147,7 @@ impl RequestFormat for ResponsesConversion {
             seed: None,
             stop: Vec::new(),
             stream: self.req.stream.unwrap_or(false),
+            include_usage: false,
         })
     }
 }

@@ -23,6 +23,9 @@ pub struct ChatMeta {
     pub model: String,
     pub created: u64,
     pub system_fingerprint: Option<String>,
+    /// Whether a chunk without usage says `"usage": null`; otherwise it has no `usage` key (a
+    /// request with `stream: true` that did not ask for `stream_options.include_usage`).
+    pub null_usage: bool,
 }
 
 /// What one chunk adds to the message.
@@ -74,8 +77,9 @@ pub struct ChunkWire<'a> {
     pub system_fingerprint: Option<&'a str>,
     /// Always exactly one choice.
     pub choices: [ChoiceWire<'a>; 1],
-    /// Only on the closing chunk.
-    pub usage: Option<UsageWire>,
+    /// Only on the closing chunk; on the others `null` or absent (see [`ChatMeta::null_usage`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Option<UsageWire>>,
 }
 
 #[derive(Serialize)]
@@ -257,7 +261,10 @@ impl ChatChunk {
                 logprobs,
                 finish_reason: self.finish_reason,
             }],
-            usage: self.usage.as_ref().map(UsageWire::from),
+            usage: match &self.usage {
+                Some(u) => Some(Some(UsageWire::from(u))),
+                None => self.meta.null_usage.then_some(None),
+            },
         }
     }
 
@@ -292,11 +299,19 @@ impl ChatGenerator {
                 model: model.into(),
                 created: now_secs(),
                 system_fingerprint: None,
+                null_usage: true,
             }),
             config,
             started: false,
             reasoning_seen: false,
         }
+    }
+
+    /// A generator whose chunks before the closing one carry no `usage` key at all (what a
+    /// request with `stream: true` and without `stream_options.include_usage` gets).
+    pub fn without_null_usage(mut self) -> Self {
+        Arc::make_mut(&mut self.meta).null_usage = false;
+        self
     }
 
     fn chunk(&self, delta: ChatDelta, logprobs: Vec<TokenLogprob>) -> ChatChunk {

@@ -36,6 +36,7 @@ macro_rules! wire_events {
 }
 
 pub mod chat;
+mod custom_input;
 pub mod messages;
 pub mod responses;
 
@@ -51,7 +52,10 @@ use crate::parser::ParseEvent;
 
 pub use chat::{chat_usage_value, ChatChunk, ChatDelta, ChatGenerator, ChatMeta};
 pub use messages::{MessagesEvent, MessagesGenerator};
-pub use responses::{echo_from_json, namespace_map_from_tools, ResponsesEvent, ResponsesGenerator};
+pub use responses::{
+    custom_tools_from_tools, echo_from_json, namespace_map_from_tools, ResponsesEvent,
+    ResponsesGenerator,
+};
 
 /// What a generator needs to know about the converted request.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -15,6 +15,7 @@ use recipe_core::ResponsesEcho;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
+use super::custom_input::CustomInput;
 use super::{
     call_id, now_secs, AlwaysNull, EmptyArray, EmptyObject, FinishKind, GeneratorConfig,
     StreamItem, Usage,
@@ -51,6 +52,14 @@ wire_events! {
         /// More of a function call's arguments.
         ArgumentsDelta = "response.function_call_arguments.delta" {
             delta: String, item_id: Arc<str>, output_index: usize, sequence_number: u64
+        }
+        /// More of a custom tool call's input.
+        CustomInputDelta = "response.custom_tool_call_input.delta" {
+            delta: String, item_id: Arc<str>, output_index: usize, sequence_number: u64
+        }
+        /// A custom tool call's whole input.
+        CustomInputDone = "response.custom_tool_call_input.done" {
+            input: String, item_id: Arc<str>, output_index: usize, sequence_number: u64
         }
         /// A reasoning item's whole text.
         ReasoningDone = "response.reasoning_text.done" {
@@ -118,6 +127,14 @@ pub enum OutputItem {
         #[serde(skip_serializing_if = "Option::is_none")]
         namespace: Option<String>,
         arguments: String,
+    },
+    /// A call of a custom (free-text) tool of the request, such as `apply_patch`.
+    CustomToolCall {
+        id: Arc<str>,
+        status: ItemStatus,
+        call_id: String,
+        name: String,
+        input: String,
     },
 }
 
@@ -239,6 +256,55 @@ impl From<&Usage> for ResponseUsage {
     }
 }
 
+impl ResponseObject {
+    /// An `in_progress` response without output or usage that reports the settings in `echo`
+    /// (a default echo: those of an unspecified request).
+    pub fn new(id: &str, model: &str, created_at: u64, echo: &ResponsesEcho) -> Self {
+        let e = echo;
+        ResponseObject {
+            id: id.to_owned(),
+            object: "response",
+            created_at,
+            status: ItemStatus::InProgress,
+            background: false,
+            completed_at: None,
+            content_filters: (),
+            error: (),
+            frequency_penalty: 0.0,
+            incomplete_details: None,
+            instructions: e.instructions.clone(),
+            max_output_tokens: e.max_output_tokens,
+            max_tool_calls: (),
+            model: model.to_owned(),
+            moderation: (),
+            output: Vec::new(),
+            parallel_tool_calls: true,
+            presence_penalty: 0.0,
+            previous_response_id: (),
+            prompt_cache_key: (),
+            prompt_cache_retention: (),
+            reasoning: with_nulls(
+                &e.reasoning,
+                &["effort", "summary"],
+                json!({"effort": null, "summary": null}),
+            ),
+            safety_identifier: (),
+            service_tier: "default",
+            store: false,
+            temperature: shortest_f32(e.temperature),
+            text: text_echo(&e.text),
+            tool_choice: e.tool_choice.clone().unwrap_or(json!("auto")),
+            tools: tools_echo(&e.tools),
+            top_logprobs: e.top_logprobs,
+            top_p: shortest_f32(e.top_p),
+            truncation: "disabled",
+            usage: None,
+            user: e.user.clone(),
+            metadata: EmptyObject,
+        }
+    }
+}
+
 // ------------------------------------------------------------------------------------------
 // Request settings echoed in the response object
 // ------------------------------------------------------------------------------------------
@@ -294,6 +360,17 @@ pub fn namespace_map_from_tools(tools: &Value) -> Vec<(String, (String, String))
         }
     }
     map
+}
+
+/// The names of a Responses request's custom tools (`{"type": "custom", "name": …}`).
+pub fn custom_tools_from_tools(tools: &Value) -> Vec<String> {
+    tools
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t.get("type").and_then(Value::as_str) == Some("custom"))
+        .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_owned))
+        .collect()
 }
 
 /// A sampling setting the request stored as `f32`, written with that `f32`'s shortest decimal
@@ -396,6 +473,13 @@ enum OpenItem {
         namespace: Option<String>,
         arguments: String,
     },
+    CustomCall {
+        id: Arc<str>,
+        call_id: String,
+        name: String,
+        input: String,
+        reader: CustomInput,
+    },
 }
 
 pub struct ResponsesGenerator {
@@ -405,6 +489,8 @@ pub struct ResponsesGenerator {
     config: GeneratorConfig,
     echo: ResponsesEcho,
     namespace_map: Vec<(String, (String, String))>,
+    /// Names of the request's custom tools: their calls are `custom_tool_call` items.
+    custom_tools: Vec<String>,
     seq: u64,
     started: bool,
     open: Option<OpenItem>,
@@ -422,6 +508,7 @@ impl ResponsesGenerator {
             config,
             echo: ResponsesEcho::default(),
             namespace_map: Vec::new(),
+            custom_tools: Vec::new(),
             seq: 0,
             started: false,
             open: None,
@@ -441,6 +528,12 @@ impl ResponsesGenerator {
         self
     }
 
+    /// Calls of the tools named in `names` are custom tool calls (`input` text, not arguments).
+    pub fn with_custom_tools(mut self, names: Vec<String>) -> Self {
+        self.custom_tools = names;
+        self
+    }
+
     fn response(
         &self,
         status: ItemStatus,
@@ -448,48 +541,13 @@ impl ResponsesGenerator {
         incomplete: Option<&'static str>,
         usage: Option<&Usage>,
     ) -> Arc<ResponseObject> {
-        let e = &self.echo;
-        Arc::new(ResponseObject {
-            id: self.id.clone(),
-            object: "response",
-            created_at: self.created,
-            status,
-            background: false,
-            completed_at,
-            content_filters: (),
-            error: (),
-            frequency_penalty: 0.0,
-            incomplete_details: incomplete.map(|reason| IncompleteDetails { reason }),
-            instructions: e.instructions.clone(),
-            max_output_tokens: e.max_output_tokens,
-            max_tool_calls: (),
-            model: self.model.clone(),
-            moderation: (),
-            output: self.done_items.clone(),
-            parallel_tool_calls: true,
-            presence_penalty: 0.0,
-            previous_response_id: (),
-            prompt_cache_key: (),
-            prompt_cache_retention: (),
-            reasoning: with_nulls(
-                &e.reasoning,
-                &["effort", "summary"],
-                json!({"effort": null, "summary": null}),
-            ),
-            safety_identifier: (),
-            service_tier: "default",
-            store: false,
-            temperature: shortest_f32(e.temperature),
-            text: text_echo(&e.text),
-            tool_choice: e.tool_choice.clone().unwrap_or(json!("auto")),
-            tools: tools_echo(&e.tools),
-            top_logprobs: e.top_logprobs,
-            top_p: shortest_f32(e.top_p),
-            truncation: "disabled",
-            usage: usage.map(ResponseUsage::from),
-            user: e.user.clone(),
-            metadata: EmptyObject,
-        })
+        let mut r = ResponseObject::new(&self.id, &self.model, self.created, &self.echo);
+        r.status = status;
+        r.completed_at = completed_at;
+        r.incomplete_details = incomplete.map(|reason| IncompleteDetails { reason });
+        r.output = self.done_items.clone();
+        r.usage = usage.map(ResponseUsage::from);
+        Arc::new(r)
     }
 
     /// The next sequence number (every event takes one, in order).
@@ -544,7 +602,8 @@ impl ResponsesGenerator {
         let item_id = match &item {
             OutputItem::Reasoning { id, .. }
             | OutputItem::Message { id, .. }
-            | OutputItem::FunctionCall { id, .. } => id.clone(),
+            | OutputItem::FunctionCall { id, .. }
+            | OutputItem::CustomToolCall { id, .. } => id.clone(),
         };
         let sequence_number = self.next_seq();
         out.push(
@@ -572,6 +631,13 @@ impl ResponsesGenerator {
 
     /// Close the open item with `status`; `commentary` relabels a message followed by a call.
     fn close(&mut self, status: ItemStatus, commentary: bool, out: &mut Vec<StreamItem>) {
+        if let Some(OpenItem::CustomCall { reader, .. }) = &mut self.open {
+            // Input held while it could still turn out to be an `input` string goes out first.
+            let held = reader.finish();
+            if !held.is_empty() {
+                self.custom_input_delta(held, out);
+            }
+        }
         let Some(item) = self.open.take() else { return };
         let output_index = self.output_index();
         let (item_id, text_done, part) = match &item {
@@ -608,6 +674,16 @@ impl ResponsesGenerator {
                 id.clone(),
                 ResponsesEvent::ArgumentsDone {
                     arguments: arguments.clone(),
+                    item_id: id.clone(),
+                    output_index,
+                    sequence_number: self.next_seq(),
+                },
+                None,
+            ),
+            OpenItem::CustomCall { id, input, .. } => (
+                id.clone(),
+                ResponsesEvent::CustomInputDone {
+                    input: input.clone(),
                     item_id: id.clone(),
                     output_index,
                     sequence_number: self.next_seq(),
@@ -661,6 +737,19 @@ impl ResponsesGenerator {
                 name,
                 namespace,
                 arguments,
+            },
+            OpenItem::CustomCall {
+                id,
+                call_id,
+                name,
+                input,
+                ..
+            } => OutputItem::CustomToolCall {
+                id,
+                status,
+                call_id,
+                name,
+                input,
             },
         };
         let sequence_number = self.next_seq();
@@ -763,6 +852,28 @@ impl ResponsesGenerator {
                     );
                 }
             }
+            ParseEvent::ToolCallStart { index, name } if self.custom_tools.contains(&name) => {
+                let commentary = matches!(self.open, Some(OpenItem::Message { .. }));
+                self.close(ItemStatus::Completed, commentary, out);
+                let n = self.output_index();
+                let id: Arc<str> = format!("ctc_{}_{n}", self.id).into();
+                let call_id = call_id(index, self.config.thinking_mode && !self.reasoning_seen);
+                let item = OutputItem::CustomToolCall {
+                    id: id.clone(),
+                    status: ItemStatus::InProgress,
+                    call_id: call_id.clone(),
+                    name: name.clone(),
+                    input: String::new(),
+                };
+                self.open_item(item, None, out);
+                self.open = Some(OpenItem::CustomCall {
+                    id,
+                    call_id,
+                    name,
+                    input: String::new(),
+                    reader: CustomInput::default(),
+                });
+            }
             ParseEvent::ToolCallStart { index, name } => {
                 let commentary = matches!(self.open, Some(OpenItem::Message { .. }));
                 self.close(ItemStatus::Completed, commentary, out);
@@ -791,6 +902,13 @@ impl ResponsesGenerator {
                 });
             }
             ParseEvent::ToolCallArgs { text, .. } => {
+                if let Some(OpenItem::CustomCall { reader, .. }) = &mut self.open {
+                    let input = reader.push(&text);
+                    if !input.is_empty() {
+                        self.custom_input_delta(input, out);
+                    }
+                    return;
+                }
                 if !matches!(self.open, Some(OpenItem::Call { .. })) {
                     return;
                 }
@@ -810,6 +928,24 @@ impl ResponsesGenerator {
                 }
             }
             ParseEvent::ReasoningEnd | ParseEvent::StopSequence(_) => {}
+        }
+    }
+
+    /// More input of the open custom tool call.
+    fn custom_input_delta(&mut self, delta: String, out: &mut Vec<StreamItem>) {
+        let output_index = self.output_index();
+        let sequence_number = self.next_seq();
+        if let Some(OpenItem::CustomCall { id, input, .. }) = &mut self.open {
+            input.push_str(&delta);
+            out.push(
+                ResponsesEvent::CustomInputDelta {
+                    delta,
+                    item_id: id.clone(),
+                    output_index,
+                    sequence_number,
+                }
+                .into(),
+            );
         }
     }
 

@@ -60,6 +60,13 @@ pub(super) struct Dsml {
     /// Whether the latest input came from a text chunk (control tokens spelled out) rather
     /// than from token IDs (control tokens arrive as their own pieces).
     pub(super) textual: bool,
+    /// Whether the latest input is a control token given by ID. Inside a parameter name its
+    /// text is a delta of its own, as in the reference (the name's text before and after it
+    /// goes out in separate deltas).
+    pub(super) special: bool,
+    /// The last delta of the name being read is a control token's: the next piece of the name
+    /// starts a new delta.
+    key_split: bool,
     /// Where each input unit fed since the buffer was last emptied begins in `buf`: value
     /// text is reported one unit portion at a time, like text outside the block.
     unit_starts: std::collections::VecDeque<usize>,
@@ -174,6 +181,8 @@ impl Dsml {
             buf: String::new(),
             at: 0,
             textual: true,
+            special: false,
+            key_split: false,
             unit_starts: std::collections::VecDeque::new(),
             marker_ids: std::collections::VecDeque::new(),
             state: DState::Between,
@@ -488,15 +497,33 @@ impl Dsml {
         let r = self.rest();
         let Some(i) = r.find('"') else {
             let s = escape_json(r);
-            emit_arg(out, self.index, ArgKind::Key, &s);
+            self.emit_key(&s, out);
             self.at = self.buf.len();
             return Flow::Wait(DState::Key);
         };
         let mut s = escape_json(&r[..i]);
         s.push('"');
-        emit_arg(out, self.index, ArgKind::Key, &s);
+        self.emit_key(&s, out);
         self.at += i + 1;
         Flow::Next(DState::AfterKey)
+    }
+
+    /// A piece of the parameter name: joined to the name's previous delta of this push, except
+    /// next to a control token given by ID, which is a delta of its own.
+    fn emit_key(&mut self, s: &str, out: &mut Vec<ParseEvent>) {
+        if s.is_empty() {
+            return;
+        }
+        if self.special || self.key_split {
+            out.push(ParseEvent::ToolCallArgs {
+                index: self.index,
+                kind: ArgKind::Key,
+                text: s.to_owned(),
+            });
+        } else {
+            emit_arg(out, self.index, ArgKind::Key, s);
+        }
+        self.key_split = self.special;
     }
 
     /// After the name's closing quote: the colon goes out once more input arrives.

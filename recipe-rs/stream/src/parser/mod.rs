@@ -257,6 +257,7 @@ impl Parser {
             ValueStep::Closed(at, logprobs) => {
                 self.last_lt = false;
                 self.last_think_partial = false;
+                self.released_tail.clear();
                 let rest = text[at..].to_owned();
                 if !rest.is_empty() {
                     self.push_text(rest, logprobs, textual, out);
@@ -373,9 +374,13 @@ impl Parser {
         }
         match &mut self.mode {
             Mode::Dropped | Mode::Ended => {}
-            Mode::Dsml(_) => {
+            Mode::Dsml(d) => {
                 let marker = (kind == Some(SpecialToken::Dsml)).then_some(0);
-                self.feed_dsml(&spelling, false, marker, out)
+                d.special = true;
+                self.feed_dsml(&spelling, false, marker, out);
+                if let Mode::Dsml(d) = &mut self.mode {
+                    d.special = false;
+                }
             }
             Mode::Text(mode) => {
                 let mode = *mode;
@@ -449,6 +454,8 @@ impl Parser {
     /// In content it is dropped, as the reference does, and it ends the dropping of leading
     /// newlines: the newlines after it are content.
     fn think_end_seen(&mut self, mode: TextMode, out: &mut Vec<ParseEvent>) {
+        // A marker start before the `</think>` cannot join text after it.
+        self.released_tail.clear();
         if mode == TextMode::Reasoning {
             out.push(ParseEvent::ReasoningEnd);
             self.mode = Mode::Text(TextMode::Content);
@@ -768,6 +775,7 @@ impl Parser {
                 ValueStep::Closed(at, _) => {
                     self.last_lt = false;
                     self.last_think_partial = false;
+                    self.released_tail.clear();
                     return Some((a + at, *end, logprobs));
                 }
             }
@@ -863,10 +871,20 @@ impl Parser {
             return self.last_lt;
         }
         if textual {
-            partial_suffix_start(before, &self.dsml_open).is_some()
+            self.ends_with_partial(before, &self.dsml_open)
         } else {
             before.ends_with('<')
         }
+    }
+
+    /// Whether `before`, after the text released so far, ends with a proper prefix of
+    /// `marker` (a prefix may begin in units already released).
+    fn ends_with_partial(&self, before: &str, marker: &str) -> bool {
+        if before.len() >= marker.len() {
+            return partial_suffix_start(before, marker).is_some();
+        }
+        let joined = format!("{}{before}", self.released_tail);
+        partial_suffix_start(&joined, marker).is_some()
     }
 
     /// 1 when the first of `n` newlines that follow `before` ends an unfinished `</think>`
@@ -876,7 +894,7 @@ impl Parser {
             && if before.is_empty() {
                 self.last_think_partial
             } else {
-                partial_suffix_start(before, &self.think_end).is_some()
+                self.ends_with_partial(before, &self.think_end)
             };
         usize::from(n > 0 && partial)
     }
