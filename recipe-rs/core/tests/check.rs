@@ -202,9 +202,15 @@ fn empty_output_is_an_error_not_a_divergence() {
     use recipe_core::check::CheckError;
     let conv = agent(None);
     let e = enc(EncodingVersion::V41);
-    assert!(matches!(check_ids(&e, &conv, &[]), Err(CheckError::EmptyOutput(_))));
+    assert!(matches!(
+        check_ids(&e, &conv, &[]),
+        Err(CheckError::EmptyOutput(_))
+    ));
     for prompt in ["", " ", "\n\t \n"] {
-        assert!(matches!(check_prompt(&e, &conv, prompt), Err(CheckError::EmptyOutput(_))));
+        assert!(matches!(
+            check_prompt(&e, &conv, prompt),
+            Err(CheckError::EmptyOutput(_))
+        ));
     }
     // A prompt of one real token is still compared (and diverges).
     assert!(!check_prompt(&e, &conv, "x").unwrap().identical);

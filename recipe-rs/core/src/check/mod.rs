@@ -174,7 +174,9 @@ pub fn check_prompt(
     prompt: &str,
 ) -> Result<Report, CheckError> {
     if prompt.trim().is_empty() {
-        return Err(CheckError::EmptyOutput("an empty or whitespace-only prompt"));
+        return Err(CheckError::EmptyOutput(
+            "an empty or whitespace-only prompt",
+        ));
     }
     let tok = encoding
         .tokenizer
