@@ -91,10 +91,10 @@ pub(super) struct Dsml {
     /// with only whitespace after its name up to `end`. The next look at the same tag checks only what
     /// arrived since, so a long run of spaces pushed in pieces is read once, not once per push.
     /// Reset whenever `buf` is cleared or shifted.
-    tail_checked: std::cell::Cell<(usize, usize, usize)>,
+    tail_checked: (usize, usize, usize),
     /// Bytes of closing-tag tails examined so far (the tests bound it).
     #[cfg(test)]
-    pub(super) tail_scanned: std::cell::Cell<usize>,
+    pub(super) tail_scanned: usize,
 }
 
 fn escape_json(s: &str) -> String {
@@ -198,9 +198,9 @@ impl Dsml {
             close_prefix: format!("</{d}"),
             string_seen_before: false,
             push_start: 0,
-            tail_checked: std::cell::Cell::new((usize::MAX, 0, 0)),
+            tail_checked: (usize::MAX, 0, 0),
             #[cfg(test)]
-            tail_scanned: std::cell::Cell::new(0),
+            tail_scanned: 0,
         }
     }
 
@@ -235,7 +235,7 @@ impl Dsml {
             self.marker_ids.iter_mut().for_each(|s| *s -= at);
             self.push_start = self.push_start.saturating_sub(at);
             self.at = 0;
-            self.tail_checked.set((usize::MAX, 0, 0));
+            self.tail_checked = (usize::MAX, 0, 0);
         }
         self.unit_starts.push_back(self.buf.len());
         if let Some(o) = marker_at {
@@ -245,7 +245,7 @@ impl Dsml {
         let status = self.run(tool_calls, out);
         if self.at >= self.buf.len() {
             self.buf.clear();
-            self.tail_checked.set((usize::MAX, 0, 0));
+            self.tail_checked = (usize::MAX, 0, 0);
             self.unit_starts.clear();
             self.marker_ids.clear();
             self.at = 0;
@@ -265,29 +265,28 @@ impl Dsml {
     /// before it counts. As in the reference, a tag begun in an earlier push whose marker is
     /// completed by the current one counts at once; otherwise it waits while what follows the
     /// marker can still grow into `name>` (see [`tag_tail_pending`]).
-    fn close_pending(&self, lt: usize, name: &str) -> bool {
+    fn close_pending(&mut self, lt: usize, name: &str) -> bool {
         let completed_now = lt < self.push_start && lt + self.close_prefix.len() > self.push_start;
         if completed_now {
             return false;
         }
         let tail = lt + self.close_prefix.len();
-        let (last_lt, last_name, end) = self.tail_checked.get();
+        let (last_lt, last_name, end) = self.tail_checked;
         let checked = if (last_lt, last_name) == (lt, name.len()) {
             end - tail
         } else {
             0
         };
         #[cfg(test)]
-        self.tail_scanned.set(
-            self.tail_scanned.get()
-                + (self.buf.len() - tail).saturating_sub(checked.max(name.len())),
-        );
+        {
+            self.tail_scanned += (self.buf.len() - tail).saturating_sub(checked.max(name.len()));
+        }
         let (pending, checked) = tag_tail_pending(&self.buf[tail..], name, checked);
-        self.tail_checked.set(if pending {
+        self.tail_checked = if pending {
             (lt, name.len(), tail + checked)
         } else {
             (usize::MAX, 0, 0)
-        });
+        };
         pending
     }
 

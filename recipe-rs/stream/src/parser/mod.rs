@@ -1099,9 +1099,9 @@ mod tests {
                     panic!("not in the DSML block");
                 };
                 assert!(
-                    dsml.tail_scanned.get() <= n + 64,
+                    dsml.tail_scanned <= n + 64,
                     "{} bytes of closing-tag tails read for {n} spaces",
-                    dsml.tail_scanned.get()
+                    dsml.tail_scanned
                 );
             }
         }
