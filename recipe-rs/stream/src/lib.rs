@@ -13,7 +13,6 @@ pub mod json_output;
 pub mod parser;
 pub mod processor;
 pub mod sse;
-pub mod wire_json;
 
 pub use accumulate::{ChatCompletionResponse, MessagesResponse, ResponsesResponse};
 pub use generator::{

@@ -8,8 +8,7 @@
 //! The wire format of each protocol is spelled out by `#[derive(Serialize)]` types in its module
 //! ([`chat`], [`responses`], [`messages`]); field order in those types is the order the official
 //! package writes the keys, so serialising them gives the official bytes. A chunk is written
-//! straight from its typed form to JSON text ([`WireJson`], written by
-//! [`crate::wire_json`]): no `serde_json::Value`
+//! straight from its typed form to JSON text ([`WireJson`]): no `serde_json::Value`
 //! tree is built on the per-token path, which is where a gateway spends its time.
 
 /// Declares a stream event enum from one list: each variant's wire `type` is both its serde tag
@@ -122,14 +121,14 @@ pub(crate) fn to_value<T: Serialize + ?Sized>(x: &T) -> Value {
 pub trait WireJson: Serialize {
     /// Append the JSON text to `buf` (a buffer reused across chunks saves an allocation each).
     fn write_json(&self, buf: &mut Vec<u8>) {
-        crate::wire_json::write(self, buf).expect("stream wire types always serialise");
+        serde_json::to_writer(buf, self).expect("stream wire types always serialise");
     }
 
     /// The JSON text.
     fn to_json(&self) -> String {
         let mut buf = Vec::with_capacity(256);
         self.write_json(&mut buf);
-        String::from_utf8(buf).expect("the JSON writer writes UTF-8")
+        String::from_utf8(buf).expect("serde_json writes UTF-8")
     }
 }
 
