@@ -23,8 +23,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "conformance"))
 
-# The workload and the timing loop; the same source runs in both interpreters.
-BENCH = r'''
+# The workload, shared with benchmarks/stream_instructions.py; the same source runs in both
+# interpreters.
+WORKLOAD = r'''
 import json, os, sys, time
 import deepseek_recipe as dr
 
@@ -48,7 +49,7 @@ def workload(tok, n_tokens):
     ids += (content * (half // len(content) + 1))[:half]
     return ids + call
 
-def run(fmt, tok, ids, serialize):
+def processor(fmt, tok):
     stage = dr.ThinkingInitialStage.ReasoningStart
     opts = dr.ParsingOptions(thinking_initial_stage=stage)
     if fmt == "chat":
@@ -59,7 +60,13 @@ def run(fmt, tok, ids, serialize):
         gen = dr.ResponsesRequest.chunk_generator(req.convert(dr.ConversionOptions()), "id", "m")
     else:
         gen = dr.MessagesChunkGenerator("id", "m", True)
-    sp = dr.StreamProcessor(gen, opts, tok)
+    return dr.StreamProcessor(gen, opts, tok)
+'''
+
+# The timing loop.
+BENCH = WORKLOAD + r'''
+def run(fmt, tok, ids, serialize):
+    sp = processor(fmt, tok)
     chunks = [dr.InferenceChunk.tokens([i]) for i in ids]
     push = sp.push
     t = time.process_time()

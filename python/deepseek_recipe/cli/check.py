@@ -38,6 +38,8 @@ def run_encoder_command(command: str, body) -> tuple[str, object]:
     if done.returncode != 0:
         raise InputError(f"encoder command exited with {done.returncode}: {done.stderr.strip()[-500:]}")
     out = done.stdout
+    if not out.strip():
+        raise InputError("encoder command printed nothing (an empty prompt is not an encoding)")
     try:
         value = json.loads(out)
     except json.JSONDecodeError:

@@ -65,5 +65,7 @@ def read_template(path: str) -> str:
             value = next((t["template"] for t in value if t.get("name") == "default"), None)
         if not isinstance(value, str):
             raise InputError(f"{path} has no chat_template string")
+        if not value.strip():
+            raise InputError(f"{path} has an empty chat_template")
         return value
     return text

@@ -24,14 +24,23 @@ class InputError(Exception):
 
 
 def read_text(path: str) -> str:
-    """Contents of `path`, or of standard input for `-`."""
+    """Contents of `path`, or of standard input for `-`. Every file the command line reads
+    (request, prompt, token IDs, template, parsed result, model output) must hold something:
+    an empty or whitespace-only one is bad input, never an empty value to compare or parse."""
     if path == "-":
-        return sys.stdin.read()
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except OSError as e:
-        raise InputError(f"cannot read {path}: {e.strerror}") from None
+        text = sys.stdin.read()
+    else:
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
+            raise InputError(f"cannot read {path}: {e.strerror}") from None
+        except UnicodeDecodeError as e:
+            raise InputError(f"{path} is not UTF-8 text: {e.reason} at byte {e.start}") from None
+    if not text.strip():
+        name = "standard input" if path == "-" else path
+        raise InputError(f"{name} is empty" if not text else f"{name} holds only whitespace")
+    return text
 
 
 def read_json(path: str) -> Any:
@@ -51,8 +60,10 @@ def read_token_ids(path: str) -> list[int]:
         raise InputError(f"{path} does not hold token IDs: {e}") from None
     if isinstance(value, dict):
         value = value.get("token_ids", value.get("prompt_token_ids"))
-    if not isinstance(value, list) or not all(isinstance(i, int) and i >= 0 for i in value):
+    if not isinstance(value, list) or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in value):
         raise InputError(f"{path} does not hold a list of non-negative integer token IDs")
+    if not value:
+        raise InputError(f"{path} holds an empty list of token IDs")
     return value
 
 
@@ -159,8 +170,10 @@ def _load_tokenizer(p: str, version: str, add_system: bool):
     try:
         with open(p, encoding="utf-8") as f:
             text = f.read()
-    except OSError as e:
-        raise InputError(f"cannot read tokenizer {p}: {e.strerror}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read tokenizer {p}: {getattr(e, 'strerror', None) or e}") from None
+    if not text.strip():
+        raise InputError(f"tokenizer {p} is empty")
     if version == "v41" and add_system and SYSTEM_SPELLING not in text:
         data = json.loads(text)
         data["added_tokens"].append({"id": SYSTEM_ID, "content": SYSTEM_SPELLING, "single_word": False,

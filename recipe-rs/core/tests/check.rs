@@ -194,3 +194,24 @@ fn unknown_ids_are_an_error() {
     let conv = agent(None);
     assert!(check_ids(&enc(EncodingVersion::V4), &conv, &[u32::MAX]).is_err());
 }
+
+/// An empty backend output is bad input, not a divergence (issue #21, item 3: an empty
+/// `--prompt` or `--ids` file was reported as "divergent").
+#[test]
+fn empty_output_is_an_error_not_a_divergence() {
+    use recipe_core::check::CheckError;
+    let conv = agent(None);
+    let e = enc(EncodingVersion::V41);
+    assert!(matches!(
+        check_ids(&e, &conv, &[]),
+        Err(CheckError::EmptyOutput(_))
+    ));
+    for prompt in ["", " ", "\n\t \n"] {
+        assert!(matches!(
+            check_prompt(&e, &conv, prompt),
+            Err(CheckError::EmptyOutput(_))
+        ));
+    }
+    // A prompt of one real token is still compared (and diverges).
+    assert!(!check_prompt(&e, &conv, "x").unwrap().identical);
+}

@@ -30,6 +30,7 @@ fn to_json(r: Result<Report, CheckError>) -> PyResult<String> {
         Err(CheckError::UnknownId(id)) => Err(PyValueError::new_err(format!(
             "token ID {id} is not in the tokenizer's vocabulary"
         ))),
+        Err(e @ CheckError::EmptyOutput(_)) => Err(PyValueError::new_err(e.to_string())),
         Err(e) => Err(PyRuntimeError::new_err(e.to_string())),
     }
 }

@@ -53,7 +53,38 @@ struct Decoder {
     pending_ids: u64,
     /// Looked-up tokens: a model's output reuses a small part of the vocabulary, and the
     /// tokenizer's own lookup is comparatively slow.
-    cache: std::collections::HashMap<u32, TokenEntry>,
+    cache: std::collections::HashMap<u32, TokenEntry, IdHash>,
+    /// The entries of the chunk being decoded, kept between pushes so a push allocates none.
+    resolved: Vec<TokenEntry>,
+}
+
+/// Hashing for token IDs: one multiply (Fibonacci hashing). The keys are vocabulary indices the
+/// backend produced, and the cache is bounded, so the DoS resistance of the default SipHash buys
+/// nothing here and costs more than the rest of a one-token lookup.
+#[derive(Clone, Copy, Default)]
+struct IdHash;
+
+impl std::hash::BuildHasher for IdHash {
+    type Hasher = IdHasher;
+    fn build_hasher(&self) -> IdHasher {
+        IdHasher(0)
+    }
+}
+
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u32(&mut self, id: u32) {
+        self.0 = (u64::from(id) ^ self.0).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
 }
 
 impl Decoder {
@@ -72,7 +103,13 @@ impl Decoder {
     }
 }
 
-fn flush_text(bytes: &mut Vec<u8>, lps: &mut Vec<TokenLogprob>, pieces: &mut Vec<Piece>) {
+/// The held text as one piece, with how many IDs it came from (nothing when nothing is held).
+fn flush_counted(
+    bytes: &mut Vec<u8>,
+    lps: &mut Vec<TokenLogprob>,
+    pieces: &mut Vec<(Piece, u64)>,
+    run: &mut u64,
+) {
     if bytes.is_empty() && lps.is_empty() {
         return;
     }
@@ -80,26 +117,12 @@ fn flush_text(bytes: &mut Vec<u8>, lps: &mut Vec<TokenLogprob>, pieces: &mut Vec
         Ok(s) => s,
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
     };
-    pieces.push(Piece::Text {
+    let piece = Piece::Text {
         text,
         logprobs: std::mem::take(lps),
         textual: false,
-    });
-}
-
-/// `flush_text`, recording how many IDs the flushed piece holds.
-fn flush_counted(
-    bytes: &mut Vec<u8>,
-    lps: &mut Vec<TokenLogprob>,
-    pieces: &mut Vec<Piece>,
-    counted: &mut Vec<u64>,
-    run: &mut u64,
-) {
-    let before = pieces.len();
-    flush_text(bytes, lps, pieces);
-    if pieces.len() > before {
-        counted.push(std::mem::take(run));
-    }
+    };
+    pieces.push((piece, std::mem::take(run)));
 }
 
 /// Whether `bytes` end in the first bytes of a character (only the last character is looked at:
@@ -131,6 +154,8 @@ pub struct StreamProcessor {
     count_reasoning: bool,
     state: State,
     decoder: Decoder,
+    /// The parser events of the push under way, kept between pushes so a push allocates none.
+    events: Vec<ParseEvent>,
     prompt: PromptUsage,
     completion_tokens: u64,
     reasoning: String,
@@ -164,6 +189,7 @@ impl StreamProcessor {
             prompt: PromptUsage::default(),
             completion_tokens: 0,
             reasoning: String::new(),
+            events: Vec::new(),
         }
     }
 
@@ -216,7 +242,7 @@ impl StreamProcessor {
                     },
                     &mut events,
                 );
-                self.deliver(events, &mut out);
+                self.deliver(&mut events, &mut out);
             }
             InferenceChunk::Tokens {
                 token_ids,
@@ -239,7 +265,8 @@ impl StreamProcessor {
         logprobs: Option<&[IdLogprob]>,
     ) -> Result<Vec<StreamItem>, StreamError> {
         self.check_open()?;
-        let mut out = Vec::new();
+        // Most one-token pushes produce one item.
+        let mut out = Vec::with_capacity(2);
         let pieces = match self.decode(token_ids, logprobs) {
             Ok(p) => p,
             Err(e) => {
@@ -256,7 +283,7 @@ impl StreamProcessor {
         // pieces after it uncounted, and bytes still waiting for the rest of a character are
         // counted when they are parsed, as the reference does.
         let mut counted = 0u64;
-        let mut events = Vec::new();
+        let mut events = std::mem::take(&mut self.events);
         self.parser.begin_push();
         for (p, n) in pieces {
             counted += n;
@@ -266,7 +293,8 @@ impl StreamProcessor {
             }
         }
         self.completion_tokens += counted;
-        self.deliver(events, &mut out);
+        self.deliver(&mut events, &mut out);
+        self.events = events;
         Ok(out)
     }
 
@@ -283,13 +311,14 @@ impl StreamProcessor {
         Ok(out)
     }
 
-    fn deliver(&mut self, events: Vec<ParseEvent>, out: &mut Vec<StreamItem>) {
-        for e in &events {
+    /// Hand `events` (drained) to the generator.
+    fn deliver(&mut self, events: &mut Vec<ParseEvent>, out: &mut Vec<StreamItem>) {
+        for e in events.iter() {
             if let ParseEvent::Reasoning { text, .. } = e {
                 self.reasoning.push_str(text);
             }
         }
-        self.generator.events(events, out);
+        self.generator.events(events.drain(..), out);
         if let Some(stop) = self.parser.stopped_by() {
             let kind = FinishKind::StopSequence(stop.to_owned());
             let usage = self.usage();
@@ -306,7 +335,7 @@ impl StreamProcessor {
         self.decoder.pending_ids = 0;
         let mut events = Vec::new();
         self.parser.finish(&mut events);
-        self.deliver(events, out);
+        self.deliver(&mut events, out);
         if self.state != State::Open {
             return;
         }
@@ -392,23 +421,26 @@ impl StreamProcessor {
             }
         }
         // Resolve (and validate) every ID first so an error leaves no partial state behind.
-        let mut resolved: Vec<TokenEntry> = Vec::with_capacity(ids.len());
+        let mut resolved = std::mem::take(&mut self.decoder.resolved);
+        resolved.clear();
         for &id in ids {
-            resolved.push(
-                self.decoder
-                    .entry(&tok, id)
-                    .ok_or(StreamError::UnknownToken(id))?,
-            );
+            match self.decoder.entry(&tok, id) {
+                Some(e) => resolved.push(e),
+                None => {
+                    resolved.clear();
+                    self.decoder.resolved = resolved;
+                    return Err(StreamError::UnknownToken(id));
+                }
+            }
         }
-        let mut pieces = Vec::new();
-        let mut counted = Vec::new();
+        let mut pieces = Vec::with_capacity(1);
         let mut run = std::mem::take(&mut self.decoder.pending_ids);
         let mut bytes = std::mem::take(&mut self.decoder.pending);
         let mut lps = std::mem::take(&mut self.decoder.pending_lps);
-        for ((i, &id), entry) in ids.iter().enumerate().zip(resolved) {
+        for ((i, &id), entry) in ids.iter().enumerate().zip(resolved.drain(..)) {
             match entry {
                 TokenEntry::Special(spelling) => {
-                    flush_counted(&mut bytes, &mut lps, &mut pieces, &mut counted, &mut run);
+                    flush_counted(&mut bytes, &mut lps, &mut pieces, &mut run);
                     let kind = self
                         .special_kinds
                         .iter()
@@ -416,12 +448,12 @@ impl StreamProcessor {
                         .map(|(_, k)| *k);
                     let logprob =
                         logprobs.map(|l| self.logprob(&tok, id, spelling.as_bytes(), &l[i]));
-                    pieces.push(Piece::Special {
+                    let piece = Piece::Special {
                         kind,
                         spelling: spelling.to_string(),
                         logprob,
-                    });
-                    counted.push(1);
+                    };
+                    pieces.push((piece, 1));
                 }
                 TokenEntry::Bytes(b) => {
                     if let Some(l) = logprobs {
@@ -438,9 +470,10 @@ impl StreamProcessor {
                 self.decoder.pending_lps = lps;
                 self.decoder.pending_ids = run;
             } else {
-                flush_counted(&mut bytes, &mut lps, &mut pieces, &mut counted, &mut run);
+                flush_counted(&mut bytes, &mut lps, &mut pieces, &mut run);
             }
         }
-        Ok(pieces.into_iter().zip(counted).collect())
+        self.decoder.resolved = resolved;
+        Ok(pieces)
     }
 }

@@ -136,16 +136,25 @@ pub enum CheckError {
     Encode(#[from] EncodeError),
     #[error("token ID {0} is not in the tokenizer's vocabulary")]
     UnknownId(u32),
+    /// The backend's output holds nothing to compare (no token IDs, or a prompt that is empty
+    /// or only whitespace): bad input, not a divergence.
+    #[error("the backend's output is empty ({0})")]
+    EmptyOutput(&'static str),
     #[error(transparent)]
     Tokenizer(#[from] TokenizerError),
 }
 
 /// Compare `found` IDs with the canonical encoding of `conv` (the encoding needs a tokenizer).
+/// No IDs at all is [`CheckError::EmptyOutput`]: a canonical prompt is never empty, so there is
+/// nothing to classify.
 pub fn check_ids(
     encoding: &Encoding,
     conv: &Conversation,
     found: &[u32],
 ) -> Result<Report, CheckError> {
+    if found.is_empty() {
+        return Err(CheckError::EmptyOutput("no token IDs"));
+    }
     let tok = encoding
         .tokenizer
         .as_ref()
@@ -158,11 +167,17 @@ pub fn check_ids(
 
 /// Compare a prompt string with the canonical encoding, tokenizing it as a render-then-tokenize
 /// backend does (full vocabulary: control-token spellings become control tokens; no BOS added).
+/// An empty or whitespace-only prompt is [`CheckError::EmptyOutput`].
 pub fn check_prompt(
     encoding: &Encoding,
     conv: &Conversation,
     prompt: &str,
 ) -> Result<Report, CheckError> {
+    if prompt.trim().is_empty() {
+        return Err(CheckError::EmptyOutput(
+            "an empty or whitespace-only prompt",
+        ));
+    }
     let tok = encoding
         .tokenizer
         .as_ref()

@@ -255,7 +255,11 @@ impl Generator {
         }
     }
 
-    pub fn events(&mut self, events: Vec<ParseEvent>, out: &mut Vec<StreamItem>) {
+    pub fn events(
+        &mut self,
+        events: impl IntoIterator<Item = ParseEvent>,
+        out: &mut Vec<StreamItem>,
+    ) {
         for e in events {
             match self {
                 Generator::Chat(g) => g.event(e, out),

@@ -94,6 +94,14 @@ pub(super) struct Dsml {
     string_seen_before: bool,
     /// Where the current push's text begins in `buf` (0 when the block began in this push).
     push_start: usize,
+    /// `(lt, name length, end)`: the closing tag whose `<` is at `lt` in `buf` was found waiting,
+    /// with only whitespace after its name up to `end`. The next look at the same tag checks only what
+    /// arrived since, so a long run of spaces pushed in pieces is read once, not once per push.
+    /// Reset whenever `buf` is cleared or shifted.
+    tail_checked: (usize, usize, usize),
+    /// Bytes of closing-tag tails examined so far (the tests bound it).
+    #[cfg(test)]
+    pub(super) tail_scanned: usize,
 }
 
 fn escape_json(s: &str) -> String {
@@ -199,6 +207,9 @@ impl Dsml {
             close_prefix: format!("</{d}"),
             string_seen_before: false,
             push_start: 0,
+            tail_checked: (usize::MAX, 0, 0),
+            #[cfg(test)]
+            tail_scanned: 0,
         }
     }
 
@@ -233,6 +244,7 @@ impl Dsml {
             self.marker_ids.iter_mut().for_each(|s| *s -= at);
             self.push_start = self.push_start.saturating_sub(at);
             self.at = 0;
+            self.tail_checked = (usize::MAX, 0, 0);
         }
         self.unit_starts.push_back(self.buf.len());
         if let Some(o) = marker_at {
@@ -242,6 +254,7 @@ impl Dsml {
         let status = self.run(tool_calls, out);
         if self.at >= self.buf.len() {
             self.buf.clear();
+            self.tail_checked = (usize::MAX, 0, 0);
             self.unit_starts.clear();
             self.marker_ids.clear();
             self.at = 0;
@@ -261,9 +274,29 @@ impl Dsml {
     /// before it counts. As in the reference, a tag begun in an earlier push whose marker is
     /// completed by the current one counts at once; otherwise it waits while what follows the
     /// marker can still grow into `name>` (see [`tag_tail_pending`]).
-    fn close_pending(&self, lt: usize, name: &str) -> bool {
+    fn close_pending(&mut self, lt: usize, name: &str) -> bool {
         let completed_now = lt < self.push_start && lt + self.close_prefix.len() > self.push_start;
-        !completed_now && tag_tail_pending(&self.buf[lt + self.close_prefix.len()..], name)
+        if completed_now {
+            return false;
+        }
+        let tail = lt + self.close_prefix.len();
+        let (last_lt, last_name, end) = self.tail_checked;
+        let checked = if (last_lt, last_name) == (lt, name.len()) {
+            end - tail
+        } else {
+            0
+        };
+        #[cfg(test)]
+        {
+            self.tail_scanned += (self.buf.len() - tail).saturating_sub(checked.max(name.len()));
+        }
+        let (pending, checked) = tag_tail_pending(&self.buf[tail..], name, checked);
+        self.tail_checked = if pending {
+            (lt, name.len(), tail + checked)
+        } else {
+            (usize::MAX, 0, 0)
+        };
+        pending
     }
 
     /// Whether the marker spelling at `p` in `buf` counts in a value's closing tag: always with
@@ -694,14 +727,22 @@ impl Dsml {
 /// and as soon as what follows can no longer become the expected V4-style name and its `>`
 /// (`parameter`, then optional whitespace, then `>`): `</｜DSML｜ parameter` (a space first) or
 /// `</｜DSML｜pa-` count at once, `</｜DSML｜para` and `</｜DSML｜parameter ` wait.
-fn tag_tail_pending(after: &str, name: &str) -> bool {
+///
+/// `checked` bytes of `after` are already known to be `name` and whitespace (from an earlier
+/// look at the same tag); returns whether the tag waits and how many bytes are now known so.
+fn tag_tail_pending(after: &str, name: &str, checked: usize) -> (bool, usize) {
     if after.is_empty() {
-        return false;
+        return (false, 0);
     }
     if after.len() <= name.len() {
-        return name.as_bytes().starts_with(after.as_bytes());
+        return (name.as_bytes().starts_with(after.as_bytes()), 0);
     }
-    after.starts_with(name) && after[name.len()..].chars().all(char::is_whitespace)
+    if !after.starts_with(name) {
+        return (false, 0);
+    }
+    let from = checked.max(name.len());
+    let pending = after[from..].chars().all(char::is_whitespace);
+    (pending, if pending { after.len() } else { 0 })
 }
 
 /// The value mode named by a parameter tag's attributes (` string="true"` and so on).

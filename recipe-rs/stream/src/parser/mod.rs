@@ -1081,4 +1081,71 @@ mod tests {
             .collect();
         assert_eq!(text, "I like <｜DSML｜and more");
     }
+
+    /// A closing marker followed by a long run of spaces, pushed one space at a time, waits
+    /// (the spaces may still end in `>`); each look at it reads only the newly arrived spaces,
+    /// so the work stays linear in the input (it was quadratic: the whole run was rescanned on
+    /// every push).
+    #[test]
+    fn spaces_after_a_pending_closing_marker_are_read_once() {
+        let o = ParsingOptions {
+            parse_tool_calls: true,
+            ..ParsingOptions::default()
+        };
+        let d = "｜DSML｜";
+        let head = format!(
+            "<{d}tool_calls>\n<{d}invoke name=\"f\">\n<{d}parameter name=\"x\" string=\"true\">v</{d}parameter"
+        );
+        let n = 20_000;
+        let mut pieces = vec![head.as_str()];
+        pieces.extend(std::iter::repeat_n(" ", n));
+        pieces.push(">\n</{d}invoke>\n</{d}tool_calls>".replace("{d}", d).leak());
+        let mut p = Parser::new(&o);
+        let mut events = Vec::new();
+        for (i, s) in pieces.iter().enumerate() {
+            p.begin_push();
+            p.push(
+                Piece::Text {
+                    text: (*s).to_owned(),
+                    logprobs: vec![],
+                    textual: true,
+                },
+                &mut events,
+            );
+            if i == n {
+                let Mode::Dsml(dsml) = &p.mode else {
+                    panic!("not in the DSML block");
+                };
+                assert!(
+                    dsml.tail_scanned <= n + 64,
+                    "{} bytes of closing-tag tails read for {n} spaces",
+                    dsml.tail_scanned
+                );
+            }
+        }
+        p.finish(&mut events);
+        // The same as one push of the whole text.
+        let mut whole = Vec::new();
+        let mut q = Parser::new(&o);
+        q.begin_push();
+        q.push(
+            Piece::Text {
+                text: pieces.concat(),
+                logprobs: vec![],
+                textual: true,
+            },
+            &mut whole,
+        );
+        q.finish(&mut whole);
+        let args = |ev: &[ParseEvent]| -> String {
+            ev.iter()
+                .filter_map(|e| match e {
+                    ParseEvent::ToolCallArgs { text, .. } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(args(&events), "{\"x\": \"v\"}");
+        assert_eq!(args(&events), args(&whole));
+    }
 }
