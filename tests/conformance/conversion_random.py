@@ -408,7 +408,7 @@ if __name__ == "__main__":
     sys.path.insert(0, str(here))
     import deepseek_recipe as d
     from conversion_case_runner import run_case
-    from official_venv import ensure_official_venv, official_python
+    from official_venv import ensure_official_venv, official_env, official_python
 
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 300
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else 1
@@ -422,7 +422,8 @@ if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as tmp:
         inp, out = Path(tmp) / "in.json", Path(tmp) / "out.json"
         inp.write_text(json.dumps(cases))
-        subprocess.run([str(official_python()), str(here / "_record_conversion.py"), str(inp), str(out)], check=True)
+        subprocess.run([str(official_python()), str(here / "_record_conversion.py"), str(inp), str(out)], check=True,
+                       env=official_env())
         expected = json.loads(out.read_text())
     import re
 

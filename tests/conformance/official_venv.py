@@ -68,6 +68,20 @@ def ensure_official_venv(quiet: bool = True) -> Path:
     return py
 
 
+def official_env() -> dict[str, str]:
+    """The environment for the side venv: ours minus `PYTHONPATH` entries that hold a
+    `deepseek_recipe` package (our sources would shadow the official package, which shares the
+    import name, and every "official" outcome would silently be ours)."""
+    env = dict(os.environ)
+    keep = [p for p in env.get("PYTHONPATH", "").split(os.pathsep)
+            if p and not (Path(p) / "deepseek_recipe").exists()]
+    if keep:
+        env["PYTHONPATH"] = os.pathsep.join(keep)
+    else:
+        env.pop("PYTHONPATH", None)
+    return env
+
+
 def run_in_official(script_path: str | os.PathLike, *args: str, capture: bool = True,
                     input: str | None = None) -> subprocess.CompletedProcess:
     """Run `script_path` with the side venv's python; raise CalledProcessError on failure.
@@ -77,7 +91,7 @@ def run_in_official(script_path: str | os.PathLike, *args: str, capture: bool = 
     py = ensure_official_venv()
     try:
         return subprocess.run([str(py), str(script_path), *args], check=True, text=True,
-                              capture_output=capture, input=input)
+                              capture_output=capture, input=input, env=official_env())
     except subprocess.CalledProcessError as e:
         if capture:
             sys.stderr.write(e.stderr or "")
@@ -87,7 +101,8 @@ def run_in_official(script_path: str | os.PathLike, *args: str, capture: bool = 
 def run_snippet_in_official(code: str, *args: str) -> str:
     """Run a Python source string in the side venv; return its stdout."""
     py = ensure_official_venv()
-    out = subprocess.run([str(py), "-c", code, *args], check=True, text=True, capture_output=True)
+    out = subprocess.run([str(py), "-c", code, *args], check=True, text=True, capture_output=True,
+                         env=official_env())
     return out.stdout
 
 
