@@ -411,14 +411,14 @@ def limit_cases() -> list:
     add("index a a b b", [[b("a"), b("a"), b("b"), junk("b")]])
     add("index no path", [[b(""), b(""), junk("")]])
     # The fetch budget: what the inline images and the quota leave of the total.
-    add("fetch budget over", [[b("a", pad=mid), b("b", pad=mid), url("{base}/zeros/%d" % (21 * MIB), "c")]], hits=True)
-    add("fetch budget under", [[b("a", pad=mid), b("b", pad=mid), url("{base}/zeros/%d" % (19 * MIB), "c")]],
+    add("fetch budget over", [[b("a", pad=mid), b("b", pad=mid), url(f"{{base}}/zeros/{21 * MIB}", "c")]], hits=True)
+    add("fetch budget under", [[b("a", pad=mid), b("b", pad=mid), url(f"{{base}}/zeros/{19 * MIB}", "c")]],
         hits=True)
-    add("fetch budget url first", [[url("{base}/zeros/%d" % (21 * MIB), "c"), b("a", pad=mid), b("b", pad=mid)]],
+    add("fetch budget url first", [[url(f"{{base}}/zeros/{21 * MIB}", "c"), b("a", pad=mid), b("b", pad=mid)]],
         hits=True)
-    add("fetch budget quota", [[b("a", pad=mid), b("b", pad=mid)], [url("{base}/zeros/%d" % (21 * MIB), "c")]],
+    add("fetch budget quota", [[b("a", pad=mid), b("b", pad=mid)], [url(f"{{base}}/zeros/{21 * MIB}", "c")]],
         hits=True)
-    add("fetch per-image limit with a larger fetcher limit", [[url("{base}/zeros/%d" % (40 * MIB), "a")]],
+    add("fetch per-image limit with a larger fetcher limit", [[url(f"{{base}}/zeros/{40 * MIB}", "a")]],
         max_bytes=100 * MIB, hits=True)
     # Redirects that end on an error status.
     for code in [302, 400, 404, 500]:

@@ -40,8 +40,8 @@ pub fn decode_data_url(url: &str) -> Result<Vec<u8>, ImageError> {
 /// The bytes a data URL carries, refused as `ImageTooLarge` before decoding when they could
 /// exceed `max_bytes`.
 pub fn decode_data_url_within(url: &str, max_bytes: u64) -> Result<Vec<u8>, ImageError> {
-    let rest =
-        strip_prefix_ignore_case(url.trim_start(), "data:").ok_or_else(|| invalid("not a data URL"))?;
+    let rest = strip_prefix_ignore_case(url.trim_start(), "data:")
+        .ok_or_else(|| invalid("not a data URL"))?;
     let (header, body) = rest
         .split_once(',')
         .ok_or_else(|| invalid("missing comma"))?;

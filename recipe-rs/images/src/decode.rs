@@ -197,7 +197,9 @@ fn decode_other(data: &[u8], media: MediaType, budget: u64) -> Result<Pixels, Im
     let (w, h) = decoder.dimensions();
     check_budget(w, h, budget)?;
     if media == MediaType::Jpeg && !jpeg_has_end(data) {
-        return Err(body_err("JPEG without an end-of-image marker after its scan"));
+        return Err(body_err(
+            "JPEG without an end-of-image marker after its scan",
+        ));
     }
     let body = |e: String| {
         if media == MediaType::Gif {

@@ -170,15 +170,12 @@ impl ImageFetcher {
             let status = response.status();
             if FOLLOWED_REDIRECTS.contains(&status.as_u16()) {
                 // Without a Location, or with one that is not a URL, the answer is final.
-                let final_status = |detail: String| {
-                    fail(ImageErrorKind::FetchStatus { retryable: false }, detail)
-                };
+                let final_status =
+                    |detail: String| fail(ImageErrorKind::FetchStatus { retryable: false }, detail);
                 let Some(location) = response.headers().get(reqwest::header::LOCATION) else {
                     return Err(final_status(format!("status {status}")));
                 };
-                let location = location
-                    .to_str()
-                    .map_err(|e| final_status(e.to_string()))?;
+                let location = location.to_str().map_err(|e| final_status(e.to_string()))?;
                 current = current
                     .join(location)
                     .map_err(|e| final_status(e.to_string()))?;

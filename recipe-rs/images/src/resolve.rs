@@ -110,7 +110,11 @@ fn load_inline(source: &ImageSource) -> Result<Loaded<'_>, ImageError> {
 }
 
 /// The request location of `sources[k]`: its path and how many earlier sources share it.
-fn located<S: Borrow<ImageSource>>(sources: &[S], k: usize, error: ImageError) -> LocatedImageError {
+fn located<S: Borrow<ImageSource>>(
+    sources: &[S],
+    k: usize,
+    error: ImageError,
+) -> LocatedImageError {
     let path = &Borrow::<ImageSource>::borrow(&sources[k]).path;
     let index = sources[..k]
         .iter()

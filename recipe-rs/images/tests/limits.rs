@@ -70,10 +70,7 @@ fn sizes_are_checked_before_decoding_in_source_order() {
             "d: Total image size exceeds the limit: max 64 MB per request, got 66 MB".to_owned()
         )
     );
-    let long = source(
-        "",
-        ImageData::Url(format!("http://x/{}", "a".repeat(9000))),
-    );
+    let long = source("", ImageData::Url(format!("http://x/{}", "a".repeat(9000))));
     assert_eq!(
         failure(&[long], &mut ImageQuota::default()).1,
         "external link length 9009 too long, max link length 8192"
