@@ -48,7 +48,12 @@ def server():
 def test_limit_case_matches_official(case, server):
     if case["name"] in SLOW and not os.environ.get("DEEPSEEK_SLOW_TESTS"):
         pytest.skip("decodes hundreds of images; set DEEPSEEK_SLOW_TESTS=1")
-    assert run_case(case, CORPUS / "inputs", server) == case["official"]
+    ours, official = run_case(case, CORPUS / "inputs", server), case["official"]
+    if "hits" in official:
+        # Several failing downloads: the official resolver cancels the others when one fails,
+        # so whether they reached the server is a race; which paths were asked is not.
+        ours["hits"], official = sorted(set(ours["hits"])), {**official, "hits": sorted(set(official["hits"]))}
+    assert ours == official
 
 
 def test_known_gaps_are_still_what_they_were():
