@@ -66,8 +66,31 @@ def _chat_tool(r, name, strict=None):
     return {"type": "function", "function": f}
 
 
+# Base64 bodies valid and not (padding, alphabet, escapes, whitespace, lone symbols).
+B64_BODIES = ["iVBORw0KGgo=", "iVBORw0KGgo", "AA==", "AA=", "AAA==", "AAAA====", "AA=A", "@@@@", "-_-_", "A", "AAAAA",
+              "", "A A\nA\tA", "%41AAA", "AAAA%", "iVBORw0KGgp=", ",AAAA"]
+DATA_URL_HEADERS = ["data:image/png;base64,", "DATA:image/PNG;base64,", "data:image/jpg;base64,", "data:image/webp;base64,",
+                    "data:image/png;x;base64,", "data:image/png ;base64,", " data:image/gif;base64,",
+                    "data:image/bmp;base64,", "data:;base64,", "data:text/plain;base64,", "data:image/png;BASE64,",
+                    "data:image/png;base64;x,", "data:image/png,", "data:,"]
+
+
+def _long_url(r):
+    """An http(s) URL at, just over or well over the 8,192-byte limit (ASCII or not)."""
+    n = r.choice([8191, 8192, 8193, 9000, 20000])
+    head = r.choice(["http://x.org/", "https://x.org/", "HTTP://x.org/"])
+    fill = r.choice(["a", "é"])
+    return head + fill * ((n - len(head)) // len(fill.encode()))
+
+
 def _image_url(r):
-    return r.choice(["https://example.com/cat.png", "http://x.org/a.jpg", "data:image/png;base64,iVBORw0KGgo=", "ftp://bad/a.png", "not a url"])
+    c = r.random()
+    if c < 0.5:
+        return r.choice(["https://example.com/cat.png", "http://x.org/a.jpg", "data:image/png;base64,iVBORw0KGgo=",
+                         "ftp://bad/a.png", "not a url", "HTTPS://example.com/c.png", "data:image/png;base64"])
+    if c < 0.8:
+        return r.choice(DATA_URL_HEADERS) + r.choice(B64_BODIES)
+    return _long_url(r)
 
 
 def _chat_content(r, allow_images=True):
@@ -302,7 +325,9 @@ def messages_body(r):
                 blocks.append({"type": "image", "source": r.choice([
                     {"type": "url", "url": "https://example.com/a.png"},
                     {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
-                    {"type": "base64", "media_type": "image/png", "data": "AAA"}])})
+                    {"type": "base64", "media_type": "image/png", "data": "AAA"},
+                    {"type": "url", "url": _long_url(r)},
+                    {"type": "url", "url": _image_url(r)}])})
             else:
                 blocks.append({"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBE"}})
         if r.random() < 0.05:

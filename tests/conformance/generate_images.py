@@ -5,6 +5,7 @@ inputs); the cases run inside the official side venv (see `official_venv.py`):
 
     python tests/conformance/generate_images.py            # everything
     python tests/conformance/generate_images.py --network  # only images/network_cases.json
+    python tests/conformance/generate_images.py --limits   # only images/limit_cases.json
 
 Writes
 * `images/inputs/`: the input files (formats, sizes around every threshold, malformed files);
@@ -15,6 +16,9 @@ Writes
   limit, statuses of 500 and more, and proxy handling (`HTTP_PROXY` and friends against a
   recording proxy on 127.0.0.1), with the server's hits, the proxy's hits and the
   destination-filter calls of each case. These need only the committed inputs.
+* `images/limit_cases.json`: the request limits (count, URL length, per-image and total bytes,
+  data-URL sizes, the fetch budget) and the order they are checked in; also only the committed
+  inputs (large payloads are made by the runner).
 """
 
 from __future__ import annotations
@@ -310,6 +314,209 @@ def network_cases() -> list:
     return out
 
 
+MIB = 1024 * 1024
+TINY = "size_1x1.png"  # 67 bytes
+TINY_LEN = 67
+
+
+def limit_cases() -> list:
+    """The request limits and their order: count, URL length, per-image and total bytes (with
+    the quota across calls), data-URL sizes before decoding, which failure is named, the
+    fetch budget, redirects ending on error statuses. Large inputs are made by the runner
+    (`pad`, `body`, `suffix`, `length`, `repeat`), not stored."""
+    out = []
+
+    def add(name, calls, **kw):
+        out.append({"name": name, "op": "resolve", "calls": calls, **kw})
+
+    def b(path="q", pad=0, input=TINY, **kw):
+        return {"type": "bytes", "input": input, "path": path, "pad": pad, **kw}
+
+    def junk(path="q"):
+        return {"type": "bytes", "input": "junk.bin", "path": path}
+
+    def du(body, path="q", prefix="data:image/png;base64,"):
+        return {"type": "data_url", "url": prefix, "body": body, "path": path}
+
+    def url(u, path="q", **kw):
+        return {"type": "url", "url": u, "path": path, **kw}
+
+    full = 32 * MIB - TINY_LEN  # pad of an image of exactly 32 MiB
+    mid = 22 * MIB
+    long_url = url("http://x/", length=9009)
+    missing = "{base}/img/missing.png?"
+    # The image count, before anything else.
+    add("count 600 junk", [[{**junk(), "repeat": 600}]])
+    add("count 601", [[{**b(), "repeat": 601}]])
+    add("count 601 no path", [[{**b(path=""), "repeat": 601}]])
+    add("count 601 first a long url", [[long_url, {**b("m"), "repeat": 600}]])
+    add("count 100000", [[{**b(), "repeat": 100000}]])
+    add("count quota 599 + 2", [[{**b(), "repeat": 599}], [b("x"), b("y")]])
+    add("count quota 600 + junk", [[{**b(), "repeat": 600}], [junk("x")]])
+    # URL length (bytes), before any fetch.
+    for n in [8192, 8193, 9000]:
+        add(f"url length {n}", [[url(missing, length=n)]], hits=True)
+    add("url length 8193 https", [[url("https://x/", length=8193)]])
+    add("url length 8194 multibyte", [[url("https://x/" + "é" * 4092)]])
+    add("url length no path", [[url("http://x/", path="", length=9000)]])
+    add("url invalid no path", [[url("ftp://x/", path="")]])
+    add("url invalid and long", [[url("ftp://x/", length=9000)]])
+    add("url junk then long", [[junk("a"), {**long_url, "path": "b"}]])
+    add("url long then 404", [[{**long_url, "path": "a"}, url("{base}/status/404", "b")]], hits=True)
+    add("url 404 then long", [[url("{base}/status/404", "a"), {**long_url, "path": "b"}]], hits=True)
+    add("url ftp then long", [[url("ftp://x/", "a"), {**long_url, "path": "b"}]])
+    # Per-image bytes, before decoding.
+    add("bytes 32 MiB", [[b(pad=full)]])
+    add("bytes 32 MiB + 1", [[b(pad=full + 1)]])
+    add("bytes 32 MiB + 1 no path", [[b(path="", pad=full + 1)]])
+    add("bytes junk then too large", [[junk("a"), b("b", pad=full + 1)]])
+    add("bytes too large then long url", [[b("a", pad=full + 1), {**long_url, "path": "b"}]])
+    add("bytes 32 MiB, 32 MiB + 1", [[b(pad=full), b(pad=full + 1)]])
+    add("bytes with a fetcher limit of 10 MiB", [[b(pad=20 * MIB)]], max_bytes=10 * MIB)
+    # The total, with the quota across calls.
+    add("total 3 x 22 MiB", [[b("a", pad=mid), b("b", pad=mid), b("c", pad=mid)]])
+    add("total no path", [[b("", pad=mid), b("", pad=mid), b("", pad=mid)]])
+    add("total exactly 64 MiB", [[b(pad=full), b(pad=full)]])
+    for extra in [0.4, 0.6, 1.5]:
+        add(f"total 64 MiB + {extra}", [[b("a", pad=full), b("b", pad=full), b("c", pad=int(extra * MIB))]])
+    add("total across calls", [[b("a", pad=mid), b("b", pad=mid)], [b("c", pad=mid)], [b("d")]])
+    add("total junk then over", [[junk("a"), b("b", pad=mid), b("c", pad=mid), b("d", pad=mid)]])
+    add("total over then too large", [[b("a", pad=mid), b("b", pad=mid), b("c", pad=mid), b("d", pad=full + 1)]])
+    add("total too large then over", [[b("a", pad=full + 1), b("b", pad=mid), b("c", pad=mid)]])
+    add("total 22 22 then too large", [[b("a", pad=mid), b("b", pad=mid), b("c", pad=full + 1)]])
+    add("total 600 images over", [[{**b(), "repeat": 600}], [b(pad=mid)]])
+    # Data URLs: the size from the body's length, before decoding; then the decoded bytes.
+    for n in [44739240, 44739243, 44739244]:
+        add(f"data url base64 {n} chars", [[du(["A", n])]])
+    add("data url padded over", [[du(["A", 44739242], prefix="data:image/png;base64,==")]])
+    add("data url whitespace over", [[{**du(["A", 44739240]), "suffix": " " * 8}]])
+    add("data url invalid and over", [[du(["A", 45 * MIB], prefix="data:image/png;base64,@")]])
+    add("data url other media type and over", [[du(["A", 45 * MIB], prefix="data:image/bmp;base64,")]])
+    add("data url percent over", [[du(["A", 33 * MIB], prefix="data:image/png,")]])
+    add("data url percent escapes under", [[du(["%00", 40 * MIB // 3], prefix="data:image/png,")]])
+    add("data url total", [[du(["A", 22 * MIB // 3 * 4], path=p) for p in "abc"]])
+    # Which failure is named: the earliest source's.
+    add("order bad data url then too large", [[du(["@", 2], "a"), b("b", pad=full + 1)]])
+    add("order junk then bad data url", [[junk("a"), du(["@", 2], "b")]])
+    add("order 404 then bad data url", [[url("{base}/status/404", "a"), du(["@", 2], "b")]], hits=True)
+    add("order bad data url then 404", [[du(["@", 2], "a"), url("{base}/status/404", "b")]], hits=True)
+    add("order junk then 404 404", [[junk("j"), url("{base}/status/404", "a"), url("{base}/status/404", "b")]],
+        hits=True)
+    add("order junk then empty", [[junk("a"), b("b", input="")]])
+    add("order empty then too large", [[b("a", input=""), b("b", pad=full + 1)]])
+    add("order junk then empty body", [[junk("x"), url("{base}/zeros/0", "a")]])
+    add("order too large dims then junk", [[b("a", input="size_8193x10.png"), junk("b")]])
+    # Image indices: earlier sources with the same path.
+    add("index a b a", [[b("a"), b("b"), junk("a")]])
+    add("index a a b b", [[b("a"), b("a"), b("b"), junk("b")]])
+    add("index no path", [[b(""), b(""), junk("")]])
+    # The fetch budget: what the inline images and the quota leave of the total.
+    add("fetch budget over", [[b("a", pad=mid), b("b", pad=mid), url(f"{{base}}/zeros/{21 * MIB}", "c")]], hits=True)
+    add("fetch budget under", [[b("a", pad=mid), b("b", pad=mid), url(f"{{base}}/zeros/{19 * MIB}", "c")]],
+        hits=True)
+    add("fetch budget url first", [[url(f"{{base}}/zeros/{21 * MIB}", "c"), b("a", pad=mid), b("b", pad=mid)]],
+        hits=True)
+    add("fetch budget quota", [[b("a", pad=mid), b("b", pad=mid)], [url(f"{{base}}/zeros/{21 * MIB}", "c")]],
+        hits=True)
+    add("fetch per-image limit with a larger fetcher limit", [[url(f"{{base}}/zeros/{40 * MIB}", "a")]],
+        max_bytes=100 * MIB, hits=True)
+    # Redirects that end on an error status.
+    for code in [302, 400, 404, 500]:
+        add(f"redirect to status {code}", [[url(f"{{base}}/redirect-status/2/{code}")]], hits=True)
+    return out
+
+
+def redirect_fetch_cases() -> list:
+    """Which 3xx statuses redirect, and Location values that are not followable."""
+    out = []
+    for code in [300, 301, 302, 303, 304, 305, 307, 308]:
+        for target in ["%2Fstatus%2F404", "%2Fstatus%2F500", "%2Fimg%2Frgb.png", "http%3A%2F%2F%5B%3A%3A1", "ftp%3A%2F%2Fx%2Fy"]:
+            out.append({"name": f"fetch moved {code} to {target}", "op": "fetch",
+                        "url": f"{{base}}/moved/{code}/{target}"})
+    return out
+
+
+def _jpeg_with_size(data: bytes, w: int, h: int) -> bytes:
+    b, i = bytearray(data), 2
+    while i < len(b):
+        marker, length = b[i + 1], b[i + 2] << 8 | b[i + 3]
+        if marker in (0xC0, 0xC1, 0xC2):
+            b[i + 5:i + 7], b[i + 7:i + 9] = h.to_bytes(2, "big"), w.to_bytes(2, "big")
+            return bytes(b)
+        i += 2 + length
+    raise ValueError("no SOF marker")
+
+
+def dimension_cases() -> list:
+    """Headers claiming sizes over the limit (checked before any pixel), and truncated files whose
+    header reads but whose pixels do not. Writes its small inputs (edits of committed ones)."""
+    one = flat_png(1, 1)
+    jpg, prog = (INPUTS / "photo.jpg").read_bytes(), (INPUTS / "progressive.jpg").read_bytes()
+    gif, webp = (INPUTS / "still.gif").read_bytes(), (INPUTS / "lossy.webp").read_bytes()
+    files = {}
+    for w, h in [(100000, 100000), (8193, 1), (1, 8193), (2 ** 31 - 1, 1), (65535, 65535), (8192, 8192)]:
+        files[f"claims_{w}x{h}.png"] = png_with_size(one, w, h)
+    for w, h in [(65535, 65535), (8193, 10), (9000, 9000)]:
+        files[f"claims_{w}x{h}.jpg"] = _jpeg_with_size(jpg, w, h)
+        g = bytearray(gif)
+        g[6:8], g[8:10] = w.to_bytes(2, "little"), h.to_bytes(2, "little")
+        files[f"claims_{w}x{h}.gif"] = bytes(g)
+    for frac in [0.3, 0.7, 0.97]:
+        for name, data in [("photo.jpg", jpg), ("progressive.jpg", prog), ("lossy.webp", webp), ("still.gif", gif)]:
+            files[f"cut{int(frac * 100)}_{name}"] = data[: int(len(data) * frac)]
+    files["no_eoi_photo.jpg"], files["no_eoi_progressive.jpg"] = jpg[:-2], prog[:-2]
+    out = []
+    for name, data in files.items():
+        save(name, data)
+        out.append({"name": f"header {name}", "op": "preprocess", "input": name, "options": ["high", 8192, 512]})
+    many = {"type": "bytes", "input": "claims_8192x8192.png", "path": "m"}
+    out.append({"name": "resolve header over the limit among many", "op": "resolve", "calls": [[
+        {"type": "bytes", "input": "size_1x1.png", "path": "m", "repeat": 14},
+        {"type": "bytes", "input": "claims_8193x1.png", "path": "m"}, many]]})
+    return out
+
+
+def conversion_url_cases() -> list:
+    """Image URLs at conversion (V4.1 checks them, V4 does not): http(s) length and case, data-URL
+    headers, media types and base64 bodies, in each API's part shape."""
+    model = "DeepSeek-V4.1-Flash"
+    urls = ["http://x/" + "a" * 8183, "http://x/" + "a" * 8184, "https://x/" + "é" * 4092, "HTTP://x/a.png",
+            " data:image/png;base64,AAAA", "DATA:image/PNG;base64,AA==", "data:image/png;x;base64,A A\nA",
+            "data:image/png;base64,%41AAA", "data:image/png;base64,", "data:image/png;base64,iVBORw0KGgp=",
+            "data:image/png;base64,@@@@", "data:image/png;base64,AA=", "data:image/png;base64,AAA==",
+            "data:image/png;base64,AA=A", "data:image/png;base64,AAAA%", "data:image/png;base64,A",
+            "data:image/png;base64,-_-_", "data:image/bmp;base64,@@", "data:;base64,AAAA", "data:text/plain;base64,AAAA",
+            "data:image/png,%89PNG", "data:image/png;BASE64,AAAA", "data:image/png;base64;x,AAAA",
+            "data:image/png;base64", "ftp://x/y"]
+    out = []
+    for i, u in enumerate(urls):
+        text = {"type": "text", "text": "look"}
+        for version in [model, "DeepSeek-V4-Pro"] if i < 4 else [model]:
+            out.append({"name": f"convert chat {version} {u[:40]!r}", "op": "convert", "format": "chat", "body": {
+                "model": version, "messages": [{"role": "user", "content": [text, {"type": "image_url", "image_url": {"url": u}}]}]}})
+        out.append({"name": f"convert responses {u[:40]!r}", "op": "convert", "format": "responses", "body": {
+            "model": model, "input": [{"role": "user", "content": [{"type": "input_text", "text": "x"},
+                                                                      {"type": "input_image", "image_url": u}]}]}})
+        out.append({"name": f"convert messages {u[:40]!r}", "op": "convert", "format": "messages", "body": {
+            "model": model, "max_tokens": 10, "messages": [{"role": "user", "content": [
+                {"type": "text", "text": "x"}, {"type": "image", "source": {"type": "url", "url": u}}]}]}})
+    out.append({"name": "convert chat tool message long url", "op": "convert", "format": "chat", "body": {
+        "model": model, "messages": [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
+                                                                    "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": [{"type": "image_url", "image_url": {"url": urls[1]}}]}]}})
+    return out
+
+
+def record_limits(run_in_official) -> None:
+    path = OUT / "limit_cases.json"
+    cases = limit_cases() + redirect_fetch_cases() + conversion_url_cases() + dimension_cases()
+    path.write_text(json.dumps(cases, indent=1))
+    run_in_official(HERE / "_record_images.py", str(path), str(INPUTS), str(OFFICIAL), capture=False)
+    print(f"{len(json.loads(path.read_text()))} limit cases")
+
+
 def record_network(run_in_official) -> None:
     path = OUT / "network_cases.json"
     path.write_text(json.dumps(network_cases(), indent=1))
@@ -324,6 +531,9 @@ def main() -> int:
     if "--network" in sys.argv[1:]:
         record_network(run_in_official)
         return 0
+    if "--limits" in sys.argv[1:]:
+        record_limits(run_in_official)
+        return 0
     files = make_inputs()
     spec = cases(files)
     if OFFICIAL.exists():
@@ -336,6 +546,7 @@ def main() -> int:
     print(f"{len(done)} cases, {len(list(OFFICIAL.iterdir()))} official WebP outputs, "
           f"{len(list(INPUTS.iterdir()))} inputs")
     record_network(run_in_official)
+    record_limits(run_in_official)
     return 0
 
 

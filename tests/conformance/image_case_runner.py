@@ -52,14 +52,30 @@ def _data_url(spec: dict, inputs: Path) -> str:
 
 
 def _source(spec: dict, inputs: Path, base: str):
+    """One source. Large inputs are made here rather than stored: `pad` appends that many zero
+    bytes to a bytes input; a data URL with `body` = [char, n] has `char * n` (then `suffix`) after
+    `url`; a URL
+    with `length` is padded with `a` to that many bytes."""
     detail, path = spec.get("detail", "high"), spec.get("path", "")
     t = spec["type"]
     if t == "bytes":
-        return d.BytesImageSource((inputs / spec["input"]).read_bytes() if spec.get("input") else b"", detail, path=path)
+        data = (inputs / spec["input"]).read_bytes() if spec.get("input") else b""
+        return d.BytesImageSource(data + bytes(spec.get("pad", 0)), detail, path=path)
     if t == "data_url":
         url = spec["url"] if "url" in spec else _data_url(spec, inputs)
+        if "body" in spec:
+            char, n = spec["body"]
+            url += char * n + spec.get("suffix", "")
         return d.DataUrlImageSource(url, detail, path=path)
-    return d.UrlImageSource(spec["url"].replace("{base}", base), detail, path=path)
+    url = spec["url"].replace("{base}", base)
+    if "length" in spec:
+        url += "a" * (spec["length"] - len(url.encode()))
+    return d.UrlImageSource(url, detail, path=path)
+
+
+def _sources(call: list, inputs: Path, base: str) -> list:
+    """The sources of one call; a spec with `repeat` stands for that many copies."""
+    return [_source(s, inputs, base) for s in call for _ in range(s.get("repeat", 1))]
 
 
 def _filter(name: str | None, seen: list):
@@ -140,6 +156,19 @@ def _network_call(case: dict, server, call):
     return out
 
 
+def _convert(case: dict) -> dict:
+    """Convert a request body (`format`, `body`); report the image sources or the 400 message."""
+    import json
+
+    cls = {"chat": d.ChatCompletionRequest, "responses": d.ResponsesRequest, "messages": d.MessagesRequest}[case["format"]]
+    try:
+        request = cls(json.dumps(case["body"])).convert(d.ConversionOptions())
+    except d.ConversionError as e:
+        return {"error": json.loads(e.body)["error"]["message"]}
+    sources = [s for m in request.conversation.messages for s in (getattr(m, "image_sources", None) or [])]
+    return {"ok": [[s.kind, s.data_url or s.url, s.path] for s in sources]}
+
+
 def run_case(case: dict, inputs: Path, server=None, keep: dict | None = None) -> dict:
     """Run `case`; official WebP outputs of `keep_webp` cases go into `keep[name]`."""
     base = server.base if server else "http://127.0.0.1:0"
@@ -160,11 +189,15 @@ def run_case(case: dict, inputs: Path, server=None, keep: dict | None = None) ->
             return {"ok": {"width": info.width, "height": info.height, "tokens": tokens,
                            "riff": info.data[:4] == b"RIFF" and info.data[8:12] == b"WEBP"}}
         if op == "resolve":
-            resolver = d.ImageResolver(d.ReqwestImageFetcher(), d.OpenCvImagePreprocessor())
+            fetcher = (d.ReqwestImageFetcher.with_max_bytes(case["max_bytes"]) if "max_bytes" in case
+                       else d.ReqwestImageFetcher())
+            resolver = d.ImageResolver(fetcher, d.OpenCvImagePreprocessor())
             quota = d.ImageQuota()
             calls = []
+            if server:
+                server.hits.clear()
             for call in case["calls"]:
-                sources = [_source(s, inputs, base) for s in call]
+                sources = _sources(call, inputs, base)
                 try:
                     mm = resolver.resolve(sources, quota)
                     calls.append({"ok": {"sizes": [[i.width, i.height] for i in mm.images],
@@ -172,7 +205,11 @@ def run_case(case: dict, inputs: Path, server=None, keep: dict | None = None) ->
                 except Exception as e:  # noqa: BLE001 - the error is the outcome
                     calls.append(_error(e, base))
                 calls[-1]["quota"] = [quota.image_count(), quota.byte_size()]
+            if case.get("hits"):
+                return {"ok": {"calls": calls}, "hits": sorted(server.hits) if server else []}
             return {"ok": {"calls": calls}}
+        if op == "convert":
+            return _convert(case)
         if op == "fetch":
             return _network_call(case, server, lambda f: {"ok": {"len": len(f.fetch(case["url"].replace("{base}", base)))}})
         if op == "resolve_url":

@@ -4,13 +4,15 @@ Routes (the same in the recorder and in the tests, so recorded outcomes replay):
   /img/NAME           the input file NAME from the fixture inputs, with Content-Length
   /status/CODE        an empty answer with that status
   /redirect/N/NAME    N chained 302 redirects, then /img/NAME
+  /redirect-status/N/CODE  N chained 302 redirects, then /status/CODE
   /nolength/NAME      the body without Content-Length (the closed connection ends it)
   /nolocation         a 302 without Location
+  /moved/CODE/TARGET  a CODE answer with Location TARGET (percent-decoded)
   /flaky/N/NAME       503 for the first N requests of this path, then /img/NAME
   /truncated/NAME     a Content-Length 10 bytes longer than the body, then the connection closes
   /zeros/N            N zero bytes with Content-Length; /zeros-nolength/N without it
   /hang               reads the request and closes the connection without answering
-Every request is appended to `server.hits` as the path, and its arrival time
+A query string is ignored by the routing. Every request is appended to `server.hits` as the path, and its arrival time
 (`time.monotonic()`) to `server.hit_times`.
 
 `proxy()` starts a recording forward proxy on 127.0.0.1 (see there).
@@ -48,7 +50,7 @@ def serve(inputs: Path):
         def do_GET(self):
             server.hits.append(self.path)
             server.hit_times.append(time.monotonic())
-            parts = self.path.strip("/").split("/")
+            parts = self.path.split("?")[0].strip("/").split("/")
             head = parts[0]
             if head == "flaky":
                 seen = server.counts.get(self.path, 0)
@@ -84,11 +86,18 @@ def serve(inputs: Path):
             if head == "status":
                 self._empty(int(parts[1]))
                 return
-            if head == "redirect":
+            if head in ("redirect", "redirect-status"):
                 n = int(parts[1])
-                target = f"/redirect/{n - 1}/{parts[2]}" if n > 1 else f"/img/{parts[2]}"
+                last = "/img" if head == "redirect" else "/status"
+                target = f"/{head}/{n - 1}/{parts[2]}" if n > 1 else f"{last}/{parts[2]}"
                 self.send_response(302)
                 self.send_header("Location", target)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            if head == "moved":
+                self.send_response(int(parts[1]))
+                self.send_header("Location", urllib.parse.unquote(self.path.split("/", 3)[3]))
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return

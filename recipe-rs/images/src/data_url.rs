@@ -2,12 +2,17 @@
 //! parameters such as `;charset=` ignored); the body is base64 in the standard alphabet
 //! (padding optional, ASCII whitespace and percent-escapes removed first; the URL-safe alphabet
 //! is refused, as officially) or, without `;base64`, percent-encoded bytes.
+//!
+//! [`decode_data_url_within`] checks the size limit before decoding: from the body's length for
+//! base64 (nothing is allocated for a body over the limit, however long), by counting the
+//! percent-decoded bytes otherwise.
 
 use base64::alphabet;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use base64::engine::{DecodePaddingMode, Engine};
 
 use crate::error::{ImageError, ImageErrorKind};
+use crate::limits::{base64_decoded_bound, image_too_large};
 
 /// Media types a data URL may declare (compared without case).
 pub const ACCEPTED_MEDIA_TYPES: [&str; 5] = [
@@ -27,10 +32,16 @@ fn invalid(detail: &str) -> ImageError {
     ImageError::new(ImageErrorKind::InvalidDataUrl, detail)
 }
 
-/// The bytes a data URL carries.
+/// The bytes a data URL carries (no size limit).
 pub fn decode_data_url(url: &str) -> Result<Vec<u8>, ImageError> {
-    let rest =
-        strip_prefix_ignore_case(url.trim(), "data:").ok_or_else(|| invalid("not a data URL"))?;
+    decode_data_url_within(url, u64::MAX)
+}
+
+/// The bytes a data URL carries, refused as `ImageTooLarge` before decoding when they could
+/// exceed `max_bytes`.
+pub fn decode_data_url_within(url: &str, max_bytes: u64) -> Result<Vec<u8>, ImageError> {
+    let rest = strip_prefix_ignore_case(url.trim_start(), "data:")
+        .ok_or_else(|| invalid("not a data URL"))?;
     let (header, body) = rest
         .split_once(',')
         .ok_or_else(|| invalid("missing comma"))?;
@@ -46,9 +57,22 @@ pub fn decode_data_url(url: &str) -> Result<Vec<u8>, ImageError> {
             format!("data URL media type {media_type:?}"),
         ));
     }
+    let too_large = || {
+        ImageError::with_public(
+            ImageErrorKind::ImageTooLarge,
+            image_too_large(max_bytes),
+            "data URL over the size limit",
+        )
+    };
     if is_base64 {
+        if base64_decoded_bound(body.len()) > max_bytes {
+            return Err(too_large());
+        }
         decode_base64(body)
     } else {
+        if percent_encoding::percent_decode_str(body).count() as u64 > max_bytes {
+            return Err(too_large());
+        }
         Ok(percent_encoding::percent_decode_str(body).collect())
     }
 }

@@ -162,6 +162,30 @@ fn decode_png(data: &[u8], budget: u64) -> Result<Pixels, ImageError> {
     Ok(out)
 }
 
+/// Whether a JPEG's compressed data ends: an EOI marker (`FF D9`) after the first scan
+/// (`FF DA`). Markers before the scan are walked by their lengths, so an EXIF thumbnail's EOI
+/// does not count; inside scans `FF` is always stuffed, so `FF D9` there is the real end. The
+/// official decoder refuses a truncated JPEG (baseline or progressive) as an empty image.
+fn jpeg_has_end(data: &[u8]) -> bool {
+    let mut i = 2;
+    while i + 4 <= data.len() {
+        if data[i] != 0xFF {
+            return false;
+        }
+        let marker = data[i + 1];
+        if marker == 0xFF {
+            i += 1;
+            continue;
+        }
+        if marker == 0xDA {
+            return data[i + 2..].windows(2).any(|w| w == [0xFF, 0xD9]);
+        }
+        let len = u16::from_be_bytes([data[i + 2], data[i + 3]]) as usize;
+        i += 2 + len;
+    }
+    false
+}
+
 fn decode_other(data: &[u8], media: MediaType, budget: u64) -> Result<Pixels, ImageError> {
     let mut reader = ImageReader::new(Cursor::new(data))
         .with_guessed_format()
@@ -172,6 +196,11 @@ fn decode_other(data: &[u8], media: MediaType, budget: u64) -> Result<Pixels, Im
     let decoder = reader.into_decoder().map_err(decode_err)?;
     let (w, h) = decoder.dimensions();
     check_budget(w, h, budget)?;
+    if media == MediaType::Jpeg && !jpeg_has_end(data) {
+        return Err(body_err(
+            "JPEG without an end-of-image marker after its scan",
+        ));
+    }
     let body = |e: String| {
         if media == MediaType::Gif {
             decode_err(e)

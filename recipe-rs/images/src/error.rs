@@ -11,6 +11,9 @@ pub enum ImageErrorKind {
     UnsupportedMediaType,
     InvalidDataUrl,
     InvalidUrl,
+    UrlTooLong,
+    TooManyImages,
+    TotalSizeTooLarge,
     Fetch,
     FetchStatus {
         retryable: bool,
@@ -34,6 +37,9 @@ impl ImageErrorKind {
             Self::UnsupportedMediaType => "UnsupportedMediaType",
             Self::InvalidDataUrl => "InvalidDataUrl",
             Self::InvalidUrl => "InvalidUrl",
+            Self::UrlTooLong => "UrlTooLong",
+            Self::TooManyImages => "TooManyImages",
+            Self::TotalSizeTooLarge => "TotalSizeTooLarge",
             Self::Fetch => "Fetch",
             Self::FetchStatus { .. } => "FetchStatus",
             Self::DestinationRejected => "DestinationRejected",
@@ -49,6 +55,15 @@ impl ImageErrorKind {
     /// Transport failures and 5xx statuses may succeed on another attempt; nothing else does.
     pub fn is_retryable(self) -> bool {
         matches!(self, Self::Fetch | Self::FetchStatus { retryable: true })
+    }
+
+    /// Failures of a request-wide rule (scheme, URL length, count, total): their message names
+    /// the source's path only, not `path.image[i]`.
+    pub fn names_path_only(self) -> bool {
+        matches!(
+            self,
+            Self::InvalidUrl | Self::UrlTooLong | Self::TooManyImages | Self::TotalSizeTooLarge
+        )
     }
 }
 
@@ -90,10 +105,13 @@ impl ImageError {
         Self::with_public(kind, format!("Failed to download image from {url}"), detail)
     }
 
-    /// The 400 message for the image at `index` of the source at `path` (`image[0]` when the
-    /// source has no path).
+    /// The 400 message for the `index`-th image with the request location `path` (`image[i]`
+    /// when the source has no path; request-wide failures name the path alone, or nothing).
     pub fn message(&self, path: &str, index: usize) -> String {
-        if self.kind == ImageErrorKind::InvalidUrl {
+        if self.kind.names_path_only() {
+            if path.is_empty() {
+                return self.public.clone();
+            }
             return format!("{path}: {}", self.public);
         }
         if path.is_empty() {

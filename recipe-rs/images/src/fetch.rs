@@ -1,6 +1,7 @@
 //! Fetching external image URLs over HTTP(S) (reqwest, rustls).
 //!
-//! * Redirects are followed by hand, at most [`MAX_REDIRECTS`], so that every hop is checked.
+//! * Redirects (301, 302, 303, 307, 308) are followed by hand, at most [`MAX_REDIRECTS`], so
+//!   that every hop is checked; any other status, 3xx included, ends the download.
 //! * The size limit applies to `Content-Length` and again to the streamed body.
 //! * A destination filter, when set, is asked `(host, address)` for every address a hop may
 //!   connect to (each resolved address of a host name, or the literal address); the request is
@@ -21,6 +22,9 @@ use crate::error::{ImageError, ImageErrorKind};
 
 /// Redirects followed before giving up.
 pub const MAX_REDIRECTS: usize = 5;
+/// The statuses that redirect (others of 300–399, such as 300, 304 or 305, are final answers,
+/// refused like any other non-2xx status).
+pub const FOLLOWED_REDIRECTS: [u16; 5] = [301, 302, 303, 307, 308];
 /// Default encoded size limit of one fetched image (32 MiB, as officially).
 pub const DEFAULT_MAX_BYTES: u64 = 32 * 1024 * 1024;
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -130,16 +134,20 @@ impl ImageFetcher {
     fn too_large(&self) -> ImageError {
         ImageError::with_public(
             ImageErrorKind::ImageTooLarge,
-            format!(
-                "image file size exceeds limit {} MB",
-                self.max_bytes / (1024 * 1024)
-            ),
+            crate::limits::image_too_large(self.max_bytes),
             "body over the size limit",
         )
     }
 
-    /// Download one image.
+    /// Download one image (at most `max_bytes`).
     pub fn fetch(&self, url: &str) -> Result<Vec<u8>, ImageError> {
+        self.fetch_within(url, self.max_bytes)
+    }
+
+    /// Download one image, cut off as `ImageTooLarge` once it exceeds `limit` bytes (or
+    /// `max_bytes`, whichever is smaller) while it streams in.
+    pub fn fetch_within(&self, url: &str, limit: u64) -> Result<Vec<u8>, ImageError> {
+        let limit = limit.min(self.max_bytes);
         let fail =
             |kind: ImageErrorKind, detail: String| ImageError::download_failed(kind, url, detail);
         let mut current =
@@ -160,19 +168,17 @@ impl ImageFetcher {
                 .send()
                 .map_err(|e| fail(ImageErrorKind::Fetch, e.to_string()))?;
             let status = response.status();
-            if status.is_redirection() {
+            if FOLLOWED_REDIRECTS.contains(&status.as_u16()) {
+                // Without a Location, or with one that is not a URL, the answer is final.
+                let final_status =
+                    |detail: String| fail(ImageErrorKind::FetchStatus { retryable: false }, detail);
                 let Some(location) = response.headers().get(reqwest::header::LOCATION) else {
-                    return Err(fail(
-                        ImageErrorKind::FetchStatus { retryable: false },
-                        format!("status {status}"),
-                    ));
+                    return Err(final_status(format!("status {status}")));
                 };
-                let location = location
-                    .to_str()
-                    .map_err(|e| fail(ImageErrorKind::Fetch, e.to_string()))?;
+                let location = location.to_str().map_err(|e| final_status(e.to_string()))?;
                 current = current
                     .join(location)
-                    .map_err(|e| fail(ImageErrorKind::Fetch, e.to_string()))?;
+                    .map_err(|e| final_status(e.to_string()))?;
                 continue;
             }
             if !status.is_success() {
@@ -181,7 +187,7 @@ impl ImageFetcher {
                 };
                 return Err(fail(kind, format!("status {status}")));
             }
-            return self.read_body(response, url);
+            return self.read_body(response, url, limit);
         }
         Err(fail(ImageErrorKind::Fetch, "too many redirects".into()))
     }
@@ -190,19 +196,17 @@ impl ImageFetcher {
         &self,
         response: reqwest::blocking::Response,
         url: &str,
+        limit: u64,
     ) -> Result<Vec<u8>, ImageError> {
-        if response
-            .content_length()
-            .is_some_and(|n| n > self.max_bytes)
-        {
+        if response.content_length().is_some_and(|n| n > limit) {
             return Err(self.too_large());
         }
         let mut body = Vec::new();
-        let mut limited = response.take(self.max_bytes + 1);
+        let mut limited = response.take(limit.saturating_add(1));
         limited
             .read_to_end(&mut body)
             .map_err(|e| ImageError::download_failed(ImageErrorKind::Fetch, url, e.to_string()))?;
-        if body.len() as u64 > self.max_bytes {
+        if body.len() as u64 > limit {
             return Err(self.too_large());
         }
         Ok(body)

@@ -4,8 +4,9 @@
 //! * [`sniff`] and [`data_url`]: what the bytes are and where they come from;
 //! * [`decode`] → [`resample`] → [`preprocess`]: the pixels, fitted and encoded as WebP;
 //! * [`fetch`]: external URLs (size limit, redirects, destination filter);
-//! * [`resolve`]: sources of one request in order, with the request's quota; [`retry`]: the
-//!   resolver's download retries.
+//! * [`resolve`]: sources of one request in order, with the request's quota, under the
+//!   [`limits`] (count, URL length, sizes) in the official order; [`retry`]: the resolver's
+//!   download retries.
 //!
 //! Behaviour follows the official `deepseek-recipe` 0.2.0 package (sizes, token counts and errors
 //! are identical); where it crashes or allocates without bound we deviate, see
@@ -15,6 +16,7 @@ pub mod data_url;
 pub mod decode;
 pub mod error;
 pub mod fetch;
+pub mod limits;
 pub mod preprocess;
 pub mod resample;
 pub mod resolve;

@@ -4,7 +4,7 @@
 //! pyo3 names the expected Rust-side type in its cast failures ("'int' object cannot be
 //! converted to 'PyString'"); the official package reports the Python type instead ("'int'
 //! object cannot be cast as 'str'"). Constructor and method arguments of the conversation and
-//! encoding classes are extracted with these helpers so both the type and the text of the
+//! encoding classes and of the image classes are extracted with these helpers so both the type and the text of the
 //! error match. pyo3 still prefixes a `TypeError` with `argument '<name>': `, as the official
 //! package does. Errors that are not type errors (a lone surrogate in a `str`, a byte value out
 //! of range) come from Python or pyo3 unchanged.
@@ -78,6 +78,16 @@ fn sequence<'py, T>(
 pub fn instance<'py, T: PyClass + PyTypeInfo>(obj: &Bound<'py, PyAny>) -> PyResult<PyRef<'py, T>> {
     match obj.downcast::<T>() {
         Ok(x) => Ok(x.borrow()),
+        Err(_) => Err(cast_error(obj, T::NAME)),
+    }
+}
+
+/// A mutable borrow of an instance of the class `T` (or a subclass).
+pub fn instance_mut<'py, T: PyClass<Frozen = pyo3::pyclass::boolean_struct::False> + PyTypeInfo>(
+    obj: &Bound<'py, PyAny>,
+) -> PyResult<PyRefMut<'py, T>> {
+    match obj.downcast::<T>() {
+        Ok(x) => Ok(x.try_borrow_mut()?),
         Err(_) => Err(cast_error(obj, T::NAME)),
     }
 }

@@ -104,7 +104,11 @@ pub struct PyMultiModalData {
 impl PyMultiModalData {
     #[new]
     #[pyo3(signature = (images=None))]
-    fn new(images: Option<Vec<PyRef<'_, PyImageInfo>>>) -> Self {
+    fn new(
+        #[pyo3(from_py_with = crate::args::opt_instances::<PyImageInfo>)] images: Option<
+            Vec<PyRef<'_, PyImageInfo>>,
+        >,
+    ) -> Self {
         Self {
             images: images
                 .unwrap_or_default()
@@ -179,7 +183,7 @@ pub struct PyPreprocessOptions {
 impl PyPreprocessOptions {
     #[new]
     fn new(
-        detail: String,
+        #[pyo3(from_py_with = crate::args::string)] detail: String,
         max_dimension_px: i64,
         low_detail_max_dimension_px: i64,
     ) -> PyResult<Self> {
@@ -284,7 +288,11 @@ impl PyReqwestImageFetcher {
         }
     }
     /// The body at `url`, as bytes; `ImageError` when it cannot be fetched.
-    fn fetch<'py>(&self, py: Python<'py>, url: String) -> PyResult<Bound<'py, PyBytes>> {
+    fn fetch<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = crate::args::string)] url: String,
+    ) -> PyResult<Bound<'py, PyBytes>> {
         let fetcher = self.inner.clone();
         let bytes = py
             .allow_threads(|| fetcher.fetch(&url))
@@ -312,8 +320,11 @@ impl PyOpenCvImagePreprocessor {
     fn preprocess(
         &self,
         py: Python<'_>,
-        data: Vec<u8>,
-        options: PyRef<'_, PyPreprocessOptions>,
+        #[pyo3(from_py_with = crate::args::byte_vec)] data: Vec<u8>,
+        #[pyo3(from_py_with = crate::args::instance::<PyPreprocessOptions>)] options: PyRef<
+            '_,
+            PyPreprocessOptions,
+        >,
     ) -> PyResult<PyImageInfo> {
         let opts = options.inner;
         let info = py
@@ -336,7 +347,11 @@ pub struct PyImageResolver {
 impl PyImageResolver {
     #[new]
     fn new(
-        fetcher: PyRef<'_, PyReqwestImageFetcher>,
+        #[pyo3(from_py_with = crate::args::instance::<PyReqwestImageFetcher>)] fetcher: PyRef<
+            '_,
+            PyReqwestImageFetcher,
+        >,
+        #[pyo3(from_py_with = crate::args::instance::<PyOpenCvImagePreprocessor>)]
         preprocessor: PyRef<'_, PyOpenCvImagePreprocessor>,
     ) -> Self {
         let _ = preprocessor;
@@ -349,11 +364,17 @@ impl PyImageResolver {
     fn resolve(
         &self,
         py: Python<'_>,
-        sources: Vec<PyRef<'_, PyImageSource>>,
-        mut quota: PyRefMut<'_, PyImageQuota>,
+        #[pyo3(from_py_with = crate::args::instances::<PyImageSource>)] sources: Vec<
+            PyRef<'_, PyImageSource>,
+        >,
+        #[pyo3(from_py_with = crate::args::instance_mut::<PyImageQuota>)] mut quota: PyRefMut<
+            '_,
+            PyImageQuota,
+        >,
     ) -> PyResult<PyMultiModalData> {
-        let sources: Vec<_> = sources.iter().map(|s| s.inner.clone()).collect();
-        let resolver = self.inner.clone();
+        // Borrowed, not copied: a source may hold a data URL of any size.
+        let sources: Vec<&recipe_core::ImageSource> = sources.iter().map(|s| &s.inner).collect();
+        let resolver = &self.inner;
         let mut q = quota.inner;
         let images = py
             .allow_threads(|| resolver.resolve(&sources, &mut q))

@@ -8,6 +8,7 @@ use recipe_core::{
 use super::tool_sequence::ToolSequence;
 use super::types::*;
 use crate::body::de::StringOrList;
+use crate::common::image_url::{checked_image_url, too_long_advice, ImageUrlProblem};
 use crate::common::response_format::RequestedFormat;
 use crate::common::{self, DeclaredTool, ImagePart, Part, RequestEffort, RequestToolChoice};
 use crate::driver::{Context, FormatRequest, RequestFormat, Sampling};
@@ -357,7 +358,7 @@ fn content_parts(
         return reject(format!("{path}: file must have a file_id or file_data"));
     }
     let mut parts = Vec::with_capacity(blocks.len());
-    for block in blocks {
+    for (j, block) in blocks.into_iter().enumerate() {
         match block {
             ChatCompletionRequestContentBlock::Text { text } => parts.push(Part::Text(text)),
             ChatCompletionRequestContentBlock::ImageUrl { image_url } => {
@@ -369,12 +370,20 @@ fn content_parts(
                     return reject("Image in assistant message is not supported");
                 }
                 let detail = image_url.detail.map(ImageDetail::from).unwrap_or_default();
-                let data = match common::image_data_from_url(&image_url.url) {
-                    Some(d) => d,
-                    None if !common::shows_images(version) => {
-                        recipe_core::ImageData::Url(image_url.url)
+                let data = if common::shows_images(version) {
+                    match checked_image_url(&image_url.url) {
+                        Ok(d) => d,
+                        Err(ImageUrlProblem::TooLong(n)) => {
+                            return reject(format!(
+                                "{path}.image_url.url[{j}]: image_url.url {}",
+                                too_long_advice(n)
+                            ))
+                        }
+                        Err(p) => return reject(format!("{path}: {}", p.message())),
                     }
-                    None => return reject(format!("{path}: Unsupported image_url format")),
+                } else {
+                    common::image_data_from_url(&image_url.url)
+                        .unwrap_or(recipe_core::ImageData::Url(image_url.url))
                 };
                 parts.push(Part::Image(ImagePart { data, detail }));
             }

@@ -3,6 +3,7 @@
 
 pub mod assemble;
 pub mod content;
+pub mod image_url;
 pub mod reasoning;
 pub mod response_format;
 pub mod sampling;

@@ -6,6 +6,7 @@ use serde_json::Value;
 use recipe_core::{ImageData, ImageDetail, ModelVersion};
 
 use super::types::*;
+use crate::common::image_url::{is_http_url, too_long_advice, MAX_URL_BYTES};
 use crate::common::{self, DeclaredTool, ImagePart, Part};
 
 impl MessagesContentBlock {
@@ -124,8 +125,11 @@ pub(super) fn image_from_source(
             ))))
         }
         MessagesImageSource::Url { url } => {
-            if validate && !(url.starts_with("http://") || url.starts_with("https://")) {
+            if validate && !is_http_url(url) {
                 return Err(format!("invalid url: {url:?}"));
+            }
+            if validate && url.len() > MAX_URL_BYTES {
+                return Err(too_long_advice(url.len()));
             }
             Ok(Some(ImageData::Url(url.clone())))
         }

@@ -12,6 +12,7 @@ use super::call_group::CallGroup;
 use super::items::{Content, Item, ResponsesContentBlock, Role};
 use super::tools::{declared_tools, str_field};
 use super::types::*;
+use crate::common::image_url::{checked_image_url, too_long_advice, ImageUrlProblem};
 use crate::common::response_format::RequestedFormat;
 use crate::common::{self, DeclaredTool, ImagePart, Part, RequestEffort, RequestToolChoice};
 use crate::driver::{Context, FormatRequest, RequestFormat, Sampling};
@@ -213,12 +214,20 @@ fn content_parts(
                 // An empty URL counts as no URL.
                 match (image_url.filter(|u| !u.is_empty()), file_id) {
                     (Some(url), _) => {
-                        let data = match common::image_data_from_url(&url) {
-                            Some(d) => d,
-                            None if !common::shows_images(version) => {
-                                recipe_core::ImageData::Url(url)
+                        let data = if common::shows_images(version) {
+                            match checked_image_url(&url) {
+                                Ok(d) => d,
+                                Err(ImageUrlProblem::TooLong(n)) => {
+                                    return reject(format!(
+                                        "{path}.{field}[{j}]: image_url {}",
+                                        too_long_advice(n)
+                                    ))
+                                }
+                                Err(p) => return reject(format!("{path}: {}", p.message())),
                             }
-                            None => return reject(format!("{path}: Unsupported image_url format")),
+                        } else {
+                            common::image_data_from_url(&url)
+                                .unwrap_or(recipe_core::ImageData::Url(url))
                         };
                         parts.push(Part::Image(ImagePart { data, detail }));
                     }
