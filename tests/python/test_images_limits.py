@@ -8,7 +8,6 @@ errors as officially."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -22,15 +21,6 @@ CORPUS = Path(__file__).resolve().parents[1] / "conformance" / "images"
 CASES = json.loads((CORPUS / "limit_cases.json").read_text())
 
 
-def _decoded_images(case: dict) -> int:
-    """How many images a case decodes (600-image calls take minutes on a 2-core machine)."""
-    calls = case["official"].get("ok", {})
-    calls = calls.get("calls", []) if isinstance(calls, dict) else []
-    return sum(len(c.get("ok", {}).get("sizes", [])) for c in calls)
-
-
-# Cases that decode hundreds of images run only with DEEPSEEK_SLOW_TESTS=1 (they pass; CI time).
-SLOW = {c["name"] for c in CASES if _decoded_images(c) > 50}
 # Known, not yet fixed (docs/image-deviations.md): a PNG header claiming a width of 2^31 - 1 is
 # refused by the png crate before its size is read (`Decode`; officially
 # `ImageDimensionsTooLarge`).
@@ -46,8 +36,6 @@ def server():
 
 @pytest.mark.parametrize("case", [c for c in CASES if c["name"] not in KNOWN_GAPS], ids=lambda c: c["name"])
 def test_limit_case_matches_official(case, server):
-    if case["name"] in SLOW and not os.environ.get("DEEPSEEK_SLOW_TESTS"):
-        pytest.skip("decodes hundreds of images; set DEEPSEEK_SLOW_TESTS=1")
     ours, official = run_case(case, CORPUS / "inputs", server), case["official"]
     if "hits" in official:
         # Several failing downloads: the official resolver cancels the others when one fails,
