@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from deepseek_kernels.step_layout import closing_windows
 
 from deepseek_engine.core.int_tensors import long_tensor, padded_rows
+from deepseek_engine.core.padded_queries import PaddedQueries
 from deepseek_engine.layers.rotary_embedding import apply_rotary_tables, rotary_tables
 from deepseek_engine.models.deepseek_v4.kv_cache import read_rows, write_rows
 
@@ -55,7 +56,7 @@ class PositionTables:
         return kept[3]
 
 
-class StepLayout:
+class StepLayout(PaddedQueries):
     """Gather indices for one step, shared by all layers.
 
     ``starts[b]`` tokens of sequence ``b`` are cached; its ``counts[b]`` new tokens
@@ -189,16 +190,7 @@ class StepLayout:
         tables = self.tables if tables is None else tables
         return torch.gather(tables, 1, rows // bs) * bs + rows % bs
 
-    def pad(self, flat: torch.Tensor) -> torch.Tensor:
-        """Flat per-token rows ``[T, ...]`` -> ``[B, Tq, ...]`` (padding repeats a real row)."""
-        if self.uniform:
-            return flat.view(self.num_seqs, self.t_max, *flat.shape[1:])
-        return flat[self.q_index]
 
-    def unpad(self, padded: torch.Tensor) -> torch.Tensor:
-        """``[B, Tq, ...]`` -> the flat rows ``[T, ...]`` of the real tokens."""
-        flat = padded.reshape(self.num_seqs * self.t_max, *padded.shape[2:])
-        return flat if self.uniform else flat.index_select(0, self.q_rows)
 
     def rate_info(self, rate: int) -> dict[str, torch.Tensor]:
         """Gather indices for compressors of rate ``rate``."""

@@ -33,6 +33,7 @@ import torch
 from torch import nn
 
 from deepseek_engine.core.int_tensors import long_tensor, padded_rows
+from deepseek_engine.core.padded_queries import PaddedQueries
 from deepseek_engine.layers.hyper_connection import hyper_merge
 from deepseek_engine.layers.rotary_embedding import rotary_tables
 from deepseek_engine.layers.row_invariant import linear, rotary
@@ -179,7 +180,7 @@ class PositionTables:
         return table.index_select(1, positions).unbind(0)
 
 
-class V41StepLayout:
+class V41StepLayout(PaddedQueries):
     """Gather indices of one step, shared by every layer: ``B`` sequences adding ``counts[b]`` tokens after
     ``starts[b]``; queries padded to ``[B, Tq]``; the window keys each sequence reads; per compression ratio
     the entry rows and the groups this step closes."""
@@ -251,15 +252,7 @@ class V41StepLayout:
             return torch.gather(self.tables, 1, rows // bs) * bs + rows % bs
         return self.tables[seq, rows // bs] * bs + rows % bs
 
-    def pad(self, flat: torch.Tensor) -> torch.Tensor:
-        """``[N, ...]`` -> ``[B, Tq, ...]`` (padding repeats a real row)."""
-        if self.uniform:
-            return flat.view(self.num_seqs, self.t_max, *flat.shape[1:])
-        return flat[self.q_index]
 
-    def unpad(self, padded: torch.Tensor) -> torch.Tensor:
-        flat = padded.reshape(self.num_seqs * self.t_max, *padded.shape[2:])
-        return flat if self.uniform else flat.index_select(0, self.q_rows)
 
     def rate(self, r: int) -> dict:
         """Entry rows, visibility thresholds and the groups closed in this step, for compression ratio ``r``."""
