@@ -60,15 +60,19 @@ class ServerState:
         self.started = False
 
     def request_id(self, scope: dict[str, Any]) -> str:
-        """The client's ``X-Request-Id`` when usable (unique among requests in flight), else a new one."""
+        """The client's ``X-Request-Id`` when usable (made unique among requests in flight), else a new one.
+
+        It never holds ``generation.CHOICE_SEPARATOR``, so the backend IDs of ``n > 1`` choices (``<id>#<i>``) never
+        equal another request's ID."""
         given = None
         for name, value in scope.get("headers") or []:
             if name == b"x-request-id":
                 given = value.decode("latin-1").strip()
                 break
-        rid = given if given and _REQUEST_ID.match(given) else uuid.uuid4().hex
-        if rid in self.in_flight:
-            rid = f"{rid}-{uuid.uuid4().hex[:8]}"
+        base = given if given and _REQUEST_ID.match(given) else uuid.uuid4().hex
+        rid = base
+        while rid in self.in_flight:
+            rid = f"{base}-{uuid.uuid4().hex[:8]}"
         return rid
 
 

@@ -35,6 +35,9 @@ from .prepare import Prepared, RequestCodec
 from .protocols import CHAT, RESPONSES
 from .sse import RESPONSE_OBJECT_EVENTS, add_cache_write_tokens, data_frame, event_frame
 
+#: Between a request's ID and its choice index in the backend IDs of ``n > 1`` choices: a character no
+#: request ID holds (``app.ServerState.request_id``), so a choice's ID is never another request's.
+CHOICE_SEPARATOR = "#"
 _FINISH = {"stop": dr.InferenceFinishReason.Stop, "length": dr.InferenceFinishReason.Length}
 
 
@@ -144,7 +147,8 @@ class Generation:
         self.request_id, self.arrival, self.retry_after = request_id, arrival, retry_after
         self.created = int(time.time())
         self.resp_id = prep.api.id_prefix + request_id.replace("-", "")
-        self.request_ids = [request_id] if prep.n == 1 else [f"{request_id}-{i}" for i in range(prep.n)]
+        self.request_ids = [request_id] if prep.n == 1 else \
+            [f"{request_id}{CHOICE_SEPARATOR}{i}" for i in range(prep.n)]
         self.choices: list[Choice] = []
         self.firsts: list[TokenChunk] = []
         self.events = 0  # Responses events sent (the next one's sequence_number)
