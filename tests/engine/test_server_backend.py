@@ -74,7 +74,10 @@ def test_options_map_onto_sampling_params():
     assert sampling_params(SamplingOptions(max_tokens=1, seed=2**63 + 4)).seed == 4
 
 
-def test_concurrent_streams_equal_offline_generation():
+@pytest.mark.parametrize("interval", [0.0, 60.0])
+def test_concurrent_streams_equal_offline_generation(interval):
+    """Every step's tokens delivered (``stream_interval=0``), or the steps' tokens held back between
+    deliveries (an interval longer than the run: the first step's, then the rest once the engine is idle)."""
     options = [dict(temperature=0), dict(temperature=0.9, top_p=0.9, top_k=20, seed=11, logprobs=2),
                dict(temperature=1.3, seed=5, stop_token_ids=(3, 7, 11, 19, 23, 29, 31, 37, 41, 43))]
     cases = [(f"req-{i}", PROMPTS[i], options[i % 3]) for i in range(12)]
@@ -82,7 +85,7 @@ def test_concurrent_streams_equal_offline_generation():
                                       [sampling_params(SamplingOptions(max_tokens=8, **o)) for _, _, o in cases])
 
     async def main():
-        backend = EngineBackend(lambda: toy_llm(MODEL, max_num_batched_tokens=64), "toy")
+        backend = EngineBackend(lambda: toy_llm(MODEL, max_num_batched_tokens=64), "toy", stream_interval=interval)
         assert not backend.health()
         await backend.start()
         assert backend.health() and backend.max_model_len == 256
@@ -104,7 +107,10 @@ def test_concurrent_streams_equal_offline_generation():
         else:
             assert all(c.logprobs is None for c in chunks)
     assert any(c[-1].finish_reason == "stop" for c in results)
-    assert max(len(c) for c in results) > 1  # tokens arrived over several chunks
+    if interval:
+        assert max(len(c) for c in results) <= 2
+    else:
+        assert max(len(c) for c in results) > 1  # tokens arrived over several chunks
     assert stats.running_requests == stats.queued_requests == stats.queued_prompt_tokens == 0
     assert stats.free_kv_blocks == stats.total_kv_blocks > 0
     assert stats.extra["steps_total"] > 0

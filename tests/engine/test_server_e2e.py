@@ -198,7 +198,7 @@ def test_n_choices_share_the_prompt_blocks_and_equal_separate_requests(server, o
         assert getattr(choice.message, "reasoning_content", None) == alone["message"].get("reasoning_content")
         assert choice.finish_reason == alone["finish_reason"]
     prompt = r.usage.prompt_tokens
-    cached = [server.backend.firsts[f"multi-{i}"].cached_tokens for i in range(3)]
+    cached = [server.backend.firsts[f"multi#{i}"].cached_tokens for i in range(3)]
     # The first choice computes the prompt; the other two find its full blocks cached.
     assert cached[1] == cached[2] == (prompt - 1) // 16 * 16 > 0
     assert len({c.message.reasoning_content for c in r.choices}) > 1  # different seeds, different samples
@@ -221,6 +221,7 @@ def test_a_full_queue_answers_503_and_529_with_retry_after(tiny_v4_checkpoint):
             first = threading.Thread(target=lambda: client.post("/v1/chat/completions", json=chat_body(1)))
             first.start()
             assert entered.wait(60)
+            metrics = client.get("/metrics").text
             chat = client.post("/v1/chat/completions", json=chat_body(2))
             message = client.post("/v1/messages", json=messages_body(2))
             oai = openai.OpenAI(base_url=live.url + "/v1", api_key="x", max_retries=0)
@@ -232,6 +233,12 @@ def test_a_full_queue_answers_503_and_529_with_retry_after(tiny_v4_checkpoint):
             opened.set()
             first.join(60)
             after = client.post("/v1/chat/completions", json=chat_body(4))
+    # While it waited for its first token, the queue gauges held its prompt (the front end's and the engine's).
+    values = dict(line.rsplit(" ", 1) for line in metrics.splitlines() if line and not line.startswith("#"))
+    prompt = len(ProtocolEngine(llm).prepare("chat.completions", chat_body(1)).prompt_ids)
+    assert values["deepseek_server_queued_requests"] == "1"
+    assert values["deepseek_server_queued_prompt_tokens"] == str(prompt)
+    assert values["deepseek_server_backend_queued_prompt_tokens"] == str(prompt)
     assert chat.status_code == 503 and chat.headers["retry-after"] == "7"
     assert message.status_code == 529 and message.headers["retry-after"] == "7"
     assert message.json()["error"]["type"] == "overloaded_error"

@@ -107,6 +107,35 @@ def test_overload_answers_503_and_529_with_retry_after():
         assert "deepseek_server_queued_requests 0" in metrics and "deepseek_server_queued_prompt_tokens 0" in metrics
 
 
+def test_request_ids_never_collide_and_queued_prompt_tokens_are_gauged():
+    """The backend IDs of ``n > 1`` choices never equal another request's ``X-Request-Id`` (nor each other's),
+    and ``/metrics`` counts the waiting prompts (an ``n > 1`` prompt once)."""
+    backend = ScriptedBackend()
+    backend.gate = asyncio.Event()
+    given = ["abc-0", "abc", "abc-1", "abc#0", "abc-0"]
+    with LiveServer(create_app(backend, ServerConfig(), tokenizer=TOK)) as s, ThreadPoolExecutor(6) as pool:
+        multi = pool.submit(httpx.post, s.url + "/v1/chat/completions", json=dict(CHAT, n=3),
+                            headers={"X-Request-Id": "abc"}, timeout=30)
+        wait_for(lambda: len(backend.requests) == 3, "the three choices to reach the backend")
+        others = [pool.submit(httpx.post, s.url + "/v1/chat/completions", json=CHAT, headers={"X-Request-Id": rid},
+                              timeout=30) for rid in given]
+        wait_for(lambda: len(backend.requests) == 8, "every request to reach the backend")
+        metrics = httpx.get(s.url + "/metrics").text
+        s.call(backend.gate.set)
+        answers = [multi.result()] + [f.result() for f in others]
+        after = httpx.get(s.url + "/metrics").text
+    ids_sent = [r.request_id for r in backend.requests]
+    assert len(set(ids_sent)) == len(ids_sent), ids_sent
+    assert all(r.status_code == 200 for r in answers)
+    echoed = [r.headers["x-request-id"] for r in answers]
+    assert len(set(echoed)) == len(echoed) and echoed[0] == "abc" and "#" not in "".join(echoed)
+    assert "abc-0" in echoed and "abc-1" in echoed
+    prompt = answers[1].json()["usage"]["prompt_tokens"]
+    assert f"deepseek_server_queued_requests {3 + len(given)}" in metrics
+    assert f"deepseek_server_queued_prompt_tokens {(1 + len(given)) * prompt}" in metrics
+    assert "deepseek_server_queued_requests 0" in after and "deepseek_server_queued_prompt_tokens 0" in after
+
+
 def test_token_bound_refuses_when_others_queue():
     backend = ScriptedBackend()
     backend.gate = asyncio.Event()

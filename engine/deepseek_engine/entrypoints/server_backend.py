@@ -3,10 +3,19 @@
 One thread, the *engine loop*, owns the ``LLM``: it takes commands (add a request, abort one,
 stop) from a thread-safe queue between model steps, steps while any request is unfinished and
 sleeps on the queue otherwise. PyTorch releases the GIL inside its kernels, so the event loop
-serving HTTP keeps running during a step. After each step the loop thread hands the event loop
-one batch of ``TokenChunk``s, one per request that produced tokens in that step, with a single
-``call_soon_threadsafe``; each request's async iterator reads its chunks from its own
-``asyncio.Queue``, and hands a consumer that fell behind everything that piled up as one chunk.
+serving HTTP keeps running during a step.
+
+*Delivery.* The loop thread hands the event loop one batch of ``TokenChunk``s, one per request
+with new tokens, with a single ``call_soon_threadsafe``: after a step when the previous batch
+went at least ``stream_interval`` seconds ago (20 ms: 50 updates a second per stream), and at
+once when the engine runs out of work, a request failed or a client's abort was applied. Steps
+faster than that (small models, CPU) send the tokens of several steps together, so the front
+end's fixed cost per chunk (a task wakeup, a stream-processor push, an SSE frame, a socket
+write, all under the GIL the engine's Python needs too) is paid once per interval rather than
+once per token; steps slower than the interval (a real model) send every step's tokens as they
+come. ``stream_interval=0`` sends after every step. Each request's async iterator reads its
+chunks from its own ``asyncio.Queue``, and hands a consumer that fell behind everything that
+piled up as one chunk.
 
 Requests are named by the front end's request ID (``LLM.add_request(request_id=...)``).
 Closing a request's iterator early (``aclose()``, or its task cancelled when the HTTP client
@@ -25,6 +34,7 @@ import asyncio
 import logging
 import queue
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
@@ -101,10 +111,15 @@ class EngineBackend(TokenBackend):
     ``max_queued_tokens`` bound the requests (and their prompt tokens) that wait for their first
     chunk; beyond them ``generate`` raises ``BackendOverloaded`` with ``retry_after`` seconds
     (``None``: no bound of that kind; a prompt is always taken when nothing waits).
+    ``stream_interval`` (seconds) is the least time between two deliveries of new tokens while
+    the engine is busy (the module docstring's *Delivery*).
     """
 
     def __init__(self, llm: LLM | Callable[[], LLM], model_name: str, *, max_queued_requests: int | None = None,
-                 max_queued_tokens: int | None = None, retry_after: float = 1.0) -> None:
+                 max_queued_tokens: int | None = None, retry_after: float = 1.0,
+                 stream_interval: float = 0.02) -> None:
+        if not stream_interval >= 0:
+            raise ValueError(f"stream_interval must be >= 0 seconds, not {stream_interval}")
         self.model_name = model_name
         self._llm: LLM | None = llm if isinstance(llm, LLM) else None
         self._factory = None if isinstance(llm, LLM) else llm
@@ -112,6 +127,7 @@ class EngineBackend(TokenBackend):
         self.max_queued_requests = max_queued_requests
         self.max_queued_tokens = max_queued_tokens
         self.retry_after = retry_after
+        self.stream_interval = stream_interval
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._commands: queue.SimpleQueue = queue.SimpleQueue()
@@ -125,6 +141,10 @@ class EngineBackend(TokenBackend):
         # Engine loop side.
         self._live: dict[str, _Stream] = {}
         self._touched: list[tuple[_Stream, Sequence]] = []
+        # Not yet delivered: requests with new tokens (their sequence), and last chunks or errors.
+        self._pending: dict[_Stream, Sequence] = {}
+        self._ready: list[tuple[_Stream, TokenChunk | BaseException]] = []
+        self._last_delivery = 0.0
         self._stats = BackendStats()
         self._counters = {"steps_total": 0, "generated_tokens_total": 0,
                           "aborted_requests_total": 0}
@@ -293,8 +313,11 @@ class EngineBackend(TokenBackend):
                 command = self._commands.get_nowait()
         except queue.Empty:
             pass
-        self._post(batch)
-        self._publish_stats()
+        if batch:  # refusals and aborted requests' last chunks go at once (with whatever else waits)
+            self._ready += batch
+            self._deliver_pending()
+        else:
+            self._publish_stats()
         self._release(syncs)
         return True
 
@@ -320,6 +343,8 @@ class EngineBackend(TokenBackend):
     def _abort(self, request_id: str, batch: list) -> None:
         stream = self._live.pop(request_id, None)
         out = self._llm.abort_request(request_id)
+        if stream is not None:
+            self._pending.pop(stream, None)  # its last chunk carries everything not yet delivered
         if stream is not None and out is not None:
             self._counters["aborted_requests_total"] += 1
             batch.append((stream, self._final_chunk(stream, out)))
@@ -327,36 +352,45 @@ class EngineBackend(TokenBackend):
     def _step(self, llm: LLM) -> None:
         finished = llm.step()
         touched, self._touched = self._touched, []
-        batch: list = []
         done = {out.request_id for out in finished}
-        generated = 0
         for stream, seq in touched:
-            if seq.request_id in done:
-                continue
-            new = seq.output_token_ids[stream.delivered:]
-            generated += len(new)
-            batch.append((stream, TokenChunk(new, self._logprobs(seq.logprobs, stream), None, None,
-                                             seq.num_prompt_tokens, seq.num_cached_tokens or 0)))
-            stream.delivered += len(new)
+            if seq.request_id not in done:
+                self._pending[stream] = seq
         for out in finished:
             stream = self._live.pop(out.request_id)
-            generated += len(out.token_ids) - stream.delivered
-            batch.append((stream, self._final_chunk(stream, out)))
+            self._pending.pop(stream, None)
+            self._ready.append((stream, self._final_chunk(stream, out)))
         self._counters["steps_total"] += 1
-        self._counters["generated_tokens_total"] += generated
-        self._post(batch)
+        if not llm.has_unfinished_requests() or time.monotonic() - self._last_delivery >= self.stream_interval:
+            self._deliver_pending()
+
+    def _deliver_pending(self) -> None:
+        """Hand the event loop every request's undelivered tokens (one chunk each) and last chunks."""
+        batch, self._ready = self._ready, []
+        batch += [(stream, self._progress_chunk(stream, seq)) for stream, seq in self._pending.items()]
+        self._pending.clear()
+        if batch:
+            self._post(batch)
+            self._last_delivery = time.monotonic()
         self._publish_stats()
 
-    def _logprobs(self, logprobs: list | None, stream: _Stream) -> list | None:
-        if stream.params.logprobs is None or logprobs is None:
-            return None
-        return [(lp.logprob, lp.top) for lp in logprobs[stream.delivered:]]
+    def _chunk(self, stream: _Stream, token_ids: list[int], logprobs: list | None, finish_reason: str | None,
+               stop_token_id: int | None, prompt_tokens: int, cached_tokens: int) -> TokenChunk:
+        """The chunk of ``stream``'s output tokens after those delivered (``delivered`` moves past them)."""
+        start = stream.delivered
+        lps = None if stream.params.logprobs is None or logprobs is None else \
+            [(lp.logprob, lp.top) for lp in logprobs[start:]]
+        stream.delivered = len(token_ids)
+        self._counters["generated_tokens_total"] += len(token_ids) - start
+        return TokenChunk(token_ids[start:], lps, finish_reason, stop_token_id, prompt_tokens, cached_tokens)
+
+    def _progress_chunk(self, stream: _Stream, seq: Sequence) -> TokenChunk:
+        return self._chunk(stream, seq.output_token_ids, seq.logprobs, None, None, seq.num_prompt_tokens,
+                           seq.num_cached_tokens or 0)
 
     def _final_chunk(self, stream: _Stream, out: RequestOutput) -> TokenChunk:
-        chunk = TokenChunk(out.token_ids[stream.delivered:], self._logprobs(out.logprobs, stream), out.finish_reason,
-                           out.stop_token_id, len(out.prompt_token_ids), out.num_cached_tokens)
-        stream.delivered = len(out.token_ids)
-        return chunk
+        return self._chunk(stream, out.token_ids, out.logprobs, out.finish_reason, out.stop_token_id,
+                           len(out.prompt_token_ids), out.num_cached_tokens)
 
     def _publish_stats(self) -> None:
         sched, blocks = self._llm.scheduler, self._llm.block_manager
@@ -384,6 +418,11 @@ class EngineBackend(TokenBackend):
         streams = list(self._live.values()) + [c[1] for c in pending if c[0] == _ADD]
         self._release([c[1] for c in pending if c[0] == _SYNC])
         self._live.clear()
+        batch += self._ready
+        self._ready = []
+        if error is not None:  # the tokens made before the failure, then the error
+            batch += [(stream, self._progress_chunk(stream, seq)) for stream, seq in self._pending.items()]
+        self._pending.clear()
         for stream in streams:
             if error is not None:
                 batch.append((stream, error))

@@ -35,6 +35,9 @@ from .prepare import Prepared, RequestCodec
 from .protocols import CHAT, RESPONSES
 from .sse import RESPONSE_OBJECT_EVENTS, add_cache_write_tokens, data_frame, event_frame
 
+#: Between a request's ID and its choice index in the backend IDs of ``n > 1`` choices: a character no
+#: request ID holds (``app.ServerState.request_id``), so a choice's ID is never another request's.
+CHOICE_SEPARATOR = "#"
 _FINISH = {"stop": dr.InferenceFinishReason.Stop, "length": dr.InferenceFinishReason.Length}
 
 
@@ -144,7 +147,8 @@ class Generation:
         self.request_id, self.arrival, self.retry_after = request_id, arrival, retry_after
         self.created = int(time.time())
         self.resp_id = prep.api.id_prefix + request_id.replace("-", "")
-        self.request_ids = [request_id] if prep.n == 1 else [f"{request_id}-{i}" for i in range(prep.n)]
+        self.request_ids = [request_id] if prep.n == 1 else \
+            [f"{request_id}{CHOICE_SEPARATOR}{i}" for i in range(prep.n)]
         self.choices: list[Choice] = []
         self.firsts: list[TokenChunk] = []
         self.events = 0  # Responses events sent (the next one's sequence_number)
@@ -161,7 +165,10 @@ class Generation:
             iterator = self.backend.generate(request)
             self.choices.append(Choice(self.codec, prep, i, self.resp_id, self.created, iterator, accumulate))
         try:
-            self.firsts = list(await asyncio.gather(*(c.iterator.__anext__() for c in self.choices)))
+            if len(self.choices) == 1:
+                self.firsts = [await self.choices[0].iterator.__anext__()]
+            else:
+                self.firsts = list(await asyncio.gather(*(c.iterator.__anext__() for c in self.choices)))
         except StopAsyncIteration:
             raise APIError(502, "the backend ended the request without a chunk", "server_error",
                            "backend_error") from None
@@ -260,7 +267,8 @@ class Generation:
                     await t
 
     # -- streaming -------------------------------------------------------------------------------
-    async def frames(self) -> AsyncIterator[bytes]:
+    async def frames(self) -> AsyncIterator[tuple[bytes, bool]]:
+        """The SSE frames as they come, each with whether it is the last (known for one choice only)."""
         api = self.prep.api
         fix_responses = api is RESPONSES and self.codec.config.responses_cache_write_tokens
         multi = self.prep.n > 1
@@ -279,9 +287,10 @@ class Generation:
                     out.append(item.to_sse().encode())
             self.events += len(items)
             if out:
-                yield b"".join(out)
+                last = not multi and (self.choices[0].done or self.choices[0].ended)
+                yield b"".join(out), last
         if multi and self.prep.include_usage:
-            yield data_frame(json.dumps(self._usage_chunk(), ensure_ascii=False))
+            yield data_frame(json.dumps(self._usage_chunk(), ensure_ascii=False)), True
 
     def _reindexed_chat_frame(self, index: int, item: Any) -> bytes:
         chunk = json.loads(item.to_json())

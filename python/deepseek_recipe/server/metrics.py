@@ -100,6 +100,9 @@ class Metrics:
         if stats.queued_requests is not None:
             metric("backend_queued_requests", "gauge", "Requests waiting in the backend's own queue.",
                    [f"{p}backend_queued_requests {stats.queued_requests}"])
+        if stats.queued_prompt_tokens is not None:
+            metric("backend_queued_prompt_tokens", "gauge", "Prompt tokens the backend has still to compute.",
+                   [f"{p}backend_queued_prompt_tokens {stats.queued_prompt_tokens}"])
         if stats.free_kv_blocks is not None:
             metric("free_kv_blocks", "gauge", "Free KV-cache blocks.", [f"{p}free_kv_blocks {stats.free_kv_blocks}"])
         if stats.total_kv_blocks is not None:
