@@ -40,12 +40,7 @@ from deepseek_engine.layers.row_invariant import linear, rotary
 from deepseek_engine.models.deepseek_v4.kv_cache import SequenceCache, read_rows, write_rows
 from deepseek_engine.models.deepseek_v41.engram import DEAD_ID, image_token_mask, ngram_hashes
 from deepseek_engine.models.deepseek_v41.hyper_connection import collapse
-from deepseek_engine.models.deepseek_v41.indexer import (
-    apply_candidate_mask,
-    index_keys_with_tables,
-    select_candidate_blocks,
-    topk_mask,
-)
+from deepseek_engine.models.deepseek_v41.indexer import index_keys_with_tables, select_entries
 from deepseek_engine.models.deepseek_v41.kv_cache import V41CachePool, WindowRing
 from deepseek_engine.models.loader import process_weights_after_loading as prepare_layers
 
@@ -337,12 +332,12 @@ def _step_select(attn, x, q_latent, layout: V41StepLayout, pool, info: dict, tab
                                 pool.layers[attn.kv_source].index_keys, info["entry_slots"], threshold, 1.0,
                                 idx.head_dim**-0.5 * idx.n_heads**-0.5)
     b, tq, e = logits.shape
-    flat, ends = logits.view(b * tq, e), threshold.reshape(-1)
-    if attn.candidate_write:
-        topk["candidates"] = select_candidate_blocks(flat, ends, attn.candidate_blocks, attn.candidate_block_size)
-    elif attn.candidate_read and "candidates" in topk:
-        flat = apply_candidate_mask(flat, topk["candidates"], attn.candidate_block_size)
-    return topk_mask(flat, ends, attn.index_topk).view(b, tq, e)
+    reading = topk.get("candidates") if attn.candidate_read and not attn.candidate_write else None
+    mask, chosen = select_entries(logits.view(b * tq, e), threshold.reshape(-1), attn.index_topk, reading,
+                                  attn.candidate_block_size, attn.candidate_blocks if attn.candidate_write else 0)
+    if chosen is not None:
+        topk["candidates"] = chosen
+    return mask.view(b, tq, e)
 
 
 def _step_engram_inputs(model, input_ids: torch.Tensor, layout: V41StepLayout, pool: V41CachePool):
