@@ -206,7 +206,11 @@ class V41StepLayout(PaddedQueries):
         self.ends = self.starts + self.counts
         seq_ids = torch.arange(self.num_seqs, device=dev)
         self.token_seq = seq_ids if self.t_max == 1 else torch.repeat_interleave(seq_ids, self.counts)
-        self.slot_mapping = self.rows_to_slots(positions, self.token_seq)
+        given = getattr(ctx, "slot_mapping", None)  # the runner's (the same rows: table[p // bs] * bs + p % bs)
+        if given is not None and given.numel() == positions.numel():
+            self.slot_mapping = given.reshape(-1).to(dev, torch.long)
+        else:
+            self.slot_mapping = self.rows_to_slots(positions, self.token_seq)
         t = torch.arange(self.t_max, device=dev)[None, :]
         self.uniform = all(n == self.t_max for n in counts)
         self.q_index = self.q_rows = None  # gather indices of padded queries (equal counts: plain views)
@@ -361,6 +365,18 @@ def _step_engram_inputs(model, input_ids: torch.Tensor, layout: V41StepLayout, p
         raise RuntimeError("this model has engram layers but no token map; load it with a tokenizer.json")
     lb = layout_e.max_ngram - 1
     dev = input_ids.device
+    if layout.t_max == 1:  # a decode step: every block is the lookback and one token, the same rows as below
+        width = lb + 1
+        pos = (layout.starts[:, None] + torch.arange(-lb, 1, device=dev)[None, :]).clamp_min(0)
+        seq = torch.arange(layout.num_seqs, device=dev)[:, None].expand(-1, width)
+        ids = pool.token_ids.view(-1)[layout.rows_to_slots(pos.reshape(-1), seq.reshape(-1))]
+        compressed = model.engram_token_map[ids]
+        compressed = torch.where(image_token_mask(ids), torch.full_like(compressed, DEAD_ID), compressed)
+        real = torch.arange(layout.num_seqs, device=dev) * width  # hash row j ends at id j + lb: the block's token
+        spread = torch.zeros(compressed.numel() - lb, dtype=torch.long, device=dev)
+        spread[real] = layout.positions
+        rows = ngram_hashes(compressed, spread, layout_e, model.engram_pad_id)[real]
+        return rows, ~image_token_mask(input_ids)
     lengths = layout.counts + lb
     block_start = torch.cumsum(lengths, 0) - lengths
     seq = torch.repeat_interleave(torch.arange(layout.num_seqs, device=dev), lengths)
