@@ -396,14 +396,17 @@ def _step_engram_inputs(model, input_ids: torch.Tensor, layout: V41StepLayout, p
 @torch.no_grad()
 def batched_hidden(model, input_ids: torch.Tensor, positions: torch.Tensor, ctx, rings: list[WindowRing] | None = None,
                    store: WindowStore | None = None, rows: torch.Tensor | None = None,
-                   tables: PositionTables | None = None, plan: V41StepPlan | None = None) -> torch.Tensor | None:
+                   tables: PositionTables | None = None, plan: V41StepPlan | None = None,
+                   aux_layers: tuple[int, ...] = (), aux: list | None = None) -> torch.Tensor | None:
     """The normed final hidden state of the step's rows ``rows`` (default: ``ctx.logits_indices``, every row when
     that is ``None``), running every sequence of the step together; ``None`` when no row is wanted.
 
     Every operation is the per-sequence forward's (``DeepseekV41ForCausalLM.hidden_streams``) on the flat
     batch or, for attention, on the padded ``[B, Tq]`` queries over the paged pool (window keys from the pool
     or the sequences' rings), so each row gets the same bits as the sequence run alone. ``plan``: the layers'
-    :class:`~deepseek_engine.models.deepseek_v41.step_plan.V41StepPlan` (``None``: built for this call)."""
+    :class:`~deepseek_engine.models.deepseek_v41.step_plan.V41StepPlan` (``None``: built for this call).
+    ``aux_layers``: for each ``L``, the mean over streams after ``L`` layers of every row ``[T, D]`` is appended
+    to ``aux`` (``DeepseekV41ForCausalLM.forward_with_aux``'s capture, for DSpark)."""
     pool: V41CachePool = ctx.kv
     c = model.config
     if not isinstance(pool, V41CachePool):
@@ -430,7 +433,10 @@ def batched_hidden(model, input_ids: torch.Tensor, positions: torch.Tensor, ctx,
     streams = model.embed(input_ids).unsqueeze(1).expand(-1, c.hc_mult, -1).contiguous()
     pre = None
     topk: dict = {}
+    captured: dict[int, torch.Tensor] = {}
     for i, lp in enumerate(plan.layers):
+        if i in aux_layers:
+            captured[i] = streams.mean(dim=1)
         if lp.engram is not None:
             streams = lp.engram_forward(streams, engram_rows[:, lp.engram.index], keep)
         post, comb, x, attn_pre = mhc_pre_delayed(streams, *lp.hc["attn"], *lp.hc_settings, pre)
@@ -439,6 +445,10 @@ def batched_hidden(model, input_ids: torch.Tensor, positions: torch.Tensor, ctx,
         streams = hyper_merge(streams, out, post, comb)
         post, comb, x, pre = mhc_pre_delayed(streams, *lp.hc["ffn"], *lp.hc_settings, attn_pre)
         streams = hyper_merge(streams, lp.ffn_forward(ops.rms_norm(x, *lp.ffn_norm), input_ids), post, comb)
+    if len(plan.layers) in aux_layers:
+        captured[len(plan.layers)] = streams.mean(dim=1)
+    if aux is not None:
+        aux.extend(captured[i] for i in aux_layers)
     if rings is not None:
         for ring, end in zip(rings, layout.ends.tolist()):
             ring.end = end
