@@ -91,6 +91,14 @@ def _specs() -> list[Spec]:
     out.append(Spec("engram_hash", "engram_hash.triton:engram_hash_kernel",
                     _sig("comp_ptr pos_ptr mult_ptr prime_ptr offset_ptr out_ptr LAYERS pad_id dead_id",
                          "*i64 *i64 *i64 *i64 *i64 *i64 i32 i64 i64"), {"MAX_NGRAM": 4, "N_HEADS": 8}))
+    out.append(Spec("v41_select[candidates]", "v41_select.triton:candidate_mask_kernel",
+                    _sig("l_ptr cand_ptr out_ptr N NC BS", "*fp32 *i64 *fp32 i32 i32 i32"), {"BLOCK": 64}))
+    out.append(Spec("v41_select[blocks]", "v41_select.triton:block_scores_kernel",
+                    _sig("v_ptr ends_ptr out_ptr N NB BS", "*fp32 *i64 *fp32 i32 i32 i32"), {"BLOCK": 64}))
+    for blocks in (False, True):
+        out.append(Spec(f"v41_select[rank,blocks={int(blocks)}]", "v41_select.triton:rank_kernel",
+                        _sig("v_ptr ends_ptr out_ptr M K TOPK OUT_W", f"*fp32 *i64 *{'i64' if blocks else 'i8'} i32 i32 i32 i32"),
+                        {"BLOCKS": blocks, "BLOCK_I": 64, "BLOCK_J": 64}))
     for dt in ("bf16", "fp32"):
         out.append(Spec(f"row_linear[{dt}]", "row_linear.triton:row_linear_kernel",
                         _sig("x_ptr w_ptr out_ptr stride_x N M", f"*{dt} *{dt} *{dt} i32 i32 i32"),

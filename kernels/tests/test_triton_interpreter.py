@@ -38,6 +38,8 @@ from deepseek_kernels.sampling.reference import sample_tokens_reference
 from deepseek_kernels.sampling.triton import sample_tokens_triton
 from deepseek_kernels.v41_compress.reference import v41_compress_pool_reference
 from deepseek_kernels.v41_compress.triton import v41_compress_pool_triton
+from deepseek_kernels.v41_select.reference import v41_select_reference
+from deepseek_kernels.v41_select.triton import v41_select_triton
 from triton.runtime.interpreter import InterpretedFunction
 
 DTYPES = [torch.float32, torch.bfloat16]
@@ -227,3 +229,21 @@ def test_v41_compress_pool(ratio, groups, head_dim) -> None:
     w = torch.rand(head_dim, generator=g) + 0.5
     torch.testing.assert_close(v41_compress_pool_triton(rows, ratio, w, 1e-6),
                                v41_compress_pool_reference(rows, ratio, w, 1e-6), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("rows,n,topk,bs", [(1, 1, 1, 1), (7, 9, 4, 2), (5, 0, 2, 2), (6, 70, 5, 3), (4, 6, 9, 5)])
+@pytest.mark.parametrize("mode", ["plain", "write", "read"])
+def test_v41_select_is_exact(rows, n, topk, bs, mode) -> None:
+    """Ties everywhere (few distinct values, zeros of both signs), -inf, NaN; ends below, at and past the row."""
+    g = gen(rows * 100 + n)
+    logits = torch.randint(-3, 4, (rows, n), generator=g).float()
+    logits[torch.rand(rows, n, generator=g) < 0.1] = -0.0
+    logits[torch.rand(rows, n, generator=g) < 0.15] = float("-inf")
+    logits[torch.rand(rows, n, generator=g) < 0.05] = float("nan")
+    ends = torch.randint(-1, n + 3, (rows,), generator=g)
+    nblocks = max(1, -(-n // bs))
+    cand = torch.randint(-1, nblocks + 2, (rows, 3), generator=g) if mode == "read" else None
+    args = (logits, ends, topk, cand, bs, 2 if mode == "write" else 0)
+    mask, chosen = v41_select_triton(*args)
+    want_mask, want_chosen = v41_select_reference(*args)
+    assert torch.equal(mask, want_mask) and torch.equal(chosen, want_chosen)

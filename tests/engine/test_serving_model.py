@@ -233,6 +233,7 @@ def test_v41_steps_build_no_derived_weights_and_follow_reload_weights(monkeypatc
     """The same contract on V4.1: its MoE layers are prepared when wrapped, steps prepare nothing, and after an
     edit ``reload_weights`` gives what a freshly wrapped engine of the edited model gives."""
     from deepseek_engine.layers import moe
+    from deepseek_engine.models.deepseek_v41 import step_plan
     from model_fixtures import DATA
 
     m = load_model(DATA / "tiny_v41")
@@ -250,8 +251,16 @@ def test_v41_steps_build_no_derived_weights_and_follow_reload_weights(monkeypatc
         for mod in layers:
             mod.experts.w2.mul_(-3.0)
             mod.shared_experts.w2.weight.mul_(-3.0)
+        for layer in m.layers:  # weights the step plan holds in fused copies (step_plan.FusedProducts)
+            layer.attn.wq_a.weight.mul_(0.5)
+            if layer.attn.compressor is not None:
+                layer.attn.compressor.wkv.weight.mul_(-2.0)
+    plans: list[int] = []
+    plan_init = step_plan.V41StepPlan.__init__
+    monkeypatch.setattr(step_plan.V41StepPlan, "__init__", lambda self, *a: (plans.append(1), plan_init(self, *a))[1])
     llm.reload_weights()
-    assert len(built) == len(layers)
+    assert len(built) == len(layers) and plans == [1]
     after = llm.generate([prompt], params)[0].token_ids
+    assert plans == [1]  # steps build no plan
     assert after == LLM.from_model(m, max_model_len=256).generate([prompt], params)[0].token_ids
     assert after != before

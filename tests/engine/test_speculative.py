@@ -276,3 +276,24 @@ def test_seeded_speculative_requests_do_not_depend_on_their_neighbours():
     alone = [llm.generate([p], sp)[0] for p, sp in zip(prompts, params)]
     assert [o.token_ids for o in together] == [o.token_ids for o in alone]
     assert [o.spec_accepted_per_step for o in together] == [o.spec_accepted_per_step for o in alone]
+
+
+def test_dspark_requests_are_verified_in_one_batched_target_pass(monkeypatch):
+    """Several DSpark requests of one call share a target pool and each round verifies them all in one batched
+    pass (``verify_together``); greedy tokens equal plain decoding, request by request."""
+    from deepseek_engine import LLM
+    from deepseek_engine.speculative import decoding
+
+    calls: list[int] = []
+    together = decoding.verify_together
+    monkeypatch.setattr(decoding, "verify_together", lambda group, plan=None: (calls.append(len(group)),
+                                                                                together(group, plan))[1])
+    prompts = [prompt(30 + s, 9 + 5 * s, 1024) for s in range(3)]
+    params = SamplingParams(temperature=0.0, max_tokens=9, ignore_eos=True)
+    llm = LLM(str(TINY_V41), block_size=4, speculative=SpeculativeConfig("dspark", num_speculative_tokens=3))
+    spec = llm.generate(prompts, params)
+    plain = LLM(str(TINY_V41), block_size=4).generate(prompts, params)
+    assert [o.token_ids for o in spec] == [o.token_ids for o in plain]
+    assert calls and calls[0] == 3
+    for out in spec:
+        assert len(out.spec_accepted_per_step) == len(out.spec_verify_lengths) > 0

@@ -118,3 +118,58 @@ def test_engram_gate(t, hc, d):
     assert bf.dtype == torch.bfloat16
     with pytest.raises(RuntimeError, match="engram_gate"):
         ops.engram_gate(streams, kv[:, :-1], qw, kw, keep, 1e-6)
+
+
+def select_args(rows: int, n: int, topk: int, block_size: int, mode: str, seed: int):
+    """Logits full of ties (a few distinct values, exact zeros of both signs), -inf and NaN entries; ends below,
+    at and past the row's length and at most ``topk``; ``mode``: plain, write (publish blocks) or read."""
+    g = gen(seed)
+    logits = torch.randint(-3, 4, (rows, n), generator=g).float()
+    logits[torch.rand(rows, n, generator=g) < 0.1] = -0.0
+    logits[torch.rand(rows, n, generator=g) < 0.15] = float("-inf")
+    if seed % 3 == 0:
+        logits[torch.rand(rows, n, generator=g) < 0.05] = float("nan")
+    ends = torch.randint(-1, n + 3, (rows,), generator=g)
+    ends[: rows // 4] = torch.randint(0, topk + 1, (rows // 4,), generator=g)
+    nblocks = -(-n // block_size) if n else 1
+    candidates = None
+    if mode == "read":  # ids: -1 padding, in range, and past the last block
+        candidates = torch.randint(-1, nblocks + 2, (rows, 3), generator=g)
+    return logits, ends, topk, candidates, block_size, 2 if mode == "write" else 0
+
+
+SELECT_CASES = [(rows, n, topk, bs, mode, seed)
+                for seed, (rows, n, topk, bs) in enumerate([(1, 1, 1, 1), (7, 9, 4, 2), (16, 33, 8, 3), (5, 0, 2, 2),
+                                                            (9, 70, 5, 4), (4, 6, 9, 5)])
+                for mode in ("plain", "write", "read")]
+
+
+@pytest.mark.parametrize("rows, n, topk, block_size, mode, seed", SELECT_CASES)
+def test_v41_select_is_exact(rows, n, topk, block_size, mode, seed):
+    args = select_args(rows, n, topk, block_size, mode, seed)
+    (mask, chosen), (want_mask, want_chosen) = both(ops.v41_select, *args)
+    assert mask.dtype == torch.bool and chosen.dtype == torch.long
+    assert torch.equal(mask, want_mask) and torch.equal(chosen, want_chosen)
+
+
+def test_v41_select_large_rows_pick_the_reference_set():
+    """Long rows (a selection, not a sort, on the CPU): still the stable order's top-k."""
+    g = gen(11)
+    logits = torch.randint(-50, 50, (3, 4000), generator=g).float()
+    ends = torch.tensor([4000, 2500, 300])
+    (mask, _), (want, _) = both(ops.v41_select, logits, ends, 512, None, 64, 0)
+    assert torch.equal(mask, want) and int(mask[0].sum()) == 512
+
+
+def test_v41_select_errors():
+    with pytest.raises(RuntimeError, match="v41_select: ends must be Long"):
+        ops.v41_select(torch.zeros(2, 4), torch.zeros(2, dtype=torch.int32), 2, None, 2, 0)
+    with pytest.raises(RuntimeError, match="block_size >= 1"):
+        ops.v41_select(torch.zeros(2, 4), torch.zeros(2, dtype=torch.long), 2, None, 0, 0)
+    with pytest.raises(RuntimeError, match="candidates must be \\[R, C\\]"):
+        ops.v41_select(torch.zeros(2, 4), torch.zeros(2, dtype=torch.long), 2, torch.zeros(3, dtype=torch.long), 2, 0)
+
+
+def test_v41_select_opcheck():
+    torch.library.opcheck(torch.ops.deepseek_kernels.v41_select.default, select_args(5, 9, 3, 2, "read", 1),
+                          test_utils=("test_schema", "test_faketensor"))

@@ -110,17 +110,23 @@ class SpeculativeDecoder:
         return self.drafter.step(aux, nxt, positions, self.target.embed, dcache)
 
     # -- the loop --------------------------------------------------------------------------------
+    def cache_tokens(self, prompt: list[int], params: SamplingParams, max_len: int | None = None) -> int:
+        """Positions a run's caches must hold: the prompt, every new token and a step's drafts beyond them."""
+        n = self.spec.num_speculative_tokens
+        limit = len(prompt) + (params.max_tokens or 1 << 30) + n + 2
+        return limit if max_len is None else min(limit, max_len + n + 2)
+
     @torch.no_grad()
     def begin(self, prompt: list[int], params: SamplingParams, generator: torch.Generator,
-              eos_token_ids: set[int] | frozenset = frozenset(), max_len: int | None = None) -> SpeculativeRun:
-        """Prefill ``prompt`` into fresh target and drafter caches and sample the first token."""
+              eos_token_ids: set[int] | frozenset = frozenset(), max_len: int | None = None,
+              cache=None) -> SpeculativeRun:
+        """Prefill ``prompt`` into fresh target and drafter caches (``cache``: the target cache to use, e.g. a
+        block table of a pool that other runs share) and sample the first token."""
         t0 = time.perf_counter()
-        n = self.spec.num_speculative_tokens
         max_tokens = params.max_tokens or 1 << 30
-        limit = len(prompt) + max_tokens + n + 2
-        if max_len is not None:
-            limit = min(limit, max_len + n + 2)
-        cache = self.target.new_cache(limit, self.block_size)
+        limit = self.cache_tokens(prompt, params, max_len)
+        if cache is None:
+            cache = self.target.new_cache(limit, self.block_size)
         dcache = self.drafter.new_cache(limit, self.block_size, self.target.dtype, self.target.device)
         logits, aux = self._target(prompt, 0, cache)
         run = SpeculativeRun(list(prompt), params, generator, frozenset(eos_token_ids), max_len, max_tokens,
@@ -135,8 +141,16 @@ class SpeculativeDecoder:
     def advance(self, run: SpeculativeRun) -> None:
         """One speculative step of an unfinished run: draft, verify in one target pass, keep the accepted part."""
         t0 = time.perf_counter()
+        step = self.propose(run)
+        logits, aux = self._target(step.ids, step.start, run.cache)
+        self.settle(run, step, logits, aux)
+        run.result.seconds += time.perf_counter() - t0
+
+    @torch.no_grad()
+    def propose(self, run: SpeculativeRun) -> PendingStep:
+        """The first half of a step: the drafts to verify and the target's input ``[last token, drafts...]``."""
         n = self.spec.num_speculative_tokens
-        params, generator, tokens, result = run.params, run.generator, run.tokens, run.result
+        params, generator, tokens = run.params, run.generator, run.tokens
 
         def pick(row: torch.Tensor, j: int) -> int:
             if params.greedy:
@@ -146,8 +160,14 @@ class SpeculativeDecoder:
         start = len(tokens) - 1  # position of the last sampled token
         drafts, draft_rows, conf = self._draft(tokens[-1], start, tokens, run.ctx, run.dcache, pick)
         b = adaptive(conf, self.spec.step_costs()) if self.spec.adaptive else n
-        drafts, draft_rows = drafts[:b], draft_rows[:b]
-        logits, aux = self._target([tokens[-1]] + drafts, start, run.cache)
+        return PendingStep(start, [tokens[-1]] + drafts[:b], drafts[:b], draft_rows[:b], b)
+
+    @torch.no_grad()
+    def settle(self, run: SpeculativeRun, step: PendingStep, logits: torch.Tensor, aux) -> None:
+        """The second half of a step, from the target's logits (and DSpark context) of ``step.ids``: verify, keep
+        the accepted prefix, roll the caches back, give the drafter the accepted positions."""
+        params, generator, tokens, result = run.params, run.generator, run.tokens, run.result
+        start, drafts, draft_rows, b = step.start, step.drafts, step.draft_rows, step.budget
         result.target_forwards += 1
         if params.greedy:
             emitted = verify_greedy(logits, drafts)
@@ -165,7 +185,6 @@ class SpeculativeDecoder:
                 break
         if run.reason is None:
             run.ctx = self._absorb(aux[: m + 1], tokens[start + 1:start + 2 + m], start, run.dcache)
-        result.seconds += time.perf_counter() - t0
 
     def generate(self, prompt: list[int], params: SamplingParams, generator: torch.Generator,
                  eos_token_ids: set[int] | frozenset = frozenset(), max_len: int | None = None) -> SpeculativeResult:
@@ -173,6 +192,18 @@ class SpeculativeDecoder:
         while run.reason is None:
             self.advance(run)
         return run.outcome()
+
+
+@dataclass
+class PendingStep:
+    """A step between :meth:`SpeculativeDecoder.propose` and :meth:`SpeculativeDecoder.settle`: the target runs
+    ``ids`` (the last sampled token, then the drafts to verify) at positions ``start ..``."""
+
+    start: int
+    ids: list[int]
+    drafts: list[int]
+    draft_rows: torch.Tensor
+    budget: int
 
 
 @dataclass
@@ -217,12 +248,69 @@ def run_lockstep(steps: list[tuple[SpeculativeDecoder, SpeculativeRun]]) -> None
     Requests progress together (a long request does not hold the others back); each
     run's tokens depend only on its own prompt, parameters and generator.
     """
+    plan = None  # the target's step plan for the batched passes, built once for the call
     while True:
         active = [(dec, run) for dec, run in steps if run.reason is None]
         if not active:
             return
+        together: dict[int, list] = {}  # DSpark runs whose target caches share a pool: one batched pass
         for dec, run in active:
-            dec.advance(run)
+            if dec.v41 and hasattr(dec.target, "layers"):
+                together.setdefault(id(run.cache.pool), []).append((dec, run))
+        for group in together.values():
+            if len(group) > 1:
+                if plan is None:
+                    from deepseek_engine.models.deepseek_v41.step_plan import V41StepPlan
+
+                    plan = V41StepPlan(group[0][0].target)
+                verify_together(group, plan)
+        for dec, run in active:
+            if len(together.get(id(run.cache.pool), ())) <= 1:
+                dec.advance(run)
+
+
+@dataclass
+class _StepContext:
+    """The batch context of :func:`verify_together`'s target pass (the model-runner contract's fields)."""
+
+    kv: object
+    query_start_loc: list[int]
+    context_lens: list[int]
+    block_tables: list[list[int]]
+    slot_mapping: torch.Tensor | None = None
+    logits_indices: torch.Tensor | None = None
+
+
+@torch.no_grad()
+def verify_together(group: list[tuple[SpeculativeDecoder, SpeculativeRun]], plan=None) -> None:
+    """One step of several DSpark runs over one target pool: each run drafts on its own, then every run's
+    ``[last token, drafts...]`` goes through the target in one batched pass (``batched_hidden``: each row the
+    bits of its run alone), then each run verifies and rolls back on its own."""
+    from deepseek_engine.layers.row_invariant import linear
+    from deepseek_engine.models.deepseek_v41.serving import batched_hidden
+
+    t0 = time.perf_counter()
+    target = group[0][0].target
+    steps = [dec.propose(run) for dec, run in group]
+    ids = [i for step in steps for i in step.ids]
+    positions = [p for step in steps for p in range(step.start, step.start + len(step.ids))]
+    starts = [0]
+    for step in steps:
+        starts.append(starts[-1] + len(step.ids))
+    ctx = _StepContext(group[0][1].cache.pool, starts, [s.start + len(s.ids) for s in steps],
+                       [run.cache.block_table for _, run in group])
+    aux: list[torch.Tensor] = []
+    layers = tuple(target.config.dspark_target_layer_ids)
+    h = batched_hidden(target, torch.tensor(ids, device=target.device), torch.tensor(positions, device=target.device),
+                       ctx, plan=plan, aux_layers=layers, aux=aux)
+    logits = linear(h, target.head.weight).float()
+    context = torch.cat(aux, dim=-1)
+    share = (time.perf_counter() - t0) / len(group)
+    for (dec, run), step, a, b in zip(group, steps, starts[:-1], starts[1:]):
+        t1 = time.perf_counter()
+        run.cache.num_tokens = b - a + step.start
+        dec.settle(run, step, logits[a:b], context[a:b])
+        run.result.seconds += share + time.perf_counter() - t1
 
 
 def adaptive(conf, costs: list[float]) -> int:

@@ -4,8 +4,11 @@ A request speculates when its ``SamplingParams.speculative`` is a ``SpeculativeC
 (or is ``None`` and the ``LLM`` was built with one). Its drafter comes from the
 checkpoint's ``mtp.*`` tensors, loaded once per method. All speculative requests of
 a ``generate`` call advance together, one speculative step each per round
-(:func:`~deepseek_engine.speculative.decoding.run_lockstep`), each with private target
-and drafter caches; plain requests of the same call go through the scheduler.
+(:func:`~deepseek_engine.speculative.decoding.run_lockstep`), each with private drafter
+caches; DSpark (V4.1) requests keep their target caches in one shared pool and each round
+verifies all of them in one batched target pass
+(:func:`~deepseek_engine.speculative.decoding.verify_together`); plain requests of the
+same call go through the scheduler.
 """
 
 from __future__ import annotations
@@ -51,9 +54,31 @@ class SpeculativeRequests:
     def run(self, requests: list[tuple[list[int], SamplingParams, SpeculativeConfig, torch.Generator]]
             ) -> list[SpeculativeRun]:
         """Generate every request to the end in lock step; return the finished runs in order."""
+        decoders = [self._decoder(spec) for _, _, spec, _ in requests]
+        caches = self._shared_caches(requests, decoders)
         steps = []
-        for prompt, params, spec, generator in requests:
-            dec = self._decoder(spec)
-            steps.append((dec, dec.begin(prompt, params, generator, self.eos_token_ids, self.max_model_len)))
+        for (prompt, params, _, generator), dec, cache in zip(requests, decoders, caches):
+            steps.append((dec, dec.begin(prompt, params, generator, self.eos_token_ids, self.max_model_len, cache)))
         run_lockstep(steps)
         return [run for _, run in steps]
+
+    def _shared_caches(self, requests, decoders: list[SpeculativeDecoder]) -> list:
+        """Target caches for the requests: DSpark (V4.1) runs get block tables of one pool, so that each round
+        verifies all of them in one batched pass; the others get their own (``None``)."""
+        caches: list = [None] * len(requests)
+        shared = [i for i, dec in enumerate(decoders) if dec.v41]
+        if len(shared) < 2:
+            return caches
+        from deepseek_engine.models.deepseek_v4.kv_cache import SequenceCache
+        from deepseek_engine.models.deepseek_v41.kv_cache import V41CachePool
+
+        bs = self.block_size
+        blocks = [-(-decoders[i].cache_tokens(requests[i][0], requests[i][1], self.max_model_len) // bs)
+                  for i in shared]
+        t = self.target
+        pool = V41CachePool(t.config, sum(blocks), bs, t.dtype, t.device)
+        first = 0
+        for i, n in zip(shared, blocks):
+            caches[i] = SequenceCache(pool, range(first, first + n))
+            first += n
+        return caches

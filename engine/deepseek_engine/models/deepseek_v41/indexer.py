@@ -27,6 +27,15 @@ from __future__ import annotations
 
 import deepseek_kernels as ops
 import torch
+
+# The selection's definitions (the reference of ``deepseek_kernels.v41_select``; the component tests check them
+# against vLLM's kernels): re-exported here, where the model's indexer is described.
+from deepseek_kernels.v41_select.reference import (  # noqa: F401
+    apply_candidate_mask,
+    select_candidate_blocks,
+    stable_topk,
+    topk_mask,
+)
 from torch import nn
 
 from deepseek_engine.layers.norm import RMSNorm
@@ -63,75 +72,13 @@ def index_logits(q: torch.Tensor, weights: torch.Tensor, keys: torch.Tensor, vis
     return logits.masked_fill(~visible, float("-inf"))
 
 
-def select_candidate_blocks(logits: torch.Tensor, ends: torch.Tensor, topk_blocks: int, block_size: int) -> torch.Tensor:
-    """Per row, the ids of the ``topk_blocks`` best blocks (``-1`` padded), ``[T, topk_blocks]``.
-
-    A block's score is the maximum of its logits among the row's visible
-    columns ``[0, ends[t])``; the block holding column ``ends[t] - 1`` scores
-    ``+inf``. Blocks without a visible column are never picked.
-    """
-    t, n = logits.shape
-    out = torch.full((t, topk_blocks), -1, dtype=torch.long, device=logits.device)
-    if n == 0:
-        return out
-    nblocks = -(-n // block_size)
-    cols = torch.arange(n, device=logits.device)
-    valid = cols[None, :] < ends[:, None]
-    padded = torch.full((t, nblocks * block_size), float("-inf"), dtype=torch.float32, device=logits.device)
-    padded[:, :n] = logits.float().masked_fill(~valid, float("-inf"))
-    scores = padded.view(t, nblocks, block_size).amax(dim=-1)
-    newest = ((ends - 1).clamp_min(0) // block_size)
-    pinned = (ends > 0)[:, None] & (torch.arange(nblocks, device=logits.device)[None, :] == newest[:, None])
-    scores = scores.masked_fill(pinned, float("inf"))
-    k = min(topk_blocks, nblocks)
-    values, indices = stable_topk(scores, k)
-    out[:, :k] = torch.where(values != float("-inf"), indices, torch.full_like(indices, -1))
-    return out
-
-
-def stable_topk(x: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Row-wise top-``k`` where equal values go to the lower index.
-
-    ``torch.topk`` breaks ties in a way that depends on the row's length, and
-    relu scores tie often (exact zeros); a stable order keeps the choice the
-    same whether a prompt arrives in one piece or in chunks.
-    """
-    values, indices = torch.sort(x, dim=-1, descending=True, stable=True)
-    return values[..., :k], indices[..., :k]
-
-
-def apply_candidate_mask(logits: torch.Tensor, candidates: torch.Tensor, block_size: int) -> torch.Tensor:
-    """``logits`` with every column outside the row's candidate blocks set to ``-inf``."""
-    t, n = logits.shape
-    if n == 0:
-        return logits
-    nblocks = -(-n // block_size)
-    keep_block = torch.zeros((t, nblocks + 1), dtype=torch.bool, device=logits.device)
-    ids = torch.where(candidates >= 0, candidates.clamp_max(nblocks), torch.full_like(candidates, nblocks))
-    keep_block.scatter_(1, ids, True)
-    keep = keep_block[:, :nblocks].repeat_interleave(block_size, dim=1)[:, :n]
-    return logits.masked_fill(~keep, float("-inf"))
-
-
-def topk_mask(logits: torch.Tensor, ends: torch.Tensor, topk: int) -> torch.Tensor:
-    """Boolean ``[T, N]``: the entries each row attends to.
-
-    Rows that see at most ``topk`` entries take all of them; other rows take
-    their ``topk`` largest finite logits.
-    """
-    t, n = logits.shape
-    cols = torch.arange(n, device=logits.device)
-    visible = cols[None, :] < ends[:, None]
-    if n == 0:
-        return visible
-    k = min(topk, n)
-    values, indices = stable_topk(logits, k)
-    picked = torch.zeros((t, n + 1), dtype=torch.bool, device=logits.device)
-    idx = torch.where(values != float("-inf"), indices, torch.full_like(indices, n))
-    picked.scatter_(1, idx, True)
-    picked = picked[:, :n] & visible
-    short = ends <= topk
-    return torch.where(short[:, None], visible, picked)
+def select_entries(logits: torch.Tensor, ends: torch.Tensor, topk: int, candidates: torch.Tensor | None,
+                   block_size: int, write_blocks: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """One index source's choice, ``(mask [T, N], published blocks [T, write_blocks] or None)``: the logits outside
+    ``candidates``' blocks dropped (a reading layer), the best ``write_blocks`` blocks published (the candidate
+    source), then ``topk_mask`` (the kernel op ``deepseek_kernels.v41_select``, one call)."""
+    mask, chosen = ops.v41_select(logits, ends, topk, candidates, block_size, write_blocks)
+    return mask, chosen if write_blocks > 0 else None
 
 
 class V41Indexer(nn.Module):

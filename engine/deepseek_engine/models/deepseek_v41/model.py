@@ -45,13 +45,7 @@ from deepseek_engine.models.deepseek_v41.engram import (
     ngram_hashes,
 )
 from deepseek_engine.models.deepseek_v41.hyper_connection import collapse, mhc_pre_delayed
-from deepseek_engine.models.deepseek_v41.indexer import (
-    V41Indexer,
-    apply_candidate_mask,
-    index_logits,
-    select_candidate_blocks,
-    topk_mask,
-)
+from deepseek_engine.models.deepseek_v41.indexer import V41Indexer, index_logits, select_entries
 from deepseek_engine.models.deepseek_v41.kv_cache import V41CachePool, fresh_v41_cache
 from deepseek_engine.models.deepseek_v41.moe import DeepseekV41MoE
 
@@ -172,11 +166,12 @@ class DeepseekV41Attention(nn.Module):
         visible = torch.arange(keys.shape[0], device=x.device)[None, :] < ends[:, None]
         qi, w = self.indexer.queries(q_latent, x, cos, sin)
         logits = index_logits(qi, w, keys, visible)
-        if self.candidate_write:
-            step.candidates = select_candidate_blocks(logits, ends, self.candidate_blocks, self.candidate_block_size)
-        elif self.candidate_read and step.candidates is not None:
-            logits = apply_candidate_mask(logits, step.candidates, self.candidate_block_size)
-        return topk_mask(logits, ends, self.index_topk)
+        reading = step.candidates if self.candidate_read and not self.candidate_write else None
+        mask, chosen = select_entries(logits, ends, self.index_topk, reading, self.candidate_block_size,
+                                      self.candidate_blocks if self.candidate_write else 0)
+        if chosen is not None:
+            step.candidates = chosen
+        return mask
 
 
 class DeepseekV41DecoderLayer(nn.Module):

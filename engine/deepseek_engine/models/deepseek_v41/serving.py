@@ -39,14 +39,10 @@ from deepseek_engine.layers.rotary_embedding import rotary_tables
 from deepseek_engine.layers.row_invariant import linear, rotary
 from deepseek_engine.models.deepseek_v4.kv_cache import SequenceCache, read_rows, write_rows
 from deepseek_engine.models.deepseek_v41.engram import DEAD_ID, image_token_mask, ngram_hashes
-from deepseek_engine.models.deepseek_v41.hyper_connection import collapse
-from deepseek_engine.models.deepseek_v41.indexer import (
-    apply_candidate_mask,
-    index_keys_with_tables,
-    select_candidate_blocks,
-    topk_mask,
-)
+from deepseek_engine.models.deepseek_v41.hyper_connection import collapse, mhc_pre_delayed
+from deepseek_engine.models.deepseek_v41.indexer import index_keys_with_tables, select_entries
 from deepseek_engine.models.deepseek_v41.kv_cache import V41CachePool, WindowRing
+from deepseek_engine.models.deepseek_v41.step_plan import V41AttentionPlan, V41StepPlan
 from deepseek_engine.models.loader import process_weights_after_loading as prepare_layers
 
 SWA_REPLAY_MODES = (None, "exact", "window")
@@ -71,11 +67,12 @@ class ServedDeepseekV41(nn.Module):
         """Build the layers' derived tensors from the weights as they are now (when wrapped, and again from
         ``LLM.reload_weights``)."""
         prepare_layers(self.model)
+        self.plan = V41StepPlan(self.model)
 
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx) -> torch.Tensor:
         rings = self._rings(positions, ctx) if self.swa_replay is not None else None
         h = batched_hidden(self.model, input_ids, positions, ctx, rings, self.window_store,
-                           tables=self.position_tables)
+                           tables=self.position_tables, plan=self.plan)
         if h is None:  # unfinished prefill chunks only: the caches advanced, no row is wanted
             return torch.empty(0, self.config.vocab_size, device=input_ids.device)
         return linear(h, self.model.head.weight).float()
@@ -139,7 +136,7 @@ class WindowStore:
         self.width = 0
 
     def stack(self, rings: list[WindowRing]) -> None:
-        key = tuple((id(r), r.size, tuple(t.data_ptr() for t in r.layers)) for r in rings)
+        key = self._ring_key(rings)
         if key == self._key:
             return
         width = max(r.size for r in rings)
@@ -153,7 +150,13 @@ class WindowStore:
                 view.copy_(r.layers[i])
                 r.layers[i] = view
             self.layers.append(big)
-        self._key = tuple((id(r), r.size, tuple(t.data_ptr() for t in r.layers)) for r in rings)
+        self._key = self._ring_key(rings)
+
+    @staticmethod
+    def _ring_key(rings: list[WindowRing]) -> tuple:
+        """What identifies the stack: each ring and where its tensors live (a ring's resize, like ``stack``,
+        replaces all its layers' tensors at once, so its first layer's address stands for all)."""
+        return tuple((id(r), r.size, r.layers[0].data_ptr()) for r in rings)
 
 
 #: Positions up to which whole tables are kept (beyond, a step evaluates its own rows: the same bits).
@@ -203,7 +206,11 @@ class V41StepLayout(PaddedQueries):
         self.ends = self.starts + self.counts
         seq_ids = torch.arange(self.num_seqs, device=dev)
         self.token_seq = seq_ids if self.t_max == 1 else torch.repeat_interleave(seq_ids, self.counts)
-        self.slot_mapping = self.rows_to_slots(positions, self.token_seq)
+        given = getattr(ctx, "slot_mapping", None)  # the runner's (the same rows: table[p // bs] * bs + p % bs)
+        if given is not None and given.numel() == positions.numel():
+            self.slot_mapping = given.reshape(-1).to(dev, torch.long)
+        else:
+            self.slot_mapping = self.rows_to_slots(positions, self.token_seq)
         t = torch.arange(self.t_max, device=dev)[None, :]
         self.uniform = all(n == self.t_max for n in counts)
         self.q_index = self.q_rows = None  # gather indices of padded queries (equal counts: plain views)
@@ -277,72 +284,74 @@ class V41StepLayout(PaddedQueries):
         return found
 
 
-def _step_attention(attn, x: torch.Tensor, layout: V41StepLayout, pool: V41CachePool, store: torch.Tensor,
-                    topk: dict) -> torch.Tensor:
+def _step_attention(p: V41AttentionPlan, x: torch.Tensor, layout: V41StepLayout, pool: V41CachePool,
+                    store: torch.Tensor, topk: dict) -> torch.Tensor:
     """One layer's attention for the whole step: the arithmetic of ``DeepseekV41Attention.forward`` row by row."""
     n = x.shape[0]
-    lp = pool.layers[attn.layer_idx]
-    c, s, neg = layout.rope_tables(attn.rope, x.dtype)
-    q_latent = attn.q_norm(linear(x, attn.wq_a.weight))
-    q = ops.rope(linear(q_latent, attn.wq_b.weight).view(n, attn.n_heads, attn.head_dim), c, s)
-    kv = ops.rope(attn.norm(linear(x, attn.wkv.weight)), c, s)
+    lp = pool.layers[p.layer_idx]
+    c, s, neg = layout.rope_tables(p.rope, x.dtype)
+    outs = p.x_products(x)  # wq_a, wkv[, indexer head weights][, compressor rows]
+    q_latent = ops.rms_norm(outs[0], *p.q_norm)
+    latents = p.latent_products(q_latent)  # wq_b[, indexer queries]
+    q = ops.rope(latents[0].view(n, p.n_heads, p.head_dim), c, s)
+    kv = ops.rope(ops.rms_norm(outs[1], *p.kv_norm), c, s)
     store.index_copy_(0, layout.token_rows, kv.to(store.dtype))
     entry_pool = entry_slots = entry_visible = None
-    if attn.ratio > 0:
-        info = layout.rate(attn.ratio)
-        if attn.compressor is not None:
-            _step_compress(attn, x, layout, lp, info)
-        entry_pool, entry_slots = pool.layers[attn.kv_source].entries, info["entry_slots"]
-        if attn.indexer is not None:
-            topk[attn.layer_idx] = _step_select(attn, x, q_latent, layout, pool, info, (c, s), topk)
-        entry_visible = topk[attn.index_source]
-    out = ops.sink_attention_paged(layout.pad(q), store, layout.key_rows, layout.window_visible, attn.attn_sink,
-                                   attn.scale, entry_pool, entry_slots, entry_visible)
-    out = ops.rope(layout.unpad(out), c, neg)
-    from deepseek_engine.models.deepseek_v41.model import grouped_output
+    if p.ratio > 0:
+        info = layout.rate(p.ratio)
+        if p.compressor is not None:
+            _step_compress(p, p.compressor_rows(x, outs), x.dtype, layout, lp, info)
+        entry_pool, entry_slots = pool.layers[p.kv_source].entries, info["entry_slots"]
+        if p.indexer is not None:
+            topk[p.layer_idx] = _step_select(p, latents[1], outs[p.weights_index], layout, pool, info, (c, s), topk)
+        entry_visible = topk[p.index_source]
+    out = ops.sink_attention_paged(layout.pad(q), store, layout.key_rows, layout.window_visible, p.attn_sink,
+                                   p.scale, entry_pool, entry_slots, entry_visible)
+    out = ops.rope(layout.unpad(out), c, neg).reshape(n, p.o_groups, -1)
+    # ``grouped_output``: each group row by row, then ``wo_b``
+    return linear(torch.cat([linear(out[:, g], w) for g, w in enumerate(p.wo_a)], dim=-1), p.wo_b)
 
-    return linear(grouped_output(attn.wo_a, out.reshape(n, attn.o_groups, -1)), attn.wo_b.weight)
 
-
-def _step_compress(attn, x: torch.Tensor, layout: V41StepLayout, lp, info: dict) -> None:
-    """Pool every group this step closes (``DeepseekV41Attention._compress`` for all sequences at once)."""
-    comp = attn.compressor
-    rows = comp.scores(x)
-    if attn.ratio == 2:
+def _step_compress(p: V41AttentionPlan, rows: torch.Tensor, dtype: torch.dtype, layout: V41StepLayout, lp,
+                   info: dict) -> None:
+    """Pool every group this step closes (``DeepseekV41Attention._compress`` for all sequences at once) from the
+    step's compressor rows."""
+    comp = p.compressor
+    if p.ratio == 2:
         write_rows(lp.raw, layout.slot_mapping, rows)
     closing = info["closing"]
     if closing.numel() == 0:
         return
-    if attn.ratio == 2:
+    if p.ratio == 2:
         first = read_rows(lp.raw, info["first_slots"])
         used = torch.stack([first, rows[closing]], dim=1).view(-1, rows.shape[-1])
     else:
         used = rows[closing]
-    latents = comp.pool(used).to(x.dtype)
-    c, s, _ = layout.rope_tables(attn.rope, x.dtype, info["group_pos"], f"groups of {attn.ratio}")
+    latents = comp.pool(used).to(dtype)
+    c, s, _ = layout.rope_tables(p.rope, dtype, info["group_pos"], f"groups of {p.ratio}")
     write_rows(lp.entries, info["closing_slots"], ops.rope(latents, c, s))
     if lp.index_keys is not None:  # ``index_keys`` with the group tables (it rotates in float32: the same tables)
-        idx = attn.indexer
+        idx = p.indexer
         keys = index_keys_with_tables(latents, idx.wk.weight, idx.k_norm.weight, idx.eps, c, s)
         write_rows(lp.index_keys, info["closing_slots"], keys)
 
 
-def _step_select(attn, x, q_latent, layout: V41StepLayout, pool, info: dict, tables, topk: dict) -> torch.Tensor:
-    """An index source's choice of entries per query ``[B, Tq, E]`` (``DeepseekV41Attention._select``)."""
-    idx = attn.indexer
-    qi = ops.rope(linear(q_latent, idx.wq_b.weight).view(x.shape[0], idx.n_heads, idx.head_dim), *tables)
-    w = linear(x, idx.weights_proj.weight)  # ``V41Indexer.queries`` with the step's tables
+def _step_select(p: V41AttentionPlan, qi_rows: torch.Tensor, w: torch.Tensor, layout: V41StepLayout, pool,
+                 info: dict, tables, topk: dict) -> torch.Tensor:
+    """An index source's choice of entries per query ``[B, Tq, E]`` (``DeepseekV41Attention._select``) from its
+    query rows and head weights (``V41Indexer.queries`` with the step's tables)."""
+    qi = ops.rope(qi_rows.view(qi_rows.shape[0], p.index_heads, p.index_dim), *tables)
     threshold = info["threshold"]
     logits = ops.indexer_scores(layout.pad(qi).float(), layout.pad(w).float(),
-                                pool.layers[attn.kv_source].index_keys, info["entry_slots"], threshold, 1.0,
-                                idx.head_dim**-0.5 * idx.n_heads**-0.5)
+                                pool.layers[p.kv_source].index_keys, info["entry_slots"], threshold, 1.0,
+                                p.index_wscale)
     b, tq, e = logits.shape
-    flat, ends = logits.view(b * tq, e), threshold.reshape(-1)
-    if attn.candidate_write:
-        topk["candidates"] = select_candidate_blocks(flat, ends, attn.candidate_blocks, attn.candidate_block_size)
-    elif attn.candidate_read and "candidates" in topk:
-        flat = apply_candidate_mask(flat, topk["candidates"], attn.candidate_block_size)
-    return topk_mask(flat, ends, attn.index_topk).view(b, tq, e)
+    reading = topk.get("candidates") if p.candidate_read and not p.candidate_write else None
+    mask, chosen = select_entries(logits.view(b * tq, e), threshold.reshape(-1), p.index_topk, reading,
+                                  p.candidate_block_size, p.candidate_blocks if p.candidate_write else 0)
+    if chosen is not None:
+        topk["candidates"] = chosen
+    return mask.view(b, tq, e)
 
 
 def _step_engram_inputs(model, input_ids: torch.Tensor, layout: V41StepLayout, pool: V41CachePool):
@@ -356,6 +365,18 @@ def _step_engram_inputs(model, input_ids: torch.Tensor, layout: V41StepLayout, p
         raise RuntimeError("this model has engram layers but no token map; load it with a tokenizer.json")
     lb = layout_e.max_ngram - 1
     dev = input_ids.device
+    if layout.t_max == 1:  # a decode step: every block is the lookback and one token, the same rows as below
+        width = lb + 1
+        pos = (layout.starts[:, None] + torch.arange(-lb, 1, device=dev)[None, :]).clamp_min(0)
+        seq = torch.arange(layout.num_seqs, device=dev)[:, None].expand(-1, width)
+        ids = pool.token_ids.view(-1)[layout.rows_to_slots(pos.reshape(-1), seq.reshape(-1))]
+        compressed = model.engram_token_map[ids]
+        compressed = torch.where(image_token_mask(ids), torch.full_like(compressed, DEAD_ID), compressed)
+        real = torch.arange(layout.num_seqs, device=dev) * width  # hash row j ends at id j + lb: the block's token
+        spread = torch.zeros(compressed.numel() - lb, dtype=torch.long, device=dev)
+        spread[real] = layout.positions
+        rows = ngram_hashes(compressed, spread, layout_e, model.engram_pad_id)[real]
+        return rows, ~image_token_mask(input_ids)
     lengths = layout.counts + lb
     block_start = torch.cumsum(lengths, 0) - lengths
     seq = torch.repeat_interleave(torch.arange(layout.num_seqs, device=dev), lengths)
@@ -375,13 +396,17 @@ def _step_engram_inputs(model, input_ids: torch.Tensor, layout: V41StepLayout, p
 @torch.no_grad()
 def batched_hidden(model, input_ids: torch.Tensor, positions: torch.Tensor, ctx, rings: list[WindowRing] | None = None,
                    store: WindowStore | None = None, rows: torch.Tensor | None = None,
-                   tables: PositionTables | None = None) -> torch.Tensor | None:
+                   tables: PositionTables | None = None, plan: V41StepPlan | None = None,
+                   aux_layers: tuple[int, ...] = (), aux: list | None = None) -> torch.Tensor | None:
     """The normed final hidden state of the step's rows ``rows`` (default: ``ctx.logits_indices``, every row when
     that is ``None``), running every sequence of the step together; ``None`` when no row is wanted.
 
     Every operation is the per-sequence forward's (``DeepseekV41ForCausalLM.hidden_streams``) on the flat
     batch or, for attention, on the padded ``[B, Tq]`` queries over the paged pool (window keys from the pool
-    or the sequences' rings), so each row gets the same bits as the sequence run alone."""
+    or the sequences' rings), so each row gets the same bits as the sequence run alone. ``plan``: the layers'
+    :class:`~deepseek_engine.models.deepseek_v41.step_plan.V41StepPlan` (``None``: built for this call).
+    ``aux_layers``: for each ``L``, the mean over streams after ``L`` layers of every row ``[T, D]`` is appended
+    to ``aux`` (``DeepseekV41ForCausalLM.forward_with_aux``'s capture, for DSpark)."""
     pool: V41CachePool = ctx.kv
     c = model.config
     if not isinstance(pool, V41CachePool):
@@ -400,21 +425,30 @@ def batched_hidden(model, input_ids: torch.Tensor, positions: torch.Tensor, ctx,
         store.stack(rings)
     elif not pool.window_kv:
         raise ValueError("this pool holds no window KV: pass the sequences' window rings")
+    if plan is None:
+        plan = V41StepPlan(model)
     layout = V41StepLayout(positions, ctx, c.sliding_window, rings, store, tables)
     pool.token_ids.view(-1).index_copy_(0, layout.slot_mapping, input_ids)
     engram_rows, keep = _step_engram_inputs(model, input_ids, layout, pool)
     streams = model.embed(input_ids).unsqueeze(1).expand(-1, c.hc_mult, -1).contiguous()
     pre = None
     topk: dict = {}
-    for i, layer in enumerate(model.layers):
-        if layer.engram is not None:
-            streams = layer.engram(streams, engram_rows[:, layer.engram.index], keep)
-        post, comb, x, attn_pre = layer._pre("attn", streams, pre)
+    captured: dict[int, torch.Tensor] = {}
+    for i, lp in enumerate(plan.layers):
+        if i in aux_layers:
+            captured[i] = streams.mean(dim=1)
+        if lp.engram is not None:
+            streams = lp.engram_forward(streams, engram_rows[:, lp.engram.index], keep)
+        post, comb, x, attn_pre = mhc_pre_delayed(streams, *lp.hc["attn"], *lp.hc_settings, pre)
         window = store.layers[i] if rings is not None else pool.layers[i].kv.view(-1, c.head_dim)
-        out = _step_attention(layer.attn, layer.attn_norm(x), layout, pool, window, topk)
+        out = _step_attention(lp.attn, ops.rms_norm(x, *lp.attn_norm), layout, pool, window, topk)
         streams = hyper_merge(streams, out, post, comb)
-        post, comb, x, pre = layer._pre("ffn", streams, attn_pre)
-        streams = hyper_merge(streams, layer.ffn(layer.ffn_norm(x), input_ids), post, comb)
+        post, comb, x, pre = mhc_pre_delayed(streams, *lp.hc["ffn"], *lp.hc_settings, attn_pre)
+        streams = hyper_merge(streams, lp.ffn_forward(ops.rms_norm(x, *lp.ffn_norm), input_ids), post, comb)
+    if len(plan.layers) in aux_layers:
+        captured[len(plan.layers)] = streams.mean(dim=1)
+    if aux is not None:
+        aux.extend(captured[i] for i in aux_layers)
     if rings is not None:
         for ring, end in zip(rings, layout.ends.tolist()):
             ring.end = end
