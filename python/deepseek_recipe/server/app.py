@@ -152,6 +152,7 @@ class _Endpoint:
 
         try:
             if scope.get("method") != "POST":
+                headers["Allow"] = "POST"
                 raise APIError(405, f"{scope.get('method')} is not allowed here; use POST", "invalid_request_error",
                                "method_not_allowed")
             if self.needs_backend and not (state.started and state.backend.health()):
