@@ -128,7 +128,7 @@ def blocks(content) -> list[tuple[str, str | None]]:
 @pytest.mark.parametrize("thinking", [{"type": "disabled"}, {"type": "enabled", "budget_tokens": 1024}])
 def test_messages_and_count_tokens_v41(server, offline, thinking):
     """With thinking on the codec samples Messages at temperature 1 whatever the request says, and Messages
-    has no seed: then only the shape and the usage are compared."""
+    has no seed: then only the shape and the usage are checked."""
     claude = anthropic.Anthropic(base_url=server.url, api_key="x", max_retries=0, _strict_response_validation=True)
     body = {"model": MODEL, "max_tokens": MAX_TOKENS, "temperature": 0, "thinking": thinking,
             "messages": [{"role": "user", "content": "What is two plus two?"}]}
@@ -144,8 +144,10 @@ def test_messages_and_count_tokens_v41(server, offline, thinking):
     if thinking["type"] == "disabled":
         assert blocks(r.content) == blocks(final.content) == blocks(want["content"])
         assert r.stop_reason == final.stop_reason == want["stop_reason"]
-    else:
-        assert [t for t, _ in blocks(r.content)][:1] == [t for t, _ in blocks(final.content)][:1] == ["thinking"]
-        assert r.usage.output_tokens == final.usage.output_tokens == MAX_TOKENS
+    else:  # unseeded sampling: a thinking block first (the prompt opens the thinking), whatever comes after
+        for message in (r, final):
+            kinds = [t for t, _ in blocks(message.content)]
+            assert kinds[:1] == ["thinking"] and set(kinds) <= {"thinking", "text"}, kinds
+            assert 0 < message.usage.output_tokens <= MAX_TOKENS
     counted = claude.messages.count_tokens(**{k: v for k, v in body.items() if k not in ("max_tokens", "temperature")})
     assert counted.input_tokens == prompt
