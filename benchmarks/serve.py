@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import resource
 import subprocess
@@ -52,7 +53,7 @@ def chat_body(i: int, max_tokens: int, temperature: float, words: int = 12) -> d
 async def stream_one(client, url: str, body: dict) -> dict:
     start = time.perf_counter()
     first = None
-    tokens = 0
+    tokens = frames = 0
     async with client.stream("POST", url + "/v1/chat/completions", json=body) as r:
         if r.status_code != 200:
             raise RuntimeError(f"HTTP {r.status_code}: {(await r.aread())[:300]!r}")
@@ -61,10 +62,11 @@ async def stream_one(client, url: str, body: dict) -> dict:
                 continue
             if first is None:  # the first frame: sent once the engine's first token is there
                 first = time.perf_counter()
+            frames += 1
             chunk = json.loads(line[6:])
             if chunk.get("usage"):
                 tokens = chunk["usage"]["completion_tokens"]
-    return {"start": start, "first": first, "end": time.perf_counter(), "tokens": tokens}
+    return {"start": start, "first": first, "end": time.perf_counter(), "tokens": tokens, "frames": frames}
 
 
 async def run_clients(url: str, bodies: list[dict]) -> list[dict]:
@@ -109,6 +111,9 @@ def main(argv: list[str] | None = None) -> None:
                     help="0 (default): greedy, the engine's fastest steps, where the front end's share is largest; "
                          "> 0: seeded sampling (drawing from the 129280-token vocabulary dominates the steps)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    ap.add_argument("--stream-interval", type=float, default=0.02,
+                    help="EngineBackend's stream_interval: least seconds between two hand-overs of new tokens while "
+                         "the engine is busy (default 0.02, the server's; 0: after every step)")
     ap.add_argument("--checkpoint", type=Path, help="checkpoint folder (default: .cache/tiny-deepseek-v4)")
     args = ap.parse_args(argv)
     if args.client:
@@ -138,6 +143,10 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{args.clients} streams of {args.max_tokens} tokens, prompts of {min(len(p.prompt_ids) for p in preps)}-"
           f"{max(len(p.prompt_ids) for p in preps)} tokens; checkpoint {folder}; {args.threads} torch threads")
 
+    # The server freezes the heap startup left (ServerConfig.freeze_startup_heap); the offline side gets the same.
+    gc.collect()
+    gc.freeze()
+
     # Offline: the same prompts and sampling through LLM.generate, a fresh engine each run.
     best_offline = offline_cpu = float("inf")
     offline_tokens = 0
@@ -151,12 +160,13 @@ def main(argv: list[str] | None = None) -> None:
     # HTTP: the server in this process, the clients in a child process.
     best_http, http_tokens, front_cpu, engine_cpu = float("inf"), 0, float("inf"), float("inf")
     for _ in range(args.repeat):
-        backend = EngineBackend(engine(), "tiny")
+        backend = EngineBackend(engine(), "tiny", stream_interval=args.stream_interval)
         with LiveServer(create_app(backend, ServerConfig(max_queued_requests=4 * args.clients), tokenizer=TOK)) as s:
             loop_thread = next(t for t in threading.enumerate() if t.name == "deepseek-engine-loop")
             cpu0, eng0 = process_cpu(), thread_cpu(loop_thread)
             results = clients(s.url, bodies)
             cpu1, eng1 = process_cpu(), thread_cpu(loop_thread)
+        frames = sum(r["frames"] for r in results)
         wall = max(r["end"] for r in results) - min(r["start"] for r in results)
         tokens = sum(r["tokens"] for r in results)
         best_http, http_tokens = min(best_http, wall), tokens
@@ -173,7 +183,8 @@ def main(argv: list[str] | None = None) -> None:
           f"{http_tokens / http_cpu / (offline_tokens / offline_cpu):.1%} per CPU second (goal >= 90%)")
     print(f"CPU per output token: front end {front_cpu / http_tokens * 1e6:.0f} us (everything outside the engine "
           f"loop), engine loop {engine_cpu / http_tokens * 1e6:.0f} us (offline engine "
-          f"{offline_cpu / offline_tokens * 1e6:.0f} us)")
+          f"{offline_cpu / offline_tokens * 1e6:.0f} us); {frames / args.clients:.1f} SSE frames per stream "
+          f"(stream interval {args.stream_interval * 1e3:g} ms)")
 
     # Time to first token of a long prompt: the engine alone versus through HTTP (fresh prompts each time).
     def long_body(i: int) -> dict:
@@ -208,6 +219,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"time to first token, {len(long_preps[0].prompt_ids)}-token prompt: engine alone {engine_ttft * 1e3:.0f} ms, "
           f"HTTP {http_ttft * 1e3:.0f} ms; overhead {(http_ttft - engine_ttft) * 1e3:+.0f} ms wall "
           f"({http_ttft / engine_ttft - 1:+.1%}); front-end CPU for the request {long_front_cpu * 1e3:.1f} ms")
+    gc.unfreeze()
 
 
 if __name__ == "__main__":

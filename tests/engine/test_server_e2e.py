@@ -259,7 +259,11 @@ def test_serve_options_become_the_server_config():
     config = server_config(args)
     assert (config.port, config.max_queued_requests, config.max_queued_tokens) == (9, 3, 99)
     assert config.restore_reasoning and config.served_model_name is None  # the backend's name then
-    assert engine_backend(args).model_name == "tiny_v41"
+    assert engine_backend(args).model_name == "tiny_v41" and engine_backend(args).stream_interval == 0.02
+    every_step = build_parser().parse_args([str(DATA / "tiny_v41"), "--stream-interval", "0"])
+    assert engine_backend(every_step).stream_interval == 0
+    with pytest.raises(ValueError, match="stream-interval"):
+        engine_backend(build_parser().parse_args([str(DATA / "tiny_v41"), "--stream-interval", "-1"]))
     assert config.model_version == "v41" and Path(config.tokenizer) == DATA / "tiny_v41" / "tokenizer.json"
     assert detect_model_version(DATA / "tiny_v4") == "v4"
     explicit = server_config(build_parser().parse_args([str(DATA / "tiny_v4"), "--model-version", "v41",

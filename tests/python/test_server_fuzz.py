@@ -97,7 +97,9 @@ def test_fixed_odd_requests(server):
                     json.dumps(dict(VALID[path], model="other")).encode(), b"{" * 100000):
             check(server, path, raw)
     r = server.client.get("/v1/chat/completions")
-    assert r.status_code == 405
+    assert r.status_code == 405 and r.headers["allow"] == "POST" and r.json()["error"]["code"] == "method_not_allowed"
+    r = server.client.get("/v1/messages")  # in the API's own envelope
+    assert r.status_code == 405 and r.headers["allow"] == "POST" and r.json()["type"] == "error"
     r = server.client.post("/v1/nothing", content=b"{}")
     assert r.status_code == 404 and "error" in r.json()
     r = server.client.post("/v1/chat/completions", content=json.dumps(dict(VALID["/v1/chat/completions"], n=99)))

@@ -55,6 +55,10 @@ class ServerConfig:
     #: current ``openai`` SDK's models require; the codec's own output omits it, as the official
     #: package does.
     responses_cache_write_tokens: bool = True
+    #: Once the backend has started, collect and then freeze what startup left on the heap (``gc.freeze``),
+    #: so that the collections serving triggers do not scan the model's, the tokenizer's and the modules'
+    #: objects again and again.
+    freeze_startup_heap: bool = True
     #: Fetch image URLs from private addresses too (default: public destinations only).
     allow_private_image_urls: bool = False
     #: Thinking mode for requests that do not say (the codec's default).
