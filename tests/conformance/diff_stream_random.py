@@ -165,11 +165,14 @@ def _fewer_parameters(theirs: str, ours: str) -> bool:
         # Parameter count, repeated names included (a dict would fold them).
         return json.loads(s, object_pairs_hook=lambda kv: ("obj", len(kv)))
 
-    try:
-        a, b = pairs(theirs), pairs(ours)
-    except ValueError:
-        return False
-    return isinstance(a, tuple) and isinstance(b, tuple) and a[1] < b[1]
+    for end in ("", "}"):
+        # A stream that ended inside the block left both objects open: judge them closed.
+        try:
+            a, b = pairs(theirs + end), pairs(ours + end)
+        except ValueError:
+            continue
+        return isinstance(a, tuple) and isinstance(b, tuple) and a[1] < b[1]
+    return False
 
 
 def _values_lost(theirs: str, ours: str) -> bool:
