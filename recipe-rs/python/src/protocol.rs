@@ -575,8 +575,12 @@ impl PyResponsesEcho {
 
 /// Declares the Python class of one request format: built from a `dict`, `str` or `bytes` body
 /// (a malformed body is a `ValueError`), with its `model` and a `convert` that consumes it.
+///
+/// `chunk_generator` (its doc first) builds that protocol's generator; the methods in braces go
+/// into the same `#[pymethods]` block.
 macro_rules! request_class {
-    ($(#[$doc:meta])* $py:ident, $name:literal, $request:ty, $from_py:ident) => {
+    ($(#[$doc:meta])* $py:ident, $name:literal, $request:ty, $from_py:ident,
+     $(#[$gen_doc:meta])* $py_generator:ident($generator:ty) { $($methods:tt)* }) => {
         $(#[$doc])*
         ///
         /// The body is JSON text (`str` or `bytes`) or the decoded object (a `dict`); a body that
@@ -610,46 +614,65 @@ macro_rules! request_class {
                     .map(|inner| PyConversationRequest { inner })
                     .map_err(|e| conversion_error(py, &e))
             }
+            $(#[$gen_doc])*
+            #[staticmethod]
+            fn chunk_generator(
+                #[pyo3(from_py_with = crate::args::instance::<PyConversationRequest>)]
+                request: PyRef<'_, PyConversationRequest>,
+                #[pyo3(from_py_with = crate::args::string)] id: String,
+                #[pyo3(from_py_with = crate::args::string)] model: String,
+            ) -> crate::stream::$py_generator {
+                crate::stream::$py_generator::new(crate::stream_glue::generator_for::<$generator>(
+                    id, model, &request,
+                ))
+            }
+            $($methods)*
         }
     };
 }
 
 request_class!(
     /// A Chat Completions request body; `convert` consumes it.
-    PyChatCompletionRequest, "ChatCompletionRequest", chat::ChatCompletionRequest, chat_from_py
+    PyChatCompletionRequest, "ChatCompletionRequest", chat::ChatCompletionRequest, chat_from_py,
+    /// A Chat Completions generator for the converted `request`, writing chunks with `id` and
+    /// `model`.
+    PyChatCompletionChunkGenerator(recipe_stream::ChatGenerator) {}
 );
 request_class!(
     /// An OpenAI Responses request body; `convert` consumes it.
-    PyResponsesRequest, "ResponsesRequest", responses::ResponsesRequest, responses_from_py
+    PyResponsesRequest, "ResponsesRequest", responses::ResponsesRequest, responses_from_py,
+    /// A Responses generator for the converted `request`. A request converted from a Responses
+    /// body reports that body's settings (instructions, temperature, reasoning, tools, …) in
+    /// its response objects; `with_echo` replaces them.
+    PyResponsesChunkGenerator(recipe_stream::ResponsesGenerator) {
+        /// The request settings a Responses response reports back.
+        fn echo(&self) -> PyResult<PyResponsesEcho> {
+            self.inner
+                .as_ref()
+                .map(|r| PyResponsesEcho { inner: r.echo() })
+                .ok_or_else(consumed)
+        }
+        /// `{"ns::name": ("ns", "name")}` for the functions declared in namespace tools.
+        fn namespace_tool_map(
+            &self,
+            py: Python<'_>,
+            #[pyo3(from_py_with = crate::args::instance::<PyConversionOptions>)] options: PyRef<
+                '_,
+                PyConversionOptions,
+            >,
+        ) -> PyResult<BTreeMap<String, (String, String)>> {
+            let req = self.inner.as_ref().ok_or_else(consumed)?;
+            req.namespace_tool_map(&options.inner)
+                .map_err(|e| conversion_error(py, &e))
+        }
+    }
 );
 request_class!(
     /// An Anthropic Messages request body; `convert` consumes it.
-    PyMessagesRequest, "MessagesRequest", messages::MessagesRequest, messages_from_py
+    PyMessagesRequest, "MessagesRequest", messages::MessagesRequest, messages_from_py,
+    /// A Messages generator for the converted `request`.
+    PyMessagesChunkGenerator(recipe_stream::MessagesGenerator) {}
 );
-
-#[pymethods]
-impl PyResponsesRequest {
-    /// The request settings a Responses response reports back.
-    fn echo(&self) -> PyResult<PyResponsesEcho> {
-        self.inner
-            .as_ref()
-            .map(|r| PyResponsesEcho { inner: r.echo() })
-            .ok_or_else(consumed)
-    }
-    /// `{"ns::name": ("ns", "name")}` for the functions declared in namespace tools.
-    fn namespace_tool_map(
-        &self,
-        py: Python<'_>,
-        #[pyo3(from_py_with = crate::args::instance::<PyConversionOptions>)] options: PyRef<
-            '_,
-            PyConversionOptions,
-        >,
-    ) -> PyResult<BTreeMap<String, (String, String)>> {
-        let req = self.inner.as_ref().ok_or_else(consumed)?;
-        req.namespace_tool_map(&options.inner)
-            .map_err(|e| conversion_error(py, &e))
-    }
-}
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ConversionError", m.py().get_type::<ConversionError>())?;

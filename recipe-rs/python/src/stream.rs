@@ -241,9 +241,38 @@ fn config(thinking_mode: bool, stage: Option<PyThinkingInitialStage>) -> Generat
 /// stream processor (or a `with_*` method, which returns a new object) consumes it.
 ///
 /// With `settings`, the class gets the constructor that Chat Completions and Responses share:
-/// `(id, model, *, thinking_mode=False, thinking_initial_stage=None)`.
+/// `(id, model, *, thinking_mode=False, thinking_initial_stage=None)`. The methods in braces go
+/// into the same `#[pymethods]` block (one block per class: without PyO3's
+/// `multiple-pymethods` inventory, every type-object lookup stays a plain load).
 macro_rules! chunk_generator_class {
-    ($(#[$doc:meta])* $py:ident, $name:literal, $generator:ty, $variant:ident $(, $settings:ident)?) => {
+    ($(#[$doc:meta])* $py:ident, $name:literal, $generator:ty, $variant:ident, settings { $($methods:tt)* }) => {
+        chunk_generator_class!(@class $(#[$doc])* $py, $name, $generator, $variant);
+
+        #[pymethods]
+        impl $py {
+            #[new]
+            #[pyo3(signature = (id, model, *, thinking_mode=false, thinking_initial_stage=None))]
+            fn py_new(
+                #[pyo3(from_py_with = crate::args::string)] id: String,
+                #[pyo3(from_py_with = crate::args::string)] model: String,
+                #[pyo3(from_py_with = crate::args::boolean)] thinking_mode: bool,
+                #[pyo3(from_py_with = crate::args::opt_value::<PyThinkingInitialStage>)]
+                thinking_initial_stage: Option<PyThinkingInitialStage>,
+            ) -> Self {
+                $py::new(<$generator>::new(id, model, config(thinking_mode, thinking_initial_stage)))
+            }
+            $($methods)*
+        }
+    };
+    ($(#[$doc:meta])* $py:ident, $name:literal, $generator:ty, $variant:ident { $($methods:tt)* }) => {
+        chunk_generator_class!(@class $(#[$doc])* $py, $name, $generator, $variant);
+
+        #[pymethods]
+        impl $py {
+            $($methods)*
+        }
+    };
+    (@class $(#[$doc:meta])* $py:ident, $name:literal, $generator:ty, $variant:ident) => {
         $(#[$doc])*
         #[pyclass(name = $name, module = "deepseek_recipe._native")]
         pub struct $py {
@@ -268,24 +297,6 @@ macro_rules! chunk_generator_class {
                 Some(g.take().map(Generator::$variant))
             }
         }
-
-        $(chunk_generator_class!(@$settings $py, $generator);)?
-    };
-    (@settings $py:ident, $generator:ty) => {
-        #[pymethods]
-        impl $py {
-            #[new]
-            #[pyo3(signature = (id, model, *, thinking_mode=false, thinking_initial_stage=None))]
-            fn py_new(
-                #[pyo3(from_py_with = crate::args::string)] id: String,
-                #[pyo3(from_py_with = crate::args::string)] model: String,
-                #[pyo3(from_py_with = crate::args::boolean)] thinking_mode: bool,
-                #[pyo3(from_py_with = crate::args::opt_value::<PyThinkingInitialStage>)]
-                thinking_initial_stage: Option<PyThinkingInitialStage>,
-            ) -> Self {
-                $py::new(<$generator>::new(id, model, config(thinking_mode, thinking_initial_stage)))
-            }
-        }
     };
 }
 
@@ -294,70 +305,76 @@ chunk_generator_class!(
     ///
     /// Usually obtained from `ChatCompletionRequest.chunk_generator`; the constructor builds one
     /// from the two request settings it needs.
-    PyChatCompletionChunkGenerator, "ChatCompletionChunkGenerator", ChatGenerator, Chat, settings
+    PyChatCompletionChunkGenerator, "ChatCompletionChunkGenerator", ChatGenerator, Chat, settings {}
 );
 chunk_generator_class!(
     /// Writes Responses events; a stream processor consumes it.
-    PyResponsesChunkGenerator, "ResponsesChunkGenerator", ResponsesGenerator, Responses, settings
+    PyResponsesChunkGenerator, "ResponsesChunkGenerator", ResponsesGenerator, Responses, settings {
+        /// Consume this generator; the new one reports `(namespace, local name)` for the listed
+        /// function names.
+        fn with_namespace_tool_map(
+            &mut self,
+            #[pyo3(from_py_with = namespace_map)] namespace_tool_map: std::collections::BTreeMap<
+                String,
+                (String, String),
+            >,
+        ) -> PyResult<Self> {
+            self.map(|g| g.with_namespace_tool_map(namespace_tool_map.into_iter().collect()))
+        }
+
+        /// Consume this generator; the new one reports the request settings given as a JSON object
+        /// (`instructions`, `max_output_tokens`, `temperature`, `top_p`, `top_logprobs`, `user`,
+        /// `reasoning`, `text`, `tool_choice`, `tools`). `with_echo` takes a `ResponsesEcho` instead.
+        fn with_echo_json(&mut self, echo: &str) -> PyResult<Self> {
+            let v: serde_json::Value = serde_json::from_str(echo)
+                .map_err(|e| PyValueError::new_err(format!("invalid echo JSON: {e}")))?;
+            if !v.is_object() {
+                return Err(PyValueError::new_err("echo JSON must be an object"));
+            }
+            self.map(|g| g.with_echo(recipe_stream::generator::echo_from_json(&v)))
+        }
+
+        /// Consume this generator; the new one reports `echo` (the request settings) in its
+        /// response objects.
+        fn with_echo(
+            &mut self,
+            #[pyo3(from_py_with = crate::args::instance::<crate::protocol::PyResponsesEcho>)] echo: PyRef<
+                '_,
+                crate::protocol::PyResponsesEcho,
+            >,
+        ) -> PyResult<Self> {
+            self.map(|g| g.with_echo(echo.inner.clone()))
+        }
+    }
 );
 chunk_generator_class!(
     /// Writes Anthropic Messages events; a stream processor consumes it.
-    PyMessagesChunkGenerator, "MessagesChunkGenerator", MessagesGenerator, Messages
-);
-
-#[pymethods]
-impl PyResponsesChunkGenerator {
-    /// Consume this generator; the new one reports `(namespace, local name)` for the listed
-    /// function names.
-    fn with_namespace_tool_map(
-        &mut self,
-        #[pyo3(from_py_with = namespace_map)] namespace_tool_map: std::collections::BTreeMap<
-            String,
-            (String, String),
-        >,
-    ) -> PyResult<Self> {
-        self.map(|g| g.with_namespace_tool_map(namespace_tool_map.into_iter().collect()))
-    }
-
-    /// Consume this generator; the new one reports the request settings given as a JSON object
-    /// (`instructions`, `max_output_tokens`, `temperature`, `top_p`, `top_logprobs`, `user`,
-    /// `reasoning`, `text`, `tool_choice`, `tools`). `with_echo` takes a `ResponsesEcho` instead.
-    fn with_echo_json(&mut self, echo: &str) -> PyResult<Self> {
-        let v: serde_json::Value = serde_json::from_str(echo)
-            .map_err(|e| PyValueError::new_err(format!("invalid echo JSON: {e}")))?;
-        if !v.is_object() {
-            return Err(PyValueError::new_err("echo JSON must be an object"));
+    PyMessagesChunkGenerator, "MessagesChunkGenerator", MessagesGenerator, Messages {
+        #[new]
+        fn py_new(
+            #[pyo3(from_py_with = crate::args::string)] id: String,
+            #[pyo3(from_py_with = crate::args::string)] model: String,
+            #[pyo3(from_py_with = crate::args::boolean)] thinking_mode: bool,
+        ) -> Self {
+            PyMessagesChunkGenerator::new(MessagesGenerator::new(id, model, thinking_mode))
         }
-        self.map(|g| g.with_echo(recipe_stream::generator::echo_from_json(&v)))
+
+        /// Consume this generator; the new one ends each thinking block with `signature` (the
+        /// default is the response ID).
+        fn with_signature(
+            &mut self,
+            #[pyo3(from_py_with = crate::args::string)] signature: String,
+        ) -> PyResult<Self> {
+            self.map(|g| g.with_signature(signature))
+        }
     }
-}
+);
 
 /// `{"ns::name": ("ns", "name")}` with the official package's type errors.
 fn namespace_map(
     obj: &Bound<'_, PyAny>,
 ) -> PyResult<std::collections::BTreeMap<String, (String, String)>> {
     crate::args::string_map(obj, crate::args::string_pair)
-}
-
-#[pymethods]
-impl PyMessagesChunkGenerator {
-    #[new]
-    fn py_new(
-        #[pyo3(from_py_with = crate::args::string)] id: String,
-        #[pyo3(from_py_with = crate::args::string)] model: String,
-        #[pyo3(from_py_with = crate::args::boolean)] thinking_mode: bool,
-    ) -> Self {
-        PyMessagesChunkGenerator::new(MessagesGenerator::new(id, model, thinking_mode))
-    }
-
-    /// Consume this generator; the new one ends each thinking block with `signature` (the
-    /// default is the response ID).
-    fn with_signature(
-        &mut self,
-        #[pyo3(from_py_with = crate::args::string)] signature: String,
-    ) -> PyResult<Self> {
-        self.map(|g| g.with_signature(signature))
-    }
 }
 
 thread_local! {
@@ -545,17 +562,27 @@ pub struct PyStreamProcessor {
 }
 
 fn items_to_list(py: Python<'_>, items: Vec<StreamItem>) -> PyResult<Py<PyList>> {
-    let mut objs: Vec<PyObject> = Vec::with_capacity(items.len());
-    for item in items {
-        objs.push(match item {
+    let len = pyo3::ffi::Py_ssize_t::try_from(items.len())
+        .map_err(|_| PyRuntimeError::new_err("too many stream items"))?;
+    // SAFETY: `PyList_New` returns a new reference (or NULL with an exception set); each slot
+    // below is filled once with a new reference, which `PyList_SetItem` steals. Should one
+    // `Py::new` fail, the list is dropped with its remaining slots NULL, which CPython allows.
+    let list = unsafe { Bound::from_owned_ptr_or_err(py, pyo3::ffi::PyList_New(len))? };
+    for (i, item) in items.into_iter().enumerate() {
+        let obj = match item {
             StreamItem::Chat(c) => Py::new(py, PyChatCompletionChunk { inner: c })?.into_any(),
             StreamItem::Responses(e) => {
                 Py::new(py, PyResponsesStreamEvent { inner: e })?.into_any()
             }
             StreamItem::Messages(e) => Py::new(py, PyMessagesStreamEvent { inner: e })?.into_any(),
-        });
+        };
+        // SAFETY: `i < len`, and the list is new, so the slot is empty.
+        unsafe {
+            pyo3::ffi::PyList_SetItem(list.as_ptr(), i as pyo3::ffi::Py_ssize_t, obj.into_ptr())
+        };
     }
-    Ok(PyList::new(py, objs)?.unbind())
+    // SAFETY: `PyList_New` made a list.
+    Ok(unsafe { list.downcast_into_unchecked::<PyList>() }.unbind())
 }
 
 #[pymethods]

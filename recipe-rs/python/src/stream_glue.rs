@@ -1,22 +1,16 @@
-//! Methods that join request conversion (`protocol.rs`) and output processing (`stream.rs`):
-//! the static `chunk_generator` of each request class and `ResponsesChunkGenerator.with_echo`.
+//! What joins request conversion (`protocol.rs`) and output processing (`stream.rs`): the
+//! generator each request class's static `chunk_generator` builds. (The method itself is
+//! declared with its class: PyO3 takes one `#[pymethods]` block per class.)
 //!
 //! A generator takes from a converted request only what shapes its output: whether the
 //! conversation is in thinking mode, whether parsing starts in reasoning, and (Responses) the
 //! request settings its response objects report.
 
-use pyo3::prelude::*;
 use recipe_protocol::ConversationRequest;
 use recipe_stream::generator::{custom_tools_from_tools, namespace_map_from_tools};
 use recipe_stream::{ChatGenerator, GeneratorConfig, MessagesGenerator, ResponsesGenerator};
 
-use crate::protocol::{
-    PyChatCompletionRequest, PyConversationRequest, PyMessagesRequest, PyResponsesEcho,
-    PyResponsesRequest,
-};
-use crate::stream::{
-    PyChatCompletionChunkGenerator, PyMessagesChunkGenerator, PyResponsesChunkGenerator,
-};
+use crate::protocol::PyConversationRequest;
 
 fn config(request: &ConversationRequest) -> GeneratorConfig {
     GeneratorConfig {
@@ -29,7 +23,7 @@ fn config(request: &ConversationRequest) -> GeneratorConfig {
 }
 
 /// A protocol's generator for a converted request.
-trait ForRequest {
+pub trait ForRequest {
     fn for_request(id: String, model: String, request: &ConversationRequest) -> Self;
 }
 
@@ -69,52 +63,12 @@ impl ForRequest for MessagesGenerator {
     }
 }
 
-/// Declares the static `chunk_generator(request, id, model)` of one request class.
-macro_rules! chunk_generator_method {
-    ($(#[$doc:meta])* $request:ty => $py_generator:ident($generator:ty)) => {
-        #[pymethods]
-        impl $request {
-            $(#[$doc])*
-            #[staticmethod]
-            fn chunk_generator(
-                #[pyo3(from_py_with = crate::args::instance::<PyConversationRequest>)]
-                request: PyRef<'_, PyConversationRequest>,
-                #[pyo3(from_py_with = crate::args::string)] id: String,
-                #[pyo3(from_py_with = crate::args::string)] model: String,
-            ) -> $py_generator {
-                $py_generator::new(<$generator>::for_request(id, model, &request.inner))
-            }
-        }
-    };
-}
-
-chunk_generator_method!(
-    /// A Chat Completions generator for the converted `request`, writing chunks with `id` and
-    /// `model`.
-    PyChatCompletionRequest => PyChatCompletionChunkGenerator(ChatGenerator)
-);
-chunk_generator_method!(
-    /// A Responses generator for the converted `request`. A request converted from a Responses
-    /// body reports that body's settings (instructions, temperature, reasoning, tools, …) in
-    /// its response objects; `with_echo` replaces them.
-    PyResponsesRequest => PyResponsesChunkGenerator(ResponsesGenerator)
-);
-chunk_generator_method!(
-    /// A Messages generator for the converted `request`.
-    PyMessagesRequest => PyMessagesChunkGenerator(MessagesGenerator)
-);
-
-#[pymethods]
-impl PyResponsesChunkGenerator {
-    /// Consume this generator; the new one reports `echo` (the request settings) in its
-    /// response objects.
-    fn with_echo(
-        &mut self,
-        #[pyo3(from_py_with = crate::args::instance::<PyResponsesEcho>)] echo: PyRef<
-            '_,
-            PyResponsesEcho,
-        >,
-    ) -> PyResult<Self> {
-        self.map(|g| g.with_echo(echo.inner.clone()))
-    }
+/// The generator of protocol `G` for a converted request, with `id` and `model` (what each
+/// request class's static `chunk_generator` returns, declared with the class in `protocol.rs`).
+pub fn generator_for<G: ForRequest>(
+    id: String,
+    model: String,
+    request: &PyConversationRequest,
+) -> G {
+    G::for_request(id, model, &request.inner)
 }

@@ -370,6 +370,43 @@ fn a_string_value_opens_at_once_when_its_attribute_came_in_an_earlier_push() {
 }
 
 #[test]
+fn only_the_tag_begun_in_an_earlier_push_opens_its_value_at_once() {
+    // `string="t` of the first parameter came in an earlier push; the second parameter's tag
+    // comes whole in the push that ends the first, so its quote waits like any other (found
+    // by the random differential, seed 22).
+    let close = "</｜DSML｜parameter>\n</｜DSML｜invoke>";
+    let first = format!("{CALL}<｜DSML｜parameter name=\"q\" string=\"t");
+    let second = "rue\">x</｜DSML｜parameter>\n<｜DSML｜parameter name=\"r\" string=\"true\"><";
+    let got = arg_deltas(&[&first, second, "b", close]);
+    assert_eq!(got[1].first().map(String::as_str), Some("\""));
+    assert_eq!(got[1].last().map(String::as_str), Some(": "), "{got:?}");
+    assert_eq!(got[2], ["\"", "<", "b"]);
+}
+
+#[test]
+fn a_closing_tag_without_its_gt_ends_at_the_next_marker() {
+    // Pinned to the official package (found by the random differential, seed 21): the skip to
+    // a closing tag's `>` stops at the next `<｜DSML｜` or `</｜DSML｜`, which is read as a tag.
+    let head = format!("{CALL}<｜DSML｜parameter name=\"k\" string=\"false\">null");
+    let tail = "</｜DSML｜parameter</｜DSML｜a < b and c > d";
+    let mut pieces = vec![head.clone()];
+    pieces.extend(tail.chars().map(String::from));
+    let got = arg_deltas(&pieces.iter().map(String::as_str).collect::<Vec<_>>());
+    let closed = got.iter().position(|p| p.iter().any(|a| a == "}"));
+    // Piece 25 is the `｜` that completes the second marker.
+    assert_eq!(closed, Some(25), "{got:?}");
+    assert_eq!(got.concat().concat(), "{\"k\": null}");
+
+    let two = format!(
+        "{CALL}<｜DSML｜parameter name=\"a\" string=\"true\">v</｜DSML｜parameter <｜DSML｜parameter \
+         name=\"b\" string=\"true\">w</｜DSML｜parameter>\n</｜DSML｜invoke>"
+    );
+    let pieces: Vec<String> = two.chars().map(String::from).collect();
+    let got = arg_deltas(&pieces.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(got.concat().concat(), "{\"a\": \"v\", \"b\": \"w\"}");
+}
+
+#[test]
 fn a_string_value_opens_at_a_token_holding_the_tags_end_and_a_lt() {
     let tok = recipe_core::Tokenizer::from_file(
         std::env::var("DEEPSEEK_TOKENIZER_JSON").expect("DEEPSEEK_TOKENIZER_JSON"),

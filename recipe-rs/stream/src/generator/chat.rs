@@ -12,7 +12,10 @@ use std::sync::Arc;
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
-use super::{call_id, now_secs, to_value, FinishKind, GeneratorConfig, StreamItem, Usage};
+use super::{
+    call_id, now_secs, to_value, write_decimal, write_json_str, write_serde, FinishKind,
+    GeneratorConfig, StreamItem, Usage, WireJson,
+};
 use crate::input::TokenLogprob;
 use crate::parser::ParseEvent;
 
@@ -26,6 +29,41 @@ pub struct ChatMeta {
     /// Whether a chunk without usage says `"usage": null`; otherwise it has no `usage` key (a
     /// request with `stream: true` that did not ask for `stream_options.include_usage`).
     pub null_usage: bool,
+    /// The JSON every chunk of the stream begins with, up to its delta (`{"id":…,"choices":
+    /// [{"index":0,"delta":`), written once (see [`ChatMeta::new`]).
+    wire_prefix: String,
+}
+
+impl ChatMeta {
+    pub fn new(
+        id: String,
+        model: String,
+        created: u64,
+        system_fingerprint: Option<String>,
+        null_usage: bool,
+    ) -> Self {
+        let mut buf = Vec::with_capacity(id.len() + model.len() + 128);
+        buf.extend_from_slice(b"{\"id\":");
+        write_json_str(&mut buf, &id);
+        buf.extend_from_slice(b",\"object\":\"chat.completion.chunk\",\"created\":");
+        write_decimal(&mut buf, created);
+        buf.extend_from_slice(b",\"model\":");
+        write_json_str(&mut buf, &model);
+        buf.extend_from_slice(b",\"system_fingerprint\":");
+        match &system_fingerprint {
+            Some(f) => write_json_str(&mut buf, f),
+            None => buf.extend_from_slice(b"null"),
+        }
+        buf.extend_from_slice(b",\"choices\":[{\"index\":0,\"delta\":");
+        ChatMeta {
+            id,
+            model,
+            created,
+            system_fingerprint,
+            null_usage,
+            wire_prefix: String::from_utf8(buf).expect("JSON of strings is UTF-8"),
+        }
+    }
 }
 
 /// What one chunk adds to the message.
@@ -274,6 +312,67 @@ impl ChatChunk {
     }
 }
 
+/// Writes the same bytes as serialising [`ChunkWire`], with the stream's fixed prefix copied
+/// and the keys as literals.
+impl WireJson for ChatChunk {
+    fn write_json(&self, buf: &mut Vec<u8>) {
+        let w = self.wire();
+        buf.extend_from_slice(self.meta.wire_prefix.as_bytes());
+        let [choice] = &w.choices;
+        let d = &choice.delta;
+        let mut sep = b'{';
+        let mut key = |buf: &mut Vec<u8>, k: &[u8]| {
+            buf.push(sep);
+            sep = b',';
+            buf.extend_from_slice(k);
+        };
+        if let Some(role) = d.role {
+            key(buf, b"\"role\":");
+            write_json_str(buf, role);
+        }
+        if let Some(content) = d.content {
+            key(buf, b"\"content\":");
+            write_opt_str(buf, content);
+        }
+        if let Some(reasoning) = d.reasoning_content {
+            key(buf, b"\"reasoning_content\":");
+            write_opt_str(buf, reasoning);
+        }
+        if let Some([call]) = &d.tool_calls {
+            key(buf, b"\"tool_calls\":[");
+            write_serde(call, buf);
+            buf.push(b']');
+        }
+        if sep == b'{' {
+            buf.push(b'{');
+        }
+        buf.extend_from_slice(b"},\"logprobs\":");
+        match &choice.logprobs {
+            None => buf.extend_from_slice(b"null"),
+            Some(lp) => write_serde(lp, buf),
+        }
+        buf.extend_from_slice(b",\"finish_reason\":");
+        write_opt_str(buf, choice.finish_reason);
+        buf.extend_from_slice(b"}]");
+        match &w.usage {
+            None => {}
+            Some(None) => buf.extend_from_slice(b",\"usage\":null"),
+            Some(Some(u)) => {
+                buf.extend_from_slice(b",\"usage\":");
+                write_serde(u, buf);
+            }
+        }
+        buf.push(b'}');
+    }
+}
+
+fn write_opt_str(buf: &mut Vec<u8>, s: Option<&str>) {
+    match s {
+        Some(s) => write_json_str(buf, s),
+        None => buf.extend_from_slice(b"null"),
+    }
+}
+
 impl Serialize for ChatChunk {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         self.wire().serialize(s)
@@ -294,13 +393,13 @@ pub struct ChatGenerator {
 impl ChatGenerator {
     pub fn new(id: impl Into<String>, model: impl Into<String>, config: GeneratorConfig) -> Self {
         ChatGenerator {
-            meta: Arc::new(ChatMeta {
-                id: id.into(),
-                model: model.into(),
-                created: now_secs(),
-                system_fingerprint: None,
-                null_usage: true,
-            }),
+            meta: Arc::new(ChatMeta::new(
+                id.into(),
+                model.into(),
+                now_secs(),
+                None,
+                true,
+            )),
             config,
             started: false,
             reasoning_seen: false,
@@ -327,9 +426,14 @@ impl ChatGenerator {
 
     pub(super) fn ready(&mut self, fingerprint: Option<String>, out: &mut Vec<StreamItem>) {
         if fingerprint.is_some() {
-            let mut m = (*self.meta).clone();
-            m.system_fingerprint = fingerprint;
-            self.meta = Arc::new(m);
+            let m = &self.meta;
+            self.meta = Arc::new(ChatMeta::new(
+                m.id.clone(),
+                m.model.clone(),
+                m.created,
+                fingerprint,
+                m.null_usage,
+            ));
         }
         self.start(out);
     }

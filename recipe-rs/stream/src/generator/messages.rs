@@ -10,7 +10,10 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{call_id, AlwaysNull, EmptyArray, EmptyObject, FinishKind, StreamItem, Usage};
+use super::{
+    call_id, write_decimal, write_json_str, write_serde, AlwaysNull, EmptyArray, EmptyObject,
+    FinishKind, StreamItem, Usage, WireJson,
+};
 use crate::input::PromptUsage;
 use crate::parser::ParseEvent;
 
@@ -31,6 +34,33 @@ wire_events! {
         MessageDelta = "message_delta" { delta: StopDelta, usage: MessagesUsage }
         /// The stream ended.
         MessageStop = "message_stop" {}
+    }
+}
+
+/// The per-token events (`content_block_delta` with text, thinking or input JSON) are written
+/// with their keys as literals; the others through serde. The bytes are the same.
+impl WireJson for MessagesEvent {
+    fn write_json(&self, buf: &mut Vec<u8>) {
+        let MessagesEvent::ContentBlockDelta { index, delta } = self else {
+            return write_serde(self, buf);
+        };
+        let (head, text): (&[u8], &str) = match delta {
+            BlockDelta::TextDelta { text } => (b"{\"type\":\"text_delta\",\"text\":", text),
+            BlockDelta::ThinkingDelta { thinking } => {
+                (b"{\"type\":\"thinking_delta\",\"thinking\":", thinking)
+            }
+            BlockDelta::InputJsonDelta { partial_json } => (
+                b"{\"type\":\"input_json_delta\",\"partial_json\":",
+                partial_json,
+            ),
+            BlockDelta::SignatureDelta { .. } => return write_serde(self, buf),
+        };
+        buf.extend_from_slice(b"{\"type\":\"content_block_delta\",\"index\":");
+        write_decimal(buf, *index as u64);
+        buf.extend_from_slice(b",\"delta\":");
+        buf.extend_from_slice(head);
+        write_json_str(buf, text);
+        buf.extend_from_slice(b"}}");
     }
 }
 

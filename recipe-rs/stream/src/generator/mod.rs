@@ -120,23 +120,87 @@ pub(crate) fn to_value<T: Serialize + ?Sized>(x: &T) -> Value {
     serde_json::to_value(x).expect("stream wire types always convert to JSON")
 }
 
-/// Compact JSON text of a chunk or event, written straight from its wire type (implemented for
-/// every serialisable type; the stream's own types cannot fail to serialise).
-pub trait WireJson: Serialize {
+/// Compact JSON text of a chunk or event, written straight from its wire type. The bytes are
+/// those of `serde_json::to_writer` on the type's `Serialize` form (tests compare the two);
+/// Chat chunks and Messages deltas, the per-token items, are written by hand with their
+/// constant parts as literals.
+pub trait WireJson {
     /// Append the JSON text to `buf` (a buffer reused across chunks saves an allocation each).
-    fn write_json(&self, buf: &mut Vec<u8>) {
-        serde_json::to_writer(buf, self).expect("stream wire types always serialise");
-    }
+    fn write_json(&self, buf: &mut Vec<u8>);
 
     /// The JSON text.
     fn to_json(&self) -> String {
         let mut buf = Vec::with_capacity(256);
         self.write_json(&mut buf);
-        String::from_utf8(buf).expect("serde_json writes UTF-8")
+        String::from_utf8(buf).expect("the stream's JSON writers write UTF-8")
     }
 }
 
-impl<T: Serialize + ?Sized> WireJson for T {}
+/// `x` through serde_json (the wire types' own form).
+pub(crate) fn write_serde<T: Serialize + ?Sized>(x: &T, buf: &mut Vec<u8>) {
+    serde_json::to_writer(buf, x).expect("stream wire types always serialise");
+}
+
+/// `s` as a JSON string, escaped exactly as serde_json escapes it (`"`, `\\`, and control
+/// characters: `\b \f \n \r \t` or `\u00XX`; everything else as is).
+pub(crate) fn write_json_str(buf: &mut Vec<u8>, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let bytes = s.as_bytes();
+    buf.reserve(bytes.len() + 2);
+    buf.push(b'"');
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        if b >= 0x20 && b != b'"' && b != b'\\' {
+            continue;
+        }
+        buf.extend_from_slice(&bytes[start..i]);
+        start = i + 1;
+        match b {
+            b'"' => buf.extend_from_slice(b"\\\""),
+            b'\\' => buf.extend_from_slice(b"\\\\"),
+            b'\n' => buf.extend_from_slice(b"\\n"),
+            b'\r' => buf.extend_from_slice(b"\\r"),
+            b'\t' => buf.extend_from_slice(b"\\t"),
+            0x08 => buf.extend_from_slice(b"\\b"),
+            0x0c => buf.extend_from_slice(b"\\f"),
+            _ => buf.extend_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[(b >> 4) as usize],
+                HEX[(b & 15) as usize],
+            ]),
+        }
+    }
+    buf.extend_from_slice(&bytes[start..]);
+    buf.push(b'"');
+}
+
+/// `n` in decimal, as serde_json writes an integer.
+pub(crate) fn write_decimal(buf: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    buf.extend_from_slice(&digits[i..]);
+}
+
+impl WireJson for StreamItem {
+    fn write_json(&self, buf: &mut Vec<u8>) {
+        match self {
+            StreamItem::Chat(c) => c.write_json(buf),
+            StreamItem::Responses(e) => e.write_json(buf),
+            StreamItem::Messages(e) => e.write_json(buf),
+        }
+    }
+}
 
 /// An always-empty JSON array (`"summary": []`, `"annotations": []`, `"content": []`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -17,8 +17,8 @@ use serde_json::{json, Map, Value};
 
 use super::custom_input::CustomInput;
 use super::{
-    call_id, now_secs, AlwaysNull, EmptyArray, EmptyObject, FinishKind, GeneratorConfig,
-    StreamItem, Usage,
+    call_id, now_secs, write_serde, AlwaysNull, EmptyArray, EmptyObject, FinishKind,
+    GeneratorConfig, StreamItem, Usage, WireJson,
 };
 use crate::input::{PromptUsage, TokenLogprob};
 use crate::parser::ParseEvent;
@@ -88,6 +88,12 @@ wire_events! {
         Completed = "response.completed" { response: Arc<ResponseObject>, sequence_number: u64 }
         /// The stream ended at the token limit or a content filter.
         Incomplete = "response.incomplete" { response: Arc<ResponseObject>, sequence_number: u64 }
+    }
+}
+
+impl WireJson for ResponsesEvent {
+    fn write_json(&self, buf: &mut Vec<u8>) {
+        write_serde(self, buf);
     }
 }
 

@@ -602,6 +602,9 @@ impl Dsml {
             emit_arg(out, self.index, ArgKind::ValueOpen, "\"");
             mode = ValueMode::Str;
         }
+        // What an earlier push showed of this tag decides its quote only: the next parameter
+        // of the same push waits like any other.
+        self.string_seen_before = false;
         let (end, closed) = match self.next_close() {
             Some(p) => (p, !self.close_pending(p, "parameter")),
             // Like text, the input unit whose tail may start the closing tag is held back
@@ -707,16 +710,40 @@ impl Dsml {
         p.map(|p| self.at + p)
     }
 
-    /// The rest of a closing tag, up to its `>`.
+    /// The rest of a closing tag, up to its `>`. As in the reference, a tag that never gets its
+    /// `>` ends where the next marker begins (`<｜DSML｜` or a closing tag's `</｜DSML｜`), and
+    /// that tag is read.
     fn skip_to_gt(&mut self, next: Box<DState>) -> Flow {
-        match self.rest().find('>') {
-            None => {
-                self.at = self.buf.len();
-                Flow::Wait(DState::SkipToGt(next))
-            }
-            Some(i) => {
-                self.at += i + 1;
+        let open = format!("<{}", &self.close_prefix[2..]);
+        let r = self.rest();
+        let gt = r.find('>');
+        let marker = [
+            r.find(open.as_str()),
+            self.next_close().map(|p| p - self.at),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        match (gt, marker.filter(|&m| gt.is_none_or(|g| m < g))) {
+            (_, Some(m)) => {
+                self.at += m;
                 Flow::Next(*next)
+            }
+            (Some(g), None) => {
+                self.at += g + 1;
+                Flow::Next(*next)
+            }
+            (None, None) => {
+                // Keep a marker start at the end: the next push may complete it.
+                let held = [
+                    partial_suffix_start(r, &open).map(|p| self.at + p),
+                    self.close_partial(),
+                ]
+                .into_iter()
+                .flatten()
+                .min();
+                self.at = held.unwrap_or(self.buf.len());
+                Flow::Wait(DState::SkipToGt(next))
             }
         }
     }
