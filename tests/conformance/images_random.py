@@ -69,7 +69,7 @@ def _url(r):
     if c < 0.4:
         return {"type": "url", "url": "{base}/redirect-status/2/500"}  # retried: about 2 s
     if c < 0.8:
-        return {"type": "url", "url": r.choice(["{base}/img/size_1x1.png?", "http://x.invalid/a?", "HTTP://x/"]),
+        return {"type": "url", "url": r.choice(["{base}/img/size_1x1.png?", "http://127.0.0.1:9/a?", "HTTP://x/"]),
                 "length": r.choice([8191, 8192, 8193, 9000])}
     return {"type": "url", "url": r.choice(["ftp://x/a.png", "httpx://a", "http:/x", " http://x/a.png", "file:///etc/passwd",
                                             "data:image/png;base64,AAAA", ""])}
