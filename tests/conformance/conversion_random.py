@@ -1,8 +1,9 @@
 """Deterministic random request bodies for the three formats (valid and invalid mixed).
 
 Used by `generate_conversion.py` to widen the recorded corpus, and by the differential check
-`python tests/conformance/conversion_random.py N [SEED] [mutated]` (official vs ours, both venvs
-needed; `mutated` checks randomly broken bodies).
+`python tests/conformance/conversion_random.py N [SEED] [mutated] [strict]` (official vs ours, both
+venvs needed; `mutated` checks randomly broken bodies; the cases the documented deviation
+explains are counted and reported, `strict` counts them as differences instead).
 """
 
 from __future__ import annotations
@@ -68,7 +69,10 @@ def _chat_tool(r, name, strict=None):
 
 # Base64 bodies valid and not (padding, alphabet, escapes, whitespace, lone symbols).
 B64_BODIES = ["iVBORw0KGgo=", "iVBORw0KGgo", "AA==", "AA=", "AAA==", "AAAA====", "AA=A", "@@@@", "-_-_", "A", "AAAAA",
-              "", "A A\nA\tA", "%41AAA", "AAAA%", "iVBORw0KGgp=", ",AAAA"]
+              "", "A A\nA\tA", "%41AAA", "AAAA%", "iVBORw0KGgp=", ",AAAA",
+              # Missing, extra and stray padding (Messages accepts any number of trailing `=`).
+              "iVBORw0KGgo===", "iVBORw0KGgo====", "AA===", "AA======", "AAA=====", "=", "====", "AAAA=", "AB==",
+              "AQ===", "AAE==", "A===", "AA==AA==", "AAAA\n", " AAAA", "%3D"]
 DATA_URL_HEADERS = ["data:image/png;base64,", "DATA:image/PNG;base64,", "data:image/jpg;base64,", "data:image/webp;base64,",
                     "data:image/png;x;base64,", "data:image/png ;base64,", " data:image/gif;base64,",
                     "data:image/bmp;base64,", "data:;base64,", "data:text/plain;base64,", "data:image/png;BASE64,",
@@ -76,9 +80,11 @@ DATA_URL_HEADERS = ["data:image/png;base64,", "DATA:image/PNG;base64,", "data:im
 
 
 def _long_url(r):
-    """An http(s) URL at, just over or well over the 8,192-byte limit (ASCII or not)."""
+    """A URL at, just over or well over the 8,192-byte limit (ASCII or not): mostly http(s),
+    sometimes a value that only starts with `http`, or another scheme, or a data URL."""
     n = r.choice([8191, 8192, 8193, 9000, 20000])
-    head = r.choice(["http://x.org/", "https://x.org/", "HTTP://x.org/"])
+    head = r.choice(["http://x.org/", "https://x.org/", "HTTP://x.org/"] * 3
+                    + ["http:/x.org/", "httpx://x.org/", " http://x.org/", "ftp://x.org/", "data:image/png;base64,"])
     fill = r.choice(["a", "é"])
     return head + fill * ((n - len(head)) // len(fill.encode()))
 
@@ -87,17 +93,23 @@ def _image_url(r):
     c = r.random()
     if c < 0.5:
         return r.choice(["https://example.com/cat.png", "http://x.org/a.jpg", "data:image/png;base64,iVBORw0KGgo=",
-                         "ftp://bad/a.png", "not a url", "HTTPS://example.com/c.png", "data:image/png;base64"])
+                         "ftp://bad/a.png", "not a url", "HTTPS://example.com/c.png", "data:image/png;base64",
+                         "http:/x.org/a.png", "httpx://a", " http://x.org/a.png", "http", "htt://x"])
     if c < 0.8:
         return r.choice(DATA_URL_HEADERS) + r.choice(B64_BODIES)
     return _long_url(r)
+
+
+def _part_count(r):
+    """Parts of one content list: mostly a few, now and then many (images over the counts)."""
+    return r.randint(0, 3) if r.random() < 0.93 else r.randint(8, 20)
 
 
 def _chat_content(r, allow_images=True):
     if r.random() < 0.6:
         return r.choice(TEXTS)
     parts = []
-    for _ in range(r.randint(0, 3)):
+    for _ in range(_part_count(r)):
         c = r.random()
         if c < 0.6 or not allow_images:
             parts.append({"type": "text", "text": r.choice(TEXTS)})
@@ -203,7 +215,7 @@ def _resp_content(r):
     if r.random() < 0.5:
         return r.choice(TEXTS)
     parts = []
-    for _ in range(r.randint(1, 3)):
+    for _ in range(max(1, _part_count(r))):
         c = r.random()
         if c < 0.6:
             parts.append({"type": r.choice(["input_text", "output_text"]), "text": r.choice(TEXTS)})
@@ -317,7 +329,7 @@ def messages_body(r):
     msgs = []
     for turn in range(r.randint(1, 3)):
         blocks = []
-        for _ in range(r.randint(1, 3)):
+        for _ in range(max(1, _part_count(r))):
             c = r.random()
             if c < 0.6:
                 blocks.append({"type": "text", "text": r.choice(TEXTS)})
@@ -326,6 +338,8 @@ def messages_body(r):
                     {"type": "url", "url": "https://example.com/a.png"},
                     {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
                     {"type": "base64", "media_type": "image/png", "data": "AAA"},
+                    {"type": "base64", "media_type": r.choice(["image/png", "image/jpeg", "image/gif", "image/webp"]),
+                     "data": r.choice(B64_BODIES)},
                     {"type": "url", "url": _long_url(r)},
                     {"type": "url", "url": _image_url(r)}])})
             else:
@@ -437,7 +451,11 @@ if __name__ == "__main__":
 
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 300
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else 1
-    if len(sys.argv) > 3 and sys.argv[3] == "mutated":
+    flags = set(sys.argv[3:])
+    # `strict`: the documented deviation is not normalised away either (it counts as a
+    # difference); without it, the cases it explains are counted and reported.
+    strict = "strict" in flags
+    if "mutated" in flags:
         # Broken bodies: each random body with one node replaced or deleted.
         from conversion_random import mutated_cases
         cases = mutated_cases(seed, n)
@@ -459,9 +477,14 @@ if __name__ == "__main__":
         return re.sub(r"No tool output found for tool call [^.\"]*\.", "No tool output found for tool call <id>.", text)
 
     bad = 0
+    explained = {"Responses: one of several unanswered calls named at random (docs/conversion-deviations.md)": 0}
     for case in expected:
         actual = run_case(d, case)
-        if unanswered_call_normalised(actual) != unanswered_call_normalised(case["expected"]):
+        if actual != case["expected"] and not strict and (
+                unanswered_call_normalised(actual) == unanswered_call_normalised(case["expected"])):
+            explained["Responses: one of several unanswered calls named at random (docs/conversion-deviations.md)"] += 1
+            continue
+        if actual != case["expected"]:
             bad += 1
             print("=" * 80)
             print(case["id"], json.dumps(case["body"], ensure_ascii=False)[:1500])
@@ -469,6 +492,8 @@ if __name__ == "__main__":
                 if actual.get(k) != case["expected"].get(k):
                     print(f"  {k}: expected {json.dumps(case['expected'].get(k), ensure_ascii=False)[:600]}")
                     print(f"  {' ' * len(k)}  actual   {json.dumps(actual.get(k), ensure_ascii=False)[:600]}")
+    for what, count in explained.items():
+        print(f"documented deviation: {count} cases: {what}")
     print(f"{bad} of {len(expected)} differ")
 
 

@@ -752,6 +752,82 @@ def found_by_differential_cases():
         add("responses", {"model": FLASH, "input": items, "tools": [{"type": "web_search"}]}, ws_reject)
         add("responses", {"model": FLASH, "input": items, "tools": [fn("f"), {"type": "web_search_2025_08_26"}]}, ws_reject)
         add("responses", {"model": FLASH, "input": items, "tools": [fn("f")], "tool_choice": {"type": "web_search"}}, ws_reject)
+
+    # Image URLs: a URL over 8,192 bytes is refused in a first pass over a message's parts, in
+    # part order with Chat file parts and Responses images without a usable source, before any
+    # other check of an image part (scheme, media type, base64) and before "Image in assistant
+    # message" (conversion_random.py seeds 3-20: 37 cases). An external URL is anything that
+    # starts with `http` (any case, nothing before it).
+    long_url, long_e = "http://x.org/" + "a" * 8200, "https://x.org/" + "é" * 4100
+    file_part = {"type": "file", "file": {"file_id": "f1"}}
+
+    def iu(url):
+        return {"type": "image_url", "image_url": {"url": url}}
+
+    def chat_user(*parts, role="user"):
+        return {"role": role, "content": list(parts)}
+
+    for messages in ([chat_user(file_part, iu(long_url))], [chat_user(iu(long_url), file_part)],
+                     [chat_user(iu(long_e), {"type": "text", "text": "t"}, file_part)],
+                     [chat_user({"type": "text", "text": "t"}, file_part, iu(long_url))],
+                     [chat_user(iu("ftp://x"), file_part, iu(long_url))], [chat_user(iu("ftp://x"), iu(long_url))],
+                     [chat_user(iu("data:image/png;base64,@@"), iu(long_url))],
+                     [chat_user(iu("data:;base64,AA"), iu("data:image/png;x;base64,AAAA===="), iu(long_url))],
+                     [chat_user(iu("ftp://x")), chat_user(iu(long_url))],
+                     [chat_user(iu("http://x/a.png"), iu(long_url), role="assistant")],
+                     [chat_user(iu(long_url), role="assistant")], [chat_user(file_part, iu(long_url), role="assistant")],
+                     [chat_user(iu(long_url), file_part, role="assistant")], [chat_user(iu("ftp://x"), role="assistant")],
+                     [chat_user(iu("http://x/a.png"), role="assistant"), chat_user(iu(long_url))],
+                     [chat_user(iu(" " + long_url))], [chat_user(iu("\n" + long_url))],
+                     [chat_user(iu("hTTpS://x.org/" + "a" * 8200))], [chat_user(iu("http:/x.org/" + "a" * 8200))],
+                     [chat_user(iu("https:" + "a" * 8200))], [chat_user(iu("ftp://x.org/" + "a" * 8200))],
+                     [chat_user(iu("data:image/png;base64," + "A" * 9000))]):
+        for model in (PRO, FLASH):
+            add("chat", {"model": model, "messages": messages})
+    for url in ("http:/x.org/a.png", "https:abc", "http:", "HTTP:x", "http", "Http", "HTTPfoo", "httpé", "httpx://a",
+                "http//x", "http:\\\\x", "http\t://x", " http://x.org/a.png", "\thttp://x.org/a.png", "htt",
+                " data:image/png;base64,AAAA"):
+        add("chat", {"model": FLASH, "messages": [chat_user(iu(url))]})
+
+    def ri(url=None, file_id=None):
+        return {"type": "input_image", **({} if url is None else {"image_url": url}),
+                **({} if file_id is None else {"file_id": file_id})}
+
+    def rm(*parts, role="user"):
+        return {"role": role, "content": list(parts)}
+
+    call_f = {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}
+    for items in ([rm(ri(file_id="f"), ri(long_url))], [rm(ri(long_url), ri(file_id="f"))], [rm(ri(), ri(long_url))],
+                  [rm(ri(""), ri(long_url))], [rm(ri(long_e), {"type": "input_text", "text": "t"}, ri(file_id="f"))],
+                  [rm(ri("http://x/a"), ri(long_url), role="assistant")], [rm(ri("ftp://x"), ri(long_url), role="assistant")],
+                  [rm(ri(file_id="f"), ri(long_url), role="assistant")], [rm(ri(long_url), role="assistant")],
+                  [rm(ri("ftp://x"), ri(long_url))], [rm(ri("data:,iVBORw0KGgp="), ri(long_url))],
+                  [rm(ri(" http://x/a.png"))], [rm(ri("httpx:a"))], [rm(ri(" " + long_url))],
+                  [rm(ri("ftp://x")), rm(ri(long_url))],
+                  [call_f, {"type": "function_call_output", "call_id": "c", "output": [ri("ftp://x"), ri(long_url)]}],
+                  [call_f, {"type": "function_call_output", "call_id": "c", "output": [ri(file_id="f"), ri(long_url)]}]):
+        for model in (PRO, FLASH):
+            add("responses", {"model": model, "input": items, "tools": [fn("f")]})
+
+    # Chat: presence_penalty is checked before frequency_penalty, whatever the body's order
+    # (seed 16).
+    for body in ({"frequency_penalty": 5, "presence_penalty": 5}, {"presence_penalty": 5, "frequency_penalty": 5},
+                 {"frequency_penalty": 2**40, "presence_penalty": 2.5}):
+        add("chat", {"model": FLASH, "messages": [{"role": "user", "content": "hi"}], **body})
+
+    # Messages: base64 image data may end in any number of `=` (the image stage then refuses the
+    # data URL, as officially); a last group of two or three symbols needs at least one.
+    def b64_block(data):
+        return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
+
+    for data in ("iVBORw0KGgo===", "iVBORw0KGgo====", "iVBORw0KGgo=====", "iVBORw0KGgo", "AA", "AA=", "AA===",
+                 "A===", "AAAA=", "AAAA==", "=", "====", "AA=A", "A", "AAA", "AAA=", "AAA==", "AAA=====", "AB==",
+                 "AQ===", "AAE==", "AAAB", "AA==AA==", "A A=", " AAAA", "AAAA\n", "-_-_", "", "AAAA=====",
+                 "iVBORw0KGgp===", "iVBORw0KGgo=\n=", "%41AA", "AAAAA=", "AAAA=A=", "AAAAAA", "AAAAAA=",
+                 "AAAAAQ=", "+/8="):
+        msg([{"role": "user", "content": [b64_block(data)]}])
+    for url in ("ftp://" + "a" * 8200, " " + long_url, "httpx://a", "http:/x", " http://x/a.png", "HTTP://x/a"):
+        msg([{"role": "user", "content": [{"type": "image", "source": {"type": "url", "url": url}}]}])
     return cases
 
 

@@ -509,9 +509,85 @@ def conversion_url_cases() -> list:
     return out
 
 
+def _png_chunks(w: int, h: int, bad: str = "") -> bytes:
+    """A `w`x`h` grey PNG (two rows of pixels at most) with a tEXt chunk; `bad` gives one chunk a
+    wrong CRC (`ihdr`, `text`, `idat`, `iend`) or the zlib stream a wrong checksum (`adler`)."""
+    def chunk(t, data, ok=True):
+        crc = zlib.crc32(t + data) & 0xFFFFFFFF
+        return struct.pack(">I", len(data)) + t + data + struct.pack(">I", crc if ok else crc ^ 1)
+    raw = b"".join(b"\x00" + bytes([16 * (y + 1)]) * min(w, 64) for y in range(min(h, 2)))
+    z = zlib.compress(raw)
+    if bad == "adler":
+        z = z[:-4] + bytes(b ^ 1 for b in z[-4:])
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0), bad != "ihdr")
+            + chunk(b"tEXt", b"k\x00v", bad != "text") + chunk(b"IDAT", z, bad != "idat") + chunk(b"IEND", b"", bad != "iend"))
+
+
+def found_by_random_cases() -> list:
+    """Rules found by `images_random.py` and probing the official package (each reproduction
+    recorded): more than 14 images allow sides of 4,096 at most; the count grows by runs of one
+    path; a URL counts as http when it starts with `http`; PNG sizes are read from a whole IHDR
+    chunk with its CRC, any u32 side; PNG checksums as libpng's defaults; base64 padding. Writes
+    its small inputs."""
+    files = {f"claims_{w}x{h}.png": _png_chunks(w, h) for w, h in [(2 ** 31, 1), (2 ** 32 - 1, 1), (9000, 1)]}
+    files["claims_9000x1_bad_ihdr_crc.png"] = _png_chunks(9000, 1, "ihdr")
+    for bad in ["ihdr", "text", "idat", "iend", "adler"]:
+        files[f"crc_{bad}.png"] = _png_chunks(64, 2, bad)
+    files["crc_none.png"] = _png_chunks(64, 2)
+    out = []
+    for name, data in files.items():
+        save(name, data)
+        out.append({"name": f"found header {name}", "op": "preprocess", "input": name, "options": ["high", 8192, 512]})
+
+    def add(name, calls):
+        out.append({"name": f"found {name}", "op": "resolve", "calls": calls})
+
+    def src(input, path="m", repeat=1, **kw):
+        return {"type": "bytes", "input": input, "path": path, "repeat": repeat, **kw}
+
+    wide, tall, tiny, header_only = "size_8192x1.png", "size_1x8192.png", "size_1x1.png", "claims_8192x8192.png"
+    add("14 wide", [[src(wide, repeat=14)]])
+    add("15 wide", [[src(wide, repeat=15)]])
+    add("15 tall", [[src(tall, repeat=15)]])
+    add("14 wide then tiny", [[src(wide, repeat=14), src(tiny)]])
+    add("tiny then 14 wide", [[src(tiny), src(wide, repeat=14)]])
+    add("14 tiny then wide", [[src(tiny, repeat=14), src(wide, "n")]])
+    add("10 wide a, 5 wide b", [[src(wide, "a", 10), src(wide, "b", 5)]])
+    add("quota 10 tiny then 5 wide", [[src(tiny, repeat=10)], [src(wide, "b", 5)]])
+    add("quota 14 tiny then 1 wide", [[src(tiny, repeat=14)], [src(wide, "b")]])
+    add("14 header-only 8192", [[src(header_only, repeat=14)]])
+    add("15 header-only 8192", [[src(header_only, repeat=15)]])
+    add("15 size 3000x10", [[src("size_3000x10.png", repeat=15)]])
+    add("count 600 b, a, b", [[src(tiny, "b", 600), src(tiny, "a"), src(tiny, "b")]])
+    add("count 50 b, 600 a", [[src(tiny, "b", 50), src(tiny, "a", 600)]])
+    add("count 602 q, m", [[src(tiny, "q", 602), src(tiny, "m")]])
+    add("count 601 q, no path", [[src(tiny, "q", 601), src(tiny, "")]])
+    add("count 600 q, no path", [[src(tiny, "q", 600), src(tiny, "")]])
+    add("count quota 599, x x", [[src(tiny, "q", 599)], [src(tiny, "x"), src(tiny, "x")]])
+    for url in ["httpx://a", "HTTP:/127.0.0.1:9/a.png", "http", "Http", " http://127.0.0.1:9/", "htt://x", "",
+                "data:image/png;base64,AAAA", "httpa" + "a" * 9000]:
+        add(f"url {url[:30]!r}", [[{"type": "url", "url": url, "path": "p"}]])
+    for suffix in ["", "=", "==", "===", "====", "A", "A=", "AA=", " ", "%3D"]:
+        add(f"data url padding {suffix!r}", [[{"type": "data_url", "input": tiny, "suffix_of_b64": suffix, "path": "d"}]])
+        add(f"data url nopad padding {suffix!r}", [[{"type": "data_url", "input": "size_40x30.png", "encoding": "b64nopad",
+                                                     "suffix_of_b64": suffix, "path": "d"}]])
+    for fmt in ["chat", "responses", "messages"]:
+        for suffix in ["", "=", "===", "A="]:
+            out.append({"name": f"found convert_resolve {fmt} padding {suffix!r}", "op": "convert_resolve", "format": fmt,
+                        "parts": [{"type": "data_url", "input": tiny, "suffix_of_b64": suffix}]})
+        out.append({"name": f"found convert_resolve {fmt} 15 wide", "op": "convert_resolve", "format": fmt,
+                    "parts": [{"type": "data_url", "input": wide}], "repeat": 15})
+        out.append({"name": f"found convert_resolve {fmt} 14 wide", "op": "convert_resolve", "format": fmt,
+                    "parts": [{"type": "data_url", "input": wide}], "repeat": 14})
+        out.append({"name": f"found convert_resolve {fmt} http prefix", "op": "convert_resolve", "format": fmt,
+                    "parts": [{"type": "url", "url": "httpx://a"}, {"type": "data_url", "input": tiny}]})
+    return out
+
+
 def record_limits(run_in_official) -> None:
     path = OUT / "limit_cases.json"
-    cases = limit_cases() + redirect_fetch_cases() + conversion_url_cases() + dimension_cases()
+    cases = (limit_cases() + redirect_fetch_cases() + conversion_url_cases() + dimension_cases()
+             + found_by_random_cases())
     path.write_text(json.dumps(cases, indent=1))
     run_in_official(HERE / "_record_images.py", str(path), str(INPUTS), str(OFFICIAL), capture=False)
     print(f"{len(json.loads(path.read_text()))} limit cases")

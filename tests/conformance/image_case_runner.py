@@ -48,7 +48,7 @@ def _data_url(spec: dict, inputs: Path) -> str:
         body = "\n".join(body[i:i + 76] for i in range(0, len(body), 76)) + " \t"
     elif enc == "b64pct":
         body = urllib.parse.quote(body, safe="")
-    return f"data:{mime};base64,{body}"
+    return f"data:{mime};base64,{body}{spec.get('suffix_of_b64', '')}"
 
 
 def _source(spec: dict, inputs: Path, base: str):
@@ -169,6 +169,54 @@ def _convert(case: dict) -> dict:
     return {"ok": [[s.kind, s.data_url or s.url, s.path] for s in sources]}
 
 
+def _request_body(case: dict, inputs: Path, base: str) -> dict:
+    """A request of `case["format"]` whose one user message carries `case["parts"]` (source specs:
+    data URLs and URLs), `repeat` times over."""
+    urls = []
+    for spec in case["parts"]:
+        if spec["type"] == "data_url":
+            urls.append(_data_url(spec, inputs))
+        else:
+            url = spec["url"].replace("{base}", base)
+            urls.append(url + "a" * (spec["length"] - len(url.encode())) if "length" in spec else url)
+    urls = urls * case.get("repeat", 1)
+    model = case.get("model", "DeepSeek-V4.1-Flash")
+    if case["format"] == "chat":
+        parts = [{"type": "image_url", "image_url": {"url": u}} for u in urls]
+        return {"model": model, "messages": [{"role": "user", "content": parts + [{"type": "text", "text": "?"}]}]}
+    if case["format"] == "responses":
+        parts = [{"type": "input_image", "image_url": u} for u in urls]
+        return {"model": model, "input": [{"role": "user", "content": parts + [{"type": "input_text", "text": "?"}]}]}
+    blocks = []
+    for u in urls:
+        head, _, data = u.partition(";base64,")
+        if u.startswith("data:") and data:
+            blocks.append({"type": "image", "source": {"type": "base64", "media_type": head[5:] or "image/png", "data": data}})
+        else:
+            blocks.append({"type": "image", "source": {"type": "url", "url": u}})
+    return {"model": model, "max_tokens": 10, "messages": [{"role": "user", "content": blocks + [{"type": "text", "text": "?"}]}]}
+
+
+def _convert_resolve(case: dict, inputs: Path, base: str) -> dict:
+    """Convert the case's request, then resolve its image sources with one resolver and quota."""
+    import json
+
+    cls = {"chat": d.ChatCompletionRequest, "responses": d.ResponsesRequest, "messages": d.MessagesRequest}[case["format"]]
+    try:
+        request = cls(_request_body(case, inputs, base)).convert(d.ConversionOptions())
+    except d.ConversionError as e:
+        return {"conversion_error": json.loads(e.body)["error"]["message"]}
+    sources = [s for m in request.conversation.messages for s in (getattr(m, "image_sources", None) or [])]
+    quota = d.ImageQuota()
+    try:
+        mm = d.ImageResolver(d.ReqwestImageFetcher(), d.OpenCvImagePreprocessor()).resolve(sources, quota)
+        out = {"ok": {"sizes": [[i.width, i.height] for i in mm.images], "adjustment": mm.image_token_adjustment()}}
+    except Exception as e:  # noqa: BLE001 - the error is the outcome
+        out = _error(e, base)
+    out["quota"] = [quota.image_count(), quota.byte_size()]
+    return out
+
+
 def run_case(case: dict, inputs: Path, server=None, keep: dict | None = None) -> dict:
     """Run `case`; official WebP outputs of `keep_webp` cases go into `keep[name]`."""
     base = server.base if server else "http://127.0.0.1:0"
@@ -210,6 +258,8 @@ def run_case(case: dict, inputs: Path, server=None, keep: dict | None = None) ->
             return {"ok": {"calls": calls}}
         if op == "convert":
             return _convert(case)
+        if op == "convert_resolve":
+            return _convert_resolve(case, inputs, base)
         if op == "fetch":
             return _network_call(case, server, lambda f: {"ok": {"len": len(f.fetch(case["url"].replace("{base}", base)))}})
         if op == "resolve_url":

@@ -21,12 +21,6 @@ CORPUS = Path(__file__).resolve().parents[1] / "conformance" / "images"
 CASES = json.loads((CORPUS / "limit_cases.json").read_text())
 
 
-# Known, not yet fixed (docs/image-deviations.md): a PNG header claiming a width of 2^31 - 1 is
-# refused by the png crate before its size is read (`Decode`; officially
-# `ImageDimensionsTooLarge`).
-KNOWN_GAPS = {"header claims_2147483647x1.png"}
-
-
 @pytest.fixture(scope="module")
 def server():
     s = serve(CORPUS / "inputs")
@@ -34,7 +28,7 @@ def server():
     s.shutdown()
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c["name"] not in KNOWN_GAPS], ids=lambda c: c["name"])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c["name"])
 def test_limit_case_matches_official(case, server):
     ours, official = run_case(case, CORPUS / "inputs", server), case["official"]
     if "hits" in official:
@@ -42,11 +36,6 @@ def test_limit_case_matches_official(case, server):
         # so whether they reached the server is a race; which paths were asked is not.
         ours["hits"], official = sorted(set(ours["hits"])), {**official, "hits": sorted(set(official["hits"]))}
     assert ours == official
-
-
-def test_known_gaps_are_still_what_they_were():
-    for case in (c for c in CASES if c["name"] in KNOWN_GAPS):
-        assert run_case(case, CORPUS / "inputs")["error"]["kind"] == "Decode"
 
 
 def test_corpus_covers_every_limit():

@@ -1,6 +1,6 @@
 //! `data:` URLs: the media type must name an accepted image format (`image/jpg` included,
 //! parameters such as `;charset=` ignored); the body is base64 in the standard alphabet
-//! (padding optional, ASCII whitespace and percent-escapes removed first; the URL-safe alphabet
+//! (padding absent or exact, ASCII whitespace and percent-escapes removed first; the URL-safe alphabet
 //! is refused, as officially) or, without `;base64`, percent-encoded bytes.
 //!
 //! [`decode_data_url_within`] checks the size limit before decoding: from the body's length for
@@ -91,6 +91,10 @@ fn decode_base64(body: &str) -> Result<Vec<u8>, ImageError> {
         .into_iter()
         .filter(|b| !b.is_ascii_whitespace())
         .collect();
+    // Padding is absent or exact (`AA=` and `AA===` are refused, as officially).
+    if compact.contains(&b'=') && !compact.len().is_multiple_of(4) {
+        return Err(invalid("base64: padding not exact"));
+    }
     STANDARD
         .decode(&compact)
         .map_err(|e| invalid(&format!("base64: {e}")))

@@ -35,17 +35,38 @@ fn body_err(e: impl std::fmt::Display) -> ImageError {
 /// The width and height the header declares.
 pub fn header_dimensions(data: &[u8], media: MediaType) -> Result<(u32, u32), ImageError> {
     if media == MediaType::Png {
-        let mut decoder = png::Decoder::new(Cursor::new(data));
-        decoder.ignore_checksums(true);
-        let reader = decoder.read_info().map_err(decode_err)?;
-        let info = reader.info();
-        return Ok((info.width, info.height));
+        return png_header_size(data).ok_or_else(|| decode_err("invalid PNG header"));
     }
     let reader = ImageReader::new(Cursor::new(data))
         .with_guessed_format()
         .map_err(decode_err)?;
     let decoder = reader.into_decoder().map_err(decode_err)?;
     Ok(decoder.dimensions())
+}
+
+/// The size a PNG's IHDR chunk declares, read as libpng reads it: the whole chunk present with
+/// its CRC right, both sides from 1 to 2^32 - 1 (sides over 2^31 - 1 too: they are over any
+/// maximum side, so `ImageDimensionsTooLarge` rather than a decode error, as officially), a
+/// valid bit depth for the colour type, compression and filter method 0, interlace 0 or 1.
+pub fn png_header_size(data: &[u8]) -> Option<(u32, u32)> {
+    let chunk = data.get(8..33)?;
+    if &chunk[..8] != b"\0\0\0\x0dIHDR" {
+        return None;
+    }
+    let be = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+    if crc32fast::hash(&chunk[4..21]) != be(&chunk[21..25]) {
+        return None;
+    }
+    let (w, h) = (be(&chunk[8..12]), be(&chunk[12..16]));
+    let (depth, color) = (chunk[16], chunk[17]);
+    let depth_ok = match color {
+        0 => matches!(depth, 1 | 2 | 4 | 8 | 16),
+        3 => matches!(depth, 1 | 2 | 4 | 8),
+        2 | 4 | 6 => matches!(depth, 8 | 16),
+        _ => false,
+    };
+    (w > 0 && h > 0 && depth_ok && chunk[18] == 0 && chunk[19] == 0 && chunk[20] <= 1)
+        .then_some((w, h))
 }
 
 /// Decode to 8-bit RGB. `pixel_budget` bounds width×height before allocation.
@@ -96,10 +117,12 @@ fn put_row(samples: &[u8], channels: usize, out: &mut [u8]) {
 }
 
 fn decode_png(data: &[u8], budget: u64) -> Result<Pixels, ImageError> {
-    let mut decoder = png::Decoder::new(Cursor::new(data));
-    // Like the official decoder (libpng as OpenCV sets it up), a bad chunk CRC or zlib
-    // checksum is not fatal: the pixels decode as they are.
-    decoder.ignore_checksums(true);
+    // Like the official decoder (libpng's defaults): a bad CRC on a critical chunk (IHDR,
+    // IDAT, IEND, ...) or a bad zlib checksum is fatal, on an ancillary chunk it is not.
+    let mut options = png::DecodeOptions::default();
+    options.set_ignore_adler32(false);
+    options.set_ignore_crc(false);
+    let mut decoder = png::Decoder::new_with_options(Cursor::new(data), options);
     decoder.set_transformations(png::Transformations::EXPAND);
     let mut reader = decoder.read_info().map_err(decode_err)?;
     let (w, h) = (reader.info().width, reader.info().height);
@@ -132,6 +155,8 @@ fn decode_png(data: &[u8], budget: u64) -> Result<Pixels, ImageError> {
                 &mut out.data[y * row_out..(y + 1) * row_out],
             );
         }
+        // The rest of the file (checksums, IEND) as libpng reads it after the pixels.
+        reader.finish().map_err(body_err)?;
         return Ok(out);
     }
     let mut narrow = vec![0u8; w as usize * channels];
@@ -159,6 +184,7 @@ fn decode_png(data: &[u8], budget: u64) -> Result<Pixels, ImageError> {
     if y < h as usize {
         return Err(body_err("truncated PNG"));
     }
+    reader.finish().map_err(body_err)?;
     Ok(out)
 }
 

@@ -2,10 +2,13 @@
 //! Each limit is checked before the work it protects:
 //!
 //! 1. **image count**: the quota's images plus this call's sources over [`MAX_IMAGES`] →
-//!    `TooManyImages`, before any source is looked at (named after the first source over);
+//!    `TooManyImages`, before any source is looked at. The count grows run by run (a run: the
+//!    consecutive sources sharing one path, i.e. one message's images); the first run that
+//!    takes it over is named, with the count at the end of that run (`got 601` for 601 images
+//!    of one message followed by more of another);
 //! 2. **each source, in order, until the first failure** (before any fetch or decode):
-//!    * URL: `http`/`https` scheme (`InvalidUrl`), then at most [`MAX_URL_BYTES`] bytes
-//!      (`UrlTooLong`);
+//!    * URL: starts with `http` in any case (`InvalidUrl` otherwise; `http:/x` or `httpx://a`
+//!      pass and fail to download), then at most [`MAX_URL_BYTES`] bytes (`UrlTooLong`);
 //!    * bytes: not empty (`EmptyImage`), at most [`MAX_IMAGE_BYTES`] (`ImageTooLarge`);
 //!    * data URL: its header and media type, then the size its body can decode to (from the
 //!      body's length, before decoding: `ImageTooLarge`), then the decoded bytes (not empty);
@@ -16,7 +19,8 @@
 //!    failure of the earliest source is reported (a fetch failure before the failure of step 2
 //!    wins);
 //! 4. **decoding**, image by image: the header's dimensions are checked before pixels are
-//!    decoded (see `preprocess`).
+//!    decoded (see `preprocess`), against [`max_dimension_px`]: 8,192 pixels a side, 4,096 when
+//!    the request carries more than [`MANY_IMAGES`] images (the quota's and this call's).
 //!
 //! A failure names its image as `path.image[i]`, `i` counting the earlier sources with the same
 //! path; the request-wide limits (count, URL length, total, URL scheme) name only the path.
@@ -31,6 +35,24 @@ pub const MAX_TOTAL_BYTES: u64 = 64 * MIB;
 pub const MAX_URL_BYTES: usize = 8192;
 
 pub const MIB: u64 = 1024 * 1024;
+
+/// Largest side of an image in a request of at most [`MANY_IMAGES`] images.
+pub const MAX_DIMENSION_PX: u32 = 8192;
+/// Images a request may carry before its images must be smaller.
+pub const MANY_IMAGES: u64 = 14;
+/// Largest side of an image in a request of more than [`MANY_IMAGES`] images.
+pub const MANY_IMAGES_MAX_DIMENSION_PX: u32 = 4096;
+
+/// The largest side an image may have in a request of `count` images (found on the official
+/// package: 14 images of 8192×8192 are accepted; a 15th image, even 1×1, makes every side over
+/// 4,096 `ImageDimensionsTooLarge`, checked from the header like the plain limit).
+pub fn max_dimension_px(count: u64) -> u32 {
+    if count > MANY_IMAGES {
+        MANY_IMAGES_MAX_DIMENSION_PX
+    } else {
+        MAX_DIMENSION_PX
+    }
+}
 
 /// `Too many images: …`.
 pub fn too_many_images(count: u64) -> String {

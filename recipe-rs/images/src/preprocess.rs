@@ -16,7 +16,7 @@ pub const WEBP_MAX_SIDE: usize = 16383;
 /// Lossy WebP quality of the output.
 pub const WEBP_QUALITY: f32 = 90.0;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Detail {
     Low,
     High,

@@ -11,6 +11,7 @@
 //! exceed the total is named differ.
 
 use std::borrow::{Borrow, Cow};
+use std::collections::HashMap;
 
 use recipe_core::conversation::{ImageData, ImageDetail, ImageSource};
 
@@ -18,14 +19,13 @@ use crate::data_url::decode_data_url_within;
 use crate::error::{ImageError, ImageErrorKind, LocatedImageError};
 use crate::fetch::ImageFetcher;
 use crate::limits::{
-    image_too_large, too_many_images, total_too_large, url_too_long, MAX_IMAGES, MAX_IMAGE_BYTES,
-    MAX_TOTAL_BYTES, MAX_URL_BYTES,
+    image_too_large, max_dimension_px, too_many_images, total_too_large, url_too_long, MAX_IMAGES,
+    MAX_IMAGE_BYTES, MAX_TOTAL_BYTES, MAX_URL_BYTES,
 };
 use crate::preprocess::{preprocess, Detail, ImageInfo, PreprocessOptions};
 use crate::retry::{as_resolver_failure, RetryPolicy};
 
-/// Largest side the resolver accepts.
-pub const MAX_DIMENSION_PX: u32 = 8192;
+pub use crate::limits::MAX_DIMENSION_PX;
 /// Long side of a low-detail image before the fit.
 pub const LOW_DETAIL_MAX_DIMENSION_PX: u32 = 512;
 
@@ -65,10 +65,11 @@ fn request_wide(kind: ImageErrorKind, public: String) -> ImageError {
     ImageError::with_public(kind, public, "request limit")
 }
 
-/// The scheme and length of an external URL.
+/// The scheme and length of an external URL. As officially, anything that starts with `http`
+/// (any case, nothing before it) counts as http(s) here; what is not a usable URL then fails
+/// to download (a retryable `Fetch`).
 fn check_url(url: &str) -> Result<(), ImageError> {
-    let lower = url.get(..8).unwrap_or(url).to_ascii_lowercase();
-    if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+    if !url.get(..4).is_some_and(|s| s.eq_ignore_ascii_case("http")) {
         return Err(ImageError::with_public(
             ImageErrorKind::InvalidUrl,
             format!("invalid url: {url:?}"),
@@ -161,16 +162,26 @@ impl ImageResolver {
         sources: &[S],
         quota: &mut ImageQuota,
     ) -> Result<Vec<ImageInfo>, LocatedImageError> {
-        let count = quota.image_count.saturating_add(sources.len() as u64);
-        if count > MAX_IMAGES {
-            let first_over = MAX_IMAGES.saturating_sub(quota.image_count) as usize;
-            let path = sources
-                .get(first_over)
-                .map_or("", |s| Borrow::<ImageSource>::borrow(s).path.as_str());
-            let error = request_wide(ImageErrorKind::TooManyImages, too_many_images(count));
-            let message = error.message(path, 0);
-            return Err(LocatedImageError { error, message });
+        // The count grows by runs of consecutive sources with one path (a message's images),
+        // as officially: the first run that takes it over the limit is named, with the count
+        // up to the end of that run.
+        let path_of = |k: usize| Borrow::<ImageSource>::borrow(&sources[k]).path.as_str();
+        let mut running = quota.image_count;
+        let mut start = 0;
+        while start < sources.len() {
+            let path = path_of(start);
+            let end = (start + 1..sources.len())
+                .find(|&k| path_of(k) != path)
+                .unwrap_or(sources.len());
+            running = running.saturating_add((end - start) as u64);
+            if running > MAX_IMAGES {
+                let error = request_wide(ImageErrorKind::TooManyImages, too_many_images(running));
+                let message = error.message(path, 0);
+                return Err(LocatedImageError { error, message });
+            }
+            start = end;
         }
+        let count = running;
         // Each source's own checks and the running total, until the first failure.
         let mut loaded: Vec<Loaded<'_>> = Vec::with_capacity(sources.len());
         let mut total = quota.byte_size;
@@ -221,16 +232,23 @@ impl ImageResolver {
         if let Some((k, e)) = fetch_failure.or(first_failure) {
             return Err(located(sources, k, e));
         }
-        // Decoding, image by image.
-        let mut images = Vec::with_capacity(sources.len());
+        // Decoding, image by image; the largest side allowed depends on the request's count.
+        // An image whose bytes and detail repeat an earlier one's is preprocessed once (the
+        // result is the same; a request repeating one picture costs one decode).
+        let max_side = max_dimension_px(count);
+        let mut images: Vec<ImageInfo> = Vec::with_capacity(sources.len());
+        let mut seen: HashMap<(&[u8], Detail), usize> = HashMap::new();
         for (k, (source, data)) in sources.iter().zip(&bytes).enumerate() {
-            let options = PreprocessOptions::new(
-                detail_of(Borrow::<ImageSource>::borrow(source).detail),
-                MAX_DIMENSION_PX as u64,
-                LOW_DETAIL_MAX_DIMENSION_PX as u64,
-            )
-            .map_err(|e| located(sources, k, e))?;
+            let detail = detail_of(Borrow::<ImageSource>::borrow(source).detail);
+            if let Some(&earlier) = seen.get(&(&**data, detail)) {
+                images.push(images[earlier].clone());
+                continue;
+            }
+            let options =
+                PreprocessOptions::new(detail, max_side as u64, LOW_DETAIL_MAX_DIMENSION_PX as u64)
+                    .map_err(|e| located(sources, k, e))?;
             let info = preprocess(data, &options).map_err(|e| located(sources, k, e))?;
+            seen.insert((&**data, detail), k);
             images.push(info);
         }
         quota.image_count += images.len() as u64;

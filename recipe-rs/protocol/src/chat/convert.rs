@@ -8,7 +8,7 @@ use recipe_core::{
 use super::tool_sequence::ToolSequence;
 use super::types::*;
 use crate::body::de::StringOrList;
-use crate::common::image_url::{checked_image_url, too_long_advice, ImageUrlProblem};
+use crate::common::image_url::{checked_image_url, too_long_advice, url_too_long, ImageUrlProblem};
 use crate::common::response_format::RequestedFormat;
 use crate::common::{self, DeclaredTool, ImagePart, Part, RequestEffort, RequestToolChoice};
 use crate::driver::{Context, FormatRequest, RequestFormat, Sampling};
@@ -350,12 +350,26 @@ fn content_parts(
         StringOrList::String(s) => return Ok(vec![Part::Text(s)]),
         StringOrList::List(b) => b,
     };
-    if common::shows_images(version)
-        && blocks
-            .iter()
-            .any(|b| matches!(b, ChatCompletionRequestContentBlock::File { .. }))
-    {
-        return reject(format!("{path}: file must have a file_id or file_data"));
+    if common::shows_images(version) {
+        // Officially one pass over the parts comes first: a file part, or an external URL over
+        // the length limit, is refused there (whichever comes first), before the role or any
+        // other check of an image part.
+        for (j, block) in blocks.iter().enumerate() {
+            match block {
+                ChatCompletionRequestContentBlock::File { .. } => {
+                    return reject(format!("{path}: file must have a file_id or file_data"));
+                }
+                ChatCompletionRequestContentBlock::ImageUrl { image_url } => {
+                    if let Some(n) = url_too_long(&image_url.url) {
+                        return reject(format!(
+                            "{path}.image_url.url[{j}]: image_url.url {}",
+                            too_long_advice(n)
+                        ));
+                    }
+                }
+                ChatCompletionRequestContentBlock::Text { .. } => {}
+            }
+        }
     }
     let mut parts = Vec::with_capacity(blocks.len());
     for (j, block) in blocks.into_iter().enumerate() {

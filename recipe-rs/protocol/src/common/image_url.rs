@@ -1,11 +1,15 @@
 //! What an image URL of a V4.1 request must be before conversion accepts it, as officially:
 //!
-//! * `http://` or `https://` (any case, leading whitespace ignored) and at most
-//!   [`MAX_URL_BYTES`] bytes; or
+//! * anything that starts with `http` (any case, nothing before it: `httpx:a` and `http:/x`
+//!   pass, ` http://x` does not) and is at most [`MAX_URL_BYTES`] bytes; or
 //! * a `data:` URL (any case) whose header ends in `;base64`, whose media type (before the
 //!   first `;`, trimmed, any case) is PNG, JPEG (`image/jpg` too), GIF or WebP, and whose body
 //!   is standard base64 as the image stage decodes it (percent-escapes and ASCII whitespace
 //!   removed first; padding absent or exact; stray low bits allowed).
+//!
+//! The length is checked in a pass of its own over a message's parts, before the other checks
+//! of any part ([`url_too_long`]): officially a long URL is reported before an unsupported or
+//! malformed image part earlier in the same message, and before "Image in assistant message".
 //!
 //! Nothing is decoded into a buffer: the body is scanned once.
 
@@ -64,11 +68,16 @@ fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
     .then(|| &s[prefix.len()..])
 }
 
-/// Whether `url` is an http(s) URL (any case, after leading whitespace).
+/// Whether `url` counts as an external URL: officially any value that starts with `http` (any
+/// case, no leading whitespace); the image stage checks the scheme itself.
 pub fn is_http_url(url: &str) -> bool {
-    let t = url.trim_start();
-    strip_prefix_ignore_case(t, "http://").is_some()
-        || strip_prefix_ignore_case(t, "https://").is_some()
+    strip_prefix_ignore_case(url, "http").is_some()
+}
+
+/// The byte length of an external URL over [`MAX_URL_BYTES`], checked before anything else
+/// about an image part.
+pub fn url_too_long(url: &str) -> Option<usize> {
+    (is_http_url(url) && url.len() > MAX_URL_BYTES).then_some(url.len())
 }
 
 /// Check an image URL of a request whose model sees images; the source keeps `url` unchanged.
@@ -92,8 +101,8 @@ pub fn checked_image_url(url: &str) -> Result<ImageData, ImageUrlProblem> {
         return Ok(ImageData::DataUrl(url.to_owned()));
     }
     if is_http_url(url) {
-        if url.len() > MAX_URL_BYTES {
-            return Err(ImageUrlProblem::TooLong(url.len()));
+        if let Some(n) = url_too_long(url) {
+            return Err(ImageUrlProblem::TooLong(n));
         }
         return Ok(ImageData::Url(url.to_owned()));
     }
@@ -134,7 +143,7 @@ pub fn is_lenient_base64(body: &str) -> bool {
     if symbols % 4 == 1 {
         return false;
     }
-    pads == 0 || (symbols % 4 != 0 && (symbols + pads) % 4 == 0)
+    pads == 0 || (symbols % 4 != 0 && symbols % 4 + pads == 4)
 }
 
 #[cfg(test)]
@@ -153,10 +162,18 @@ mod tests {
             ("data:image/png;base64,", Ok(())),
             ("data:image/png;base64,iVBORw0KGgp=", Ok(())),
             ("HTTP://x/", Ok(())),
+            ("http", Ok(())),
+            ("httpx://a", Ok(())),
+            ("http:/x", Ok(())),
+            ("https:abc", Ok(())),
+            (" http://x/a.png", Err(Format)),
+            ("htt", Err(Format)),
             ("data:image/png;base64,@@@@", Err(Base64)),
             ("data:image/png;base64,AA=", Err(Base64)),
             ("data:image/png;base64,AAA==", Err(Base64)),
             ("data:image/png;base64,AAAA====", Err(Base64)),
+            ("data:image/png;base64,AA======", Err(Base64)),
+            ("data:image/png;base64,AAA=====", Err(Base64)),
             ("data:image/png;base64,AA=A", Err(Base64)),
             ("data:image/png;base64,AAAA%", Err(Base64)),
             ("data:image/png;base64,A", Err(Base64)),

@@ -1,12 +1,14 @@
 //! Content blocks of Messages turns: where each kind may stand, images and documents as message
 //! parts, tool results, mid-conversation system turns, and tool inputs as call arguments.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use recipe_core::{ImageData, ImageDetail, ModelVersion};
 
 use super::types::*;
-use crate::common::image_url::{is_http_url, too_long_advice, MAX_URL_BYTES};
+use crate::common::image_url::{is_http_url, too_long_advice, url_too_long};
 use crate::common::{self, DeclaredTool, ImagePart, Part};
 
 impl MessagesContentBlock {
@@ -74,8 +76,12 @@ fn write_spaced(v: &Value, out: &mut String) {
     }
 }
 
-/// Whether `s` is canonical standard base64 (padded, no stray bits in the last symbol).
-pub fn is_canonical_base64(s: &str) -> bool {
+/// A Messages image's base64 `data` in canonical form, or `None` where it is refused, as
+/// officially: standard alphabet, no whitespace, no stray bits in the last symbol; a last group
+/// of two or three symbols needs padding, and any number of `=` may end the data
+/// (`iVBORw0KGgo===`, `AAAA=`, `=`). The official package decodes the data and encodes it again,
+/// so the source carries the canonical padding (`iVBORw0KGgo=`, `AAAA`, ``).
+pub fn canonical_messages_base64(s: &str) -> Option<Cow<'_, str>> {
     fn val(c: u8) -> Option<u8> {
         match c {
             b'A'..=b'Z' => Some(c - b'A'),
@@ -86,27 +92,29 @@ pub fn is_canonical_base64(s: &str) -> bool {
             _ => None,
         }
     }
-    let b = s.as_bytes();
-    if !b.len().is_multiple_of(4) {
-        return false;
-    }
-    let pad = b.iter().rev().take_while(|&&c| c == b'=').count();
-    if pad > 2 {
-        return false;
-    }
-    let body = &b[..b.len() - pad];
+    let symbols = s.trim_end_matches('=');
+    let padded = symbols.len() < s.len();
     let mut last = 0u8;
-    for &c in body {
-        match val(c) {
-            Some(v) => last = v,
-            None => return false,
-        }
+    for &c in symbols.as_bytes() {
+        last = val(c)?;
     }
-    match pad {
-        1 => last & 0b11 == 0,
-        2 => last & 0b1111 == 0,
-        _ => true,
+    let pad = match symbols.len() % 4 {
+        0 => "",
+        1 => return None,
+        2 if padded && last & 0b1111 == 0 => "==",
+        3 if padded && last & 0b11 == 0 => "=",
+        _ => return None,
+    };
+    if symbols.len() + pad.len() == s.len() {
+        Some(Cow::Borrowed(s))
+    } else {
+        Some(Cow::Owned(format!("{symbols}{pad}")))
     }
+}
+
+/// Whether Messages accepts `s` as an image's base64 data (see [`canonical_messages_base64`]).
+pub fn is_messages_base64(s: &str) -> bool {
+    canonical_messages_base64(s).is_some()
 }
 
 /// The image data of an image block; `Err` carries the message suffix of a rejection.
@@ -116,9 +124,11 @@ pub(super) fn image_from_source(
 ) -> Result<Option<ImageData>, String> {
     match source {
         MessagesImageSource::Base64 { media_type, data } => {
-            if validate && !is_canonical_base64(data) {
-                return Err("base64 decode error".to_owned());
-            }
+            let data = if validate {
+                canonical_messages_base64(data).ok_or_else(|| "base64 decode error".to_owned())?
+            } else {
+                Cow::Borrowed(data.as_str())
+            };
             Ok(Some(ImageData::DataUrl(format!(
                 "data:{};base64,{data}",
                 media_type.as_str()
@@ -128,8 +138,8 @@ pub(super) fn image_from_source(
             if validate && !is_http_url(url) {
                 return Err(format!("invalid url: {url:?}"));
             }
-            if validate && url.len() > MAX_URL_BYTES {
-                return Err(too_long_advice(url.len()));
+            if let Some(n) = url_too_long(url).filter(|_| validate) {
+                return Err(too_long_advice(n));
             }
             Ok(Some(ImageData::Url(url.clone())))
         }

@@ -7,7 +7,7 @@ mod convert;
 mod shapes;
 pub mod types;
 
-pub use blocks::{is_canonical_base64, spaced_json};
+pub use blocks::{is_messages_base64, spaced_json};
 pub use types::*;
 
 use serde_json::Value;

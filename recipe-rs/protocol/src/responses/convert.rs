@@ -12,7 +12,7 @@ use super::call_group::CallGroup;
 use super::items::{Content, Item, ResponsesContentBlock, Role};
 use super::tools::{declared_tools, str_field};
 use super::types::*;
-use crate::common::image_url::{checked_image_url, too_long_advice, ImageUrlProblem};
+use crate::common::image_url::{checked_image_url, too_long_advice, url_too_long, ImageUrlProblem};
 use crate::common::response_format::RequestedFormat;
 use crate::common::{self, DeclaredTool, ImagePart, Part, RequestEffort, RequestToolChoice};
 use crate::driver::{Context, FormatRequest, RequestFormat, Sampling};
@@ -172,7 +172,8 @@ fn content_parts(
         Content::Blocks(b) => b,
     };
     if common::shows_images(version) {
-        // Every image part needs a source before anything else about the parts is checked.
+        // Every image part needs a source, and an external URL within the length limit, before
+        // anything else about the parts is checked (the role included).
         for (j, block) in blocks.iter().enumerate() {
             let ResponsesContentBlock::InputImage {
                 image_url, file_id, ..
@@ -180,7 +181,13 @@ fn content_parts(
             else {
                 continue;
             };
-            if image_url.as_deref().is_some_and(|u| !u.is_empty()) {
+            if let Some(url) = image_url.as_deref().filter(|u| !u.is_empty()) {
+                if let Some(n) = url_too_long(url) {
+                    return reject(format!(
+                        "{path}.{field}[{j}]: image_url {}",
+                        too_long_advice(n)
+                    ));
+                }
                 continue;
             }
             return reject(if file_id.is_some() {
