@@ -438,7 +438,6 @@ def random_cases(seed: int, n: int):
 if __name__ == "__main__":
     # Differential check: our package (current interpreter) vs the official one (side venv).
     import json
-    import subprocess
     import sys
     import tempfile
     from pathlib import Path
@@ -447,7 +446,7 @@ if __name__ == "__main__":
     sys.path.insert(0, str(here))
     import deepseek_recipe as d
     from conversion_case_runner import run_case
-    from official_venv import ensure_official_venv, official_env, official_python
+    from official_venv import run_in_official
 
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 300
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else 1
@@ -461,12 +460,10 @@ if __name__ == "__main__":
         cases = mutated_cases(seed, n)
     else:
         cases = random_cases(seed, n)
-    ensure_official_venv()
     with tempfile.TemporaryDirectory() as tmp:
         inp, out = Path(tmp) / "in.json", Path(tmp) / "out.json"
         inp.write_text(json.dumps(cases))
-        subprocess.run([str(official_python()), str(here / "_record_conversion.py"), str(inp), str(out)], check=True,
-                       env=official_env())
+        run_in_official(here / "_record_conversion.py", str(inp), str(out), capture=False)
         expected = json.loads(out.read_text())
     import re
 

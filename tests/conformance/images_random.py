@@ -129,7 +129,6 @@ def random_cases(seed: int, n: int):
 
 if __name__ == "__main__":
     import json
-    import subprocess
     import sys
     import tempfile
     from pathlib import Path
@@ -138,18 +137,16 @@ if __name__ == "__main__":
     sys.path.insert(0, str(here))
     from image_case_runner import run_case
     from image_http_server import serve
-    from official_venv import ensure_official_venv, official_env, official_python
+    from official_venv import run_in_official
 
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 200
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else 1
     cases = random_cases(seed, n)
     inputs = here / "images" / "inputs"
-    ensure_official_venv()
     with tempfile.TemporaryDirectory() as tmp:
         spec = Path(tmp) / "cases.json"
         spec.write_text(json.dumps(cases))
-        subprocess.run([str(official_python()), str(here / "_record_images.py"), str(spec), str(inputs), tmp],
-                       check=True, env=official_env())
+        run_in_official(here / "_record_images.py", str(spec), str(inputs), tmp, capture=False)
         expected = json.loads(spec.read_text())
     server = serve(inputs)
     bad = 0
