@@ -2,19 +2,14 @@
 
 uvicorn on 127.0.0.1 (a random port) serves a tiny seeded V4.1 checkpoint (``write_tiny_v41``) through
 ``EngineBackend`` with the V4.1 prompt encoding and output parser (``ServerConfig(model_version="v41")``). The
-checkpoint is written with the real 0.3.0 tokenizer and vocabulary, as the V4 fixtures are (the committed
-``tests/engine/data/tiny_v41`` has a word-level tokenizer without DeepSeek's control tokens, which the codec
-refuses to encode with), except that the one V4.1 control token 0.3.0 lacks, ``<｜System｜>`` (a thinking V4.1
-prompt opens with it), takes the place of the first unused placeholder, ``<｜place▁holder▁no▁0｜>``. Chat Completions and Responses go through ``openai``, Messages and ``count_tokens``
+checkpoint's word-level tokenizer carries the released control tokens plus V4.1's ``<｜System｜>``
+(``write_tiny_v41(special_tokens=True)``), so the codec encodes and parses real V4.1 prompts with it. Chat Completions and Responses go through ``openai``, Messages and ``count_tokens``
 through ``anthropic`` (both validating every response strictly), streaming and not, thinking on and off, and
 each answer equals the same request run offline (``ProtocolEngine.prepare`` -> ``LLM.generate`` ->
 ``ProtocolEngine.finish``) on a second engine over the same checkpoint.
 """
 
 from __future__ import annotations
-
-import json
-from pathlib import Path
 
 import anthropic
 import deepseek_recipe as dr
@@ -28,7 +23,6 @@ from deepseek_engine.entrypoints.server_backend import EngineBackend
 from deepseek_engine.testing.tiny_checkpoint_v41 import write_tiny_v41
 from deepseek_recipe.server.app import create_app
 from deepseek_recipe.server.config import ServerConfig
-from encoding_spec import tokenizer_path
 from server_support import LiveServer
 
 torch.set_num_threads(1)
@@ -37,21 +31,9 @@ MODEL = "DeepSeek-V4.1-Flash"
 MAX_TOKENS = 3
 
 
-def v41_tokenizer_json(path: Path) -> Path:
-    """0.3.0's ``tokenizer.json`` with placeholder 0 (ID 128000, an added special token) spelled ``<｜System｜>``."""
-    text = Path(tokenizer_path()).read_text(encoding="utf-8")
-    placeholder = json.dumps("<｜place▁holder▁no▁0｜>", ensure_ascii=False)
-    assert text.count(placeholder) == 1 and "<｜System｜>" not in text
-    path.write_text(text.replace(placeholder, json.dumps("<｜System｜>", ensure_ascii=False)), encoding="utf-8")
-    return path
-
-
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("v41_server")
-    tokenizer = v41_tokenizer_json(folder / "tokenizer.json")
-    write_tiny_v41(folder / "ckpt", tokenizer_json=str(tokenizer), vocab_size=129280, seed=3)
-    return folder / "ckpt"
+    return write_tiny_v41(tmp_path_factory.mktemp("v41_server") / "ckpt", special_tokens=True, seed=3)
 
 
 @pytest.fixture(scope="module")
