@@ -19,3 +19,4 @@
 #include "../sampling/cpu.cpp"
 #include "../step_layout/cpu.cpp"
 #include "../v41_compress/cpu.cpp"
+#include "../weight_only/cpu.cpp"
