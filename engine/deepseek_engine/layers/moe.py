@@ -85,14 +85,12 @@ class PackedRoutedExperts(nn.Module):
         if tuple(w2.weight.shape[:2]) != (self.n, self.hidden) or w2.in_features != self.inter:
             raise ValueError(f"packed down experts of shape {tuple(w2.weight.shape)} do not fit "
                              f"{self.n} x {self.hidden} x {self.inter}")
-        if (w13.fmt, w13.block_rows, w13.block_cols) != (w2.fmt, w2.block_rows, w2.block_cols):
-            raise ValueError("the gate/up and down experts must share one format and block shape")
+        if w13.fmt != w2.fmt:
+            raise ValueError("the gate/up and down experts must share one format")
         self.w13, self.w2 = w13, w2
 
     def forward(self, x: torch.Tensor, experts: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-        a, b = self.w13, self.w2
-        return ops.wo_experts(x, experts, weights, a.weight, a.scale, b.weight, b.scale, a.fmt, a.block_rows,
-                              a.block_cols, self.limit).to(x.dtype)
+        return ops.weight_only.packed_experts(x, experts, weights, self.w13, self.w2, self.limit).to(x.dtype)
 
 
 class PackedSharedExpert(nn.Module):

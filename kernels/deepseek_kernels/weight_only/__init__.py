@@ -2,7 +2,8 @@
 :mod:`.pack`; formats in :mod:`.reference`).
 
 * ``wo_linear(x, weight, scale, fmt, block_rows, block_cols)``: ``x @ dequant(weight).T``, GEMV / small-M GEMM.
-* ``wo_experts(x, experts, weights, w13, s13, w2, s2, fmt, block_rows, block_cols, limit)``: a MoE layer's routed
+* ``wo_experts(x, experts, weights, w13, s13, w2, s2, fmt, block_rows, block_cols, down_block_rows,
+  down_block_cols, limit)``: a MoE layer's routed
   experts in one pass over the experts the tokens pick (tokens gathered per expert; no loop over all experts).
 
 CPU: ``cpu.cpp`` (weights decoded eight at a time in AVX2 registers, scaled, FMA dot products; threads over output
@@ -39,7 +40,7 @@ def _(x, weight, scale, fmt, block_rows, block_cols):
 
 
 @fake("wo_experts")
-def _(x, experts, weights, w13, s13, w2, s2, fmt, block_rows, block_cols, limit):
+def _(x, experts, weights, w13, s13, w2, s2, fmt, block_rows, block_cols, down_block_rows, down_block_cols, limit):
     return x.new_empty(x.shape)
 
 
@@ -55,5 +56,13 @@ def packed_linear(x, packed: PackedWeight):
     return wo_linear(x, *packed.args())
 
 
-__all__ = ["BF16", "FORMATS", "FP8", "INT8", "MXFP4", "PackedWeight", "dequantize_packed", "pack", "packed_linear",
+def packed_experts(x, experts, weights, w13: PackedWeight, w2: PackedWeight, limit: float):
+    """``wo_experts`` on stacked :class:`PackedWeight` experts (gate/up ``w13``, down ``w2``)."""
+    if w13.fmt != w2.fmt:
+        raise ValueError("the gate/up and down experts must share one format")
+    return wo_experts(x, experts, weights, w13.weight, w13.scale, w2.weight, w2.scale, w13.fmt, w13.block_rows,
+                      w13.block_cols, w2.block_rows, w2.block_cols, limit)
+
+
+__all__ = ["BF16", "FORMATS", "FP8", "INT8", "MXFP4", "PackedWeight", "dequantize_packed", "pack", "packed_experts", "packed_linear",
            "stack_experts", "stack_rows", "wo_experts", "wo_experts_reference", "wo_linear", "wo_linear_reference"]

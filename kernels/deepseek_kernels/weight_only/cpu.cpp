@@ -101,7 +101,7 @@ inline float silu(float v) { return v / (1.0f + std::exp(-v)); }
 at::Tensor wo_experts_cpu(const at::Tensor &x, const at::Tensor &experts, const at::Tensor &weights,
                           const at::Tensor &w13, const c10::optional<at::Tensor> &s13, const at::Tensor &w2,
                           const c10::optional<at::Tensor> &s2, int64_t fmt, int64_t block_rows, int64_t block_cols,
-                          double limit) {
+                          int64_t down_block_rows, int64_t down_block_cols, double limit) {
     const char *op = "wo_experts";
     dk::expect_float(op, "x", x);
     dk::expect_dim(op, "x", x, 2);
@@ -109,7 +109,7 @@ at::Tensor wo_experts_cpu(const at::Tensor &x, const at::Tensor &experts, const 
     dk::expect_dtype(op, "experts", experts, at::kLong);
     dk::expect(weights.sizes() == experts.sizes(), op, "weights must have the shape of experts [T, k]");
     const auto up = packed_view(op, "w13", w13, s13, fmt, block_rows, block_cols, 1);
-    const auto down = packed_view(op, "w2", w2, s2, fmt, block_rows, block_cols, 1);
+    const auto down = packed_view(op, "w2", w2, s2, fmt, down_block_rows, down_block_cols, 1);
     const int64_t T = x.size(0), H = x.size(1), k = experts.size(1), E = w13.size(0);
     dk::expect(experts.size(0) == T, op, "experts must have one row per token of x");
     dk::expect(up.K == H && up.N % 2 == 0, op, "w13 must be [E, 2 I, H] (gate rows, then up rows)");
@@ -183,7 +183,7 @@ at::Tensor wo_experts_cpu(const at::Tensor &x, const at::Tensor &experts, const 
 TORCH_LIBRARY_FRAGMENT(deepseek_kernels, m) {
     m.def("wo_linear(Tensor x, Tensor weight, Tensor? scale, int fmt, int block_rows, int block_cols) -> Tensor");
     m.def("wo_experts(Tensor x, Tensor experts, Tensor weights, Tensor w13, Tensor? s13, Tensor w2, Tensor? s2, "
-          "int fmt, int block_rows, int block_cols, float limit) -> Tensor");
+          "int fmt, int block_rows, int block_cols, int down_block_rows, int down_block_cols, float limit) -> Tensor");
 }
 TORCH_LIBRARY_IMPL(deepseek_kernels, CPU, m) {
     m.impl("wo_linear", &wo_linear_cpu);

@@ -65,10 +65,12 @@ def wo_linear_reference(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tens
 
 def wo_experts_reference(x: torch.Tensor, experts: torch.Tensor, weights: torch.Tensor, w13: torch.Tensor,
                          s13: torch.Tensor | None, w2: torch.Tensor, s2: torch.Tensor | None, fmt: int,
-                         block_rows: int, block_cols: int, limit: float) -> torch.Tensor:
+                         block_rows: int, block_cols: int, down_block_rows: int, down_block_cols: int,
+                         limit: float) -> torch.Tensor:
     """Routed experts of the tokens ``x [T, H]``: token ``t`` adds, for each of its experts ``experts[t, j]`` in
     increasing expert order, ``weights[t, j] * down(silu(min(g, limit)) * clamp(u, -limit, limit))`` with
-    ``[g, u] = w13[e] @ x[t]`` (``w13 [E, 2 I, H]``: gate rows, then up rows; ``w2 [E, H, I]``). Only the experts
+    ``[g, u] = w13[e] @ x[t]`` (``w13 [E, 2 I, H]``: gate rows, then up rows, scale blocks ``block_rows x
+    block_cols``; ``w2 [E, H, I]``, blocks ``down_block_rows x down_block_cols``). Only the experts
     some token picks are dequantised. Returns ``x``'s dtype."""
     xf = x.to(torch.float32)
     out = torch.zeros_like(xf)
@@ -78,6 +80,6 @@ def wo_experts_reference(x: torch.Tensor, experts: torch.Tensor, weights: torch.
         up = xf[tok] @ dequantize_packed(w13[e], None if s13 is None else s13[e], fmt, block_rows, block_cols).T
         gate, val = up[:, :inter], up[:, inter:]
         act = torch.nn.functional.silu(gate.clamp(max=limit)) * val.clamp(min=-limit, max=limit)
-        y = act @ dequantize_packed(w2[e], None if s2 is None else s2[e], fmt, block_rows, block_cols).T
+        y = act @ dequantize_packed(w2[e], None if s2 is None else s2[e], fmt, down_block_rows, down_block_cols).T
         out.index_add_(0, tok, y * weights[tok, slot, None].to(torch.float32))
     return out.to(x.dtype)
