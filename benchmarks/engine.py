@@ -320,8 +320,18 @@ def run_bandwidth(args) -> None:
           f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     triad = {t: stream_triad(t) for t in thread_counts}
     print("STREAM triad: " + ", ".join(f"{triad[t] / 1e9:.1f} GB/s at {t} thread(s)" for t in thread_counts))
-    ours: dict[tuple[int, int], float] = {}
     prompts = {b: make_prompts(b, BANDWIDTH_VOCAB, args.min_len, args.min_len, seed=b) for b in batches}
+    header = (f"{'side':>12} {'threads':>7} {'batch':>5} {'tok/s':>8} {'ms/step':>8} {'MiB/step':>9} {'GB/s':>6} "
+              f"{'of triad':>8} {'same-t':>6}")
+    print(header, flush=True)
+
+    def report(side: str, t: int, b: int, step: float) -> None:
+        weights, kv, _ = bandwidth_step_bytes(folder, config, b, context)
+        rate = (weights + kv) / step
+        print(f"{side:>12} {t:>7} {b:>5} {b / step:>8.2f} {step * 1e3:>8.1f} {(weights + kv) / 2**20:>9.1f} "
+              f"{rate / 1e9:>6.2f} {rate / triad[cores]:>8.1%} {rate / triad[t]:>6.1%}", flush=True)
+
+    ours: dict[tuple[int, int], float] = {}
     llm = LLM(folder, max_model_len=args.max_model_len, max_num_seqs=max(batches),
               max_num_batched_tokens=max(args.max_num_batched_tokens, max(batches) * args.min_len),
               enable_prefix_caching=False)
@@ -330,29 +340,19 @@ def run_bandwidth(args) -> None:
         torch.set_num_threads(t)
         for b in batches:
             ours[t, b] = min(engine_decode_seconds(llm, prompts[b], n) for _ in range(max(1, args.repeat)))
+            report("engine", t, b, ours[t, b])
     del llm
     gc.collect()
-    theirs: dict[tuple[int, int], float] = {}
-    if not args.skip_transformers:
-        model = load_transformers(folder)
-        for t in thread_counts:
-            torch.set_num_threads(t)
-            for b in batches:
-                theirs[t, b] = transformers_decode_seconds(model, prompts[b], n, max(1, args.repeat))
-        del model
-        gc.collect()
-    print(f"{'threads':>7} {'batch':>5} {'engine tok/s':>12} {'ms/step':>8} {'MiB/step':>9} {'GB/s':>6} "
-          f"{'of triad':>8} {'same-t':>6} {'transformers tok/s':>18} {'ratio':>6}")
+    if args.skip_transformers:
+        return
+    model = load_transformers(folder)
     for t in thread_counts:
+        torch.set_num_threads(t)
         for b in batches:
-            weights, kv, _ = bandwidth_step_bytes(folder, config, b, context)
-            step = ours[t, b]
-            rate = (weights + kv) / step
-            line = (f"{t:>7} {b:>5} {b / step:>12.1f} {step * 1e3:>8.1f} {(weights + kv) / 2**20:>9.1f} "
-                    f"{rate / 1e9:>6.2f} {rate / triad[cores]:>8.1%} {rate / triad[t]:>6.1%}")
-            if (t, b) in theirs:
-                line += f" {b / theirs[t, b]:>18.1f} {theirs[t, b] / step:>5.2f}x"
-            print(line)
+            theirs = transformers_decode_seconds(model, prompts[b], n, max(1, args.repeat))
+            report("transformers", t, b, theirs)
+            print(f"{'':>12} engine / transformers at {t} thread(s), batch {b}: {theirs / ours[t, b]:.2f}x",
+                  flush=True)
     print("bytes per step: stored weight bytes except the embedding, routed experts x expected distinct fraction, "
           "plus float32 KV rows read; 'of triad': against the triad at one thread per physical core, 'same-t': "
           "against the triad at the row's thread count")

@@ -151,6 +151,25 @@ inline __m256 decode8v(int64_t fmt, const uint8_t *row, int64_t k, float scale) 
 }
 #endif
 
+#ifdef __AVX2__
+// One MXFP4 group (32 weights, 16 bytes, one scale) decoded and scaled into four vectors of eight, in order. Twice
+// each e2m1 value is a small integer (0, 1, 2, 3, 4, 6, 8, 12 and their negatives): one byte shuffle looks all 32
+// up, they widen to float32 and one multiplication by scale / 2 gives value x scale exactly (a power of two).
+inline void decode32_fp4(const uint8_t *row, int64_t k, float scale, __m256 out[4]) {
+    const __m128i bytes = _mm_loadu_si128((const __m128i *)(row + (k >> 1)));
+    const __m128i lo = _mm_and_si128(bytes, _mm_set1_epi8(15));
+    const __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi8(15));
+    const __m128i table = _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
+    const __m128i first = _mm_shuffle_epi8(table, _mm_unpacklo_epi8(lo, hi));   // weights 0..15
+    const __m128i second = _mm_shuffle_epi8(table, _mm_unpackhi_epi8(lo, hi));  // weights 16..31
+    const __m256 half = _mm256_set1_ps(scale * 0.5f);
+    out[0] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(first)), half);
+    out[1] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(first, 8))), half);
+    out[2] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(second)), half);
+    out[3] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(second, 8))), half);
+}
+#endif
+
 #ifdef DK_WO_AVX
 inline float hsum8(__m256 v) {
     alignas(32) float l[8];
@@ -176,6 +195,20 @@ inline void tile(int64_t fmt, const float *x, int64_t ldx, int64_t K, const uint
         for (int m = 0; m < MB; m++) acc[r][m] = _mm256_setzero_ps();
 #else
     float acc[NR][MB][8] = {};
+#endif
+#if defined(__AVX2__) && defined(DK_WO_AVX)
+    if (fmt == MXFP4) {  // whole groups of 32 (K is a multiple of 32)
+        for (int64_t kb = 0; kb < k8; kb += 32) {
+            __m256 wv[NR][4];
+            for (int r = 0; r < NR; r++) decode32_fp4(w + (n0 + r) * wstride, kb, scales[r].at(kb), wv[r]);
+            for (int q = 0; q < 4; q++) {
+                __m256 xv[MB];
+                for (int m = 0; m < MB; m++) xv[m] = _mm256_loadu_ps(x + m * ldx + kb + 8 * q);
+                for (int r = 0; r < NR; r++)
+                    for (int m = 0; m < MB; m++) acc[r][m] = _mm256_fmadd_ps(wv[r][q], xv[m], acc[r][m]);
+            }
+        }
+    } else
 #endif
     for (int64_t kb = 0; kb < k8; kb += step) {
         const int64_t kend = kb + step < k8 ? kb + step : k8;
