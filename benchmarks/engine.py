@@ -270,25 +270,26 @@ def engine_decode_seconds(llm, prompts: list[list[int]], new_tokens: int) -> flo
     # prefill (and prefill chunks): until every sequence runs and has its first token
     while sched.waiting or any(not s.output_token_ids for s in sched.running):
         llm.step()
-    start, steps = time.perf_counter(), 0
+    start, cpu, steps = time.perf_counter(), time.process_time(), 0
     while llm.has_unfinished_requests():
         llm.step()
         steps += 1
-    return (time.perf_counter() - start) / max(steps, 1)
+    return (time.perf_counter() - start) / max(steps, 1), (time.process_time() - cpu) / max(steps, 1)
 
 
 def transformers_decode_seconds(model, prompts: list[list[int]], new_tokens: int, repeat: int) -> float:
-    """Seconds per decode step of ``transformers`` ``generate()`` (the run with one new token subtracted)."""
+    """Wall and CPU seconds per decode step of ``transformers`` ``generate()`` (the run with one new token
+    subtracted)."""
     ids = torch.tensor(prompts)  # equal lengths: no padding
     model.generation_config.eos_token_id = None
-    best = [float("inf"), float("inf")]
+    best = [[float("inf")] * 2, [float("inf")] * 2]
     for _ in range(repeat):
         for j, n in enumerate((1, new_tokens)):
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=n, min_new_tokens=n,
                            do_sample=False, pad_token_id=0)
-            best[j] = min(best[j], time.perf_counter() - start)
-    return (best[1] - best[0]) / (new_tokens - 1)
+            best[j] = [min(best[j][0], time.perf_counter() - start), min(best[j][1], time.process_time() - cpu)]
+    return tuple((best[1][i] - best[0][i]) / (new_tokens - 1) for i in (0, 1))
 
 
 def run_bandwidth(args) -> None:
@@ -322,16 +323,18 @@ def run_bandwidth(args) -> None:
     print("STREAM triad: " + ", ".join(f"{triad[t] / 1e9:.1f} GB/s at {t} thread(s)" for t in thread_counts))
     prompts = {b: make_prompts(b, BANDWIDTH_VOCAB, args.min_len, args.min_len, seed=b) for b in batches}
     header = (f"{'side':>12} {'threads':>7} {'batch':>5} {'tok/s':>8} {'ms/step':>8} {'MiB/step':>9} {'GB/s':>6} "
-              f"{'of triad':>8} {'same-t':>6}")
+              f"{'of triad':>8} {'same-t':>6} {'tok/CPU-s':>9} {'GB/CPU-s':>8}")
     print(header, flush=True)
 
-    def report(side: str, t: int, b: int, step: float) -> None:
+    def report(side: str, t: int, b: int, times: tuple[float, float]) -> None:
+        step, cpu = times
         weights, kv, _ = bandwidth_step_bytes(folder, config, b, context)
         rate = (weights + kv) / step
         print(f"{side:>12} {t:>7} {b:>5} {b / step:>8.2f} {step * 1e3:>8.1f} {(weights + kv) / 2**20:>9.1f} "
-              f"{rate / 1e9:>6.2f} {rate / triad[cores]:>8.1%} {rate / triad[t]:>6.1%}", flush=True)
+              f"{rate / 1e9:>6.2f} {rate / triad[cores]:>8.1%} {rate / triad[t]:>6.1%} {b / cpu:>9.2f} "
+              f"{(weights + kv) / cpu / 1e9:>8.2f}", flush=True)
 
-    ours: dict[tuple[int, int], float] = {}
+    ours: dict[tuple[int, int], tuple[float, float]] = {}
     llm = LLM(folder, max_model_len=args.max_model_len, max_num_seqs=max(batches),
               max_num_batched_tokens=max(args.max_num_batched_tokens, max(batches) * args.min_len),
               enable_prefix_caching=False)
@@ -351,11 +354,11 @@ def run_bandwidth(args) -> None:
         for b in batches:
             theirs = transformers_decode_seconds(model, prompts[b], n, max(1, args.repeat))
             report("transformers", t, b, theirs)
-            print(f"{'':>12} engine / transformers at {t} thread(s), batch {b}: {theirs / ours[t, b]:.2f}x",
-                  flush=True)
+            print(f"{'':>12} engine / transformers at {t} thread(s), batch {b}: {theirs[0] / ours[t, b][0]:.2f}x "
+                  f"wall-clock, {theirs[1] / ours[t, b][1]:.2f}x CPU time", flush=True)
     print("bytes per step: stored weight bytes except the embedding, routed experts x expected distinct fraction, "
           "plus float32 KV rows read; 'of triad': against the triad at one thread per physical core, 'same-t': "
-          "against the triad at the row's thread count")
+          "against the triad at the row's thread count; per CPU second: the steadier figures on a shared machine")
 
 
 #: The V4 twin of the tiny V4.1 checkpoint: same hidden size, depth and vocabulary (``--workload v41``).

@@ -25,3 +25,16 @@ def physical_cores() -> int:
         except (OSError, ValueError):
             return max(1, len(allowed))
     return max(1, len(cores))
+
+
+def intra_op_threads(requested: int | None = None) -> int:
+    """The engine's torch intra-op thread count: ``requested`` when given (at least 1); otherwise the count already
+    set (by ``torch.set_num_threads`` or ``OMP_NUM_THREADS``, the user's choice) but no more than one thread per
+    physical core (torch's own default may count hardware threads, which only contend for a memory-bound decode)."""
+    import torch
+
+    if requested is not None:
+        if requested < 1:
+            raise ValueError(f"num_threads must be at least 1, got {requested}")
+        return requested
+    return max(1, min(torch.get_num_threads(), physical_cores()))
