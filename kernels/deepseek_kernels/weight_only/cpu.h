@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 #if defined(__AVX__) && defined(__FMA__)
 #include <immintrin.h>
 #define DK_WO_AVX 1
@@ -22,10 +23,12 @@
 
 namespace dk_wo {
 
-enum Fmt : int64_t { BF16 = 0, INT8 = 1, FP8 = 2, MXFP4 = 3 };
+enum Fmt : int64_t { BF16 = 0, INT8 = 1, FP8 = 2, MXFP4 = 3, F32 = 4 };  // F32: decoded panels (internal)
 
 // Bytes of one weight row of `k` values (MXFP4: two values per byte).
-inline int64_t row_bytes(int64_t fmt, int64_t k) { return fmt == BF16 ? 2 * k : fmt == MXFP4 ? k / 2 : k; }
+inline int64_t row_bytes(int64_t fmt, int64_t k) {
+    return fmt == F32 ? 4 * k : fmt == BF16 ? 2 * k : fmt == MXFP4 ? k / 2 : k;
+}
 
 inline float bits_float(uint32_t b) {
     float f;
@@ -60,6 +63,11 @@ inline float decode_one(int64_t fmt, const uint8_t *row, int64_t k) {
         }
         case INT8: return float(int8_t(row[k]));
         case FP8: return e4m3(row[k]);
+        case F32: {
+            float f;
+            std::memcpy(&f, row + 4 * k, 4);
+            return f;
+        }
         default: return e2m1((row[k >> 1] >> ((k & 1) * 4)) & 15);
     }
 }
@@ -101,6 +109,9 @@ inline void decode8(int64_t fmt, const uint8_t *row, int64_t k, float *out) {
         case INT8:
             for (int j = 0; j < 8; j++) out[j] = float(int8_t(row[k + j]));
             return;
+        case F32:
+            std::memcpy(out, row + 4 * k, 32);
+            return;
         case FP8: {
             const float *t = tables().fp8;
             for (int j = 0; j < 8; j++) out[j] = t[row[k + j]];
@@ -125,6 +136,7 @@ inline __m256 decode8v(int64_t fmt, const uint8_t *row, int64_t k, float scale) 
         case INT8:
             v = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(row + k))));
             break;
+        case F32: return _mm256_loadu_ps((const float *)row + k);
         case FP8: {
             const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(row + k)));
             const __m256i mag = _mm256_slli_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0x7F)), 20);
@@ -147,7 +159,7 @@ inline __m256 decode8v(int64_t fmt, const uint8_t *row, int64_t k, float scale) 
             v = _mm256_or_ps(mag, _mm256_castsi256_ps(sign));
         }
     }
-    return fmt == BF16 ? v : _mm256_mul_ps(v, _mm256_set1_ps(scale));
+    return _mm256_mul_ps(v, _mm256_set1_ps(scale));
 }
 #endif
 
@@ -185,8 +197,9 @@ inline void tile(int64_t fmt, const float *x, int64_t ldx, int64_t K, const uint
                  const RowScale *scales, int64_t n0, float *y, int64_t ldy) {
     // the vector part: whole chunks of eight inside one scale block; the rest one weight at a time
     const int64_t bc = scales[0].block_cols;
-    const int64_t k8 = (fmt == MXFP4 || fmt == BF16 || bc % 8 == 0 || bc >= K) ? K - K % 8 : 0;
-    const int64_t step = fmt == MXFP4 ? 32 : (fmt == BF16 || bc >= K) ? (k8 ? k8 : 8) : bc;
+    const bool unscaled = fmt == BF16 || fmt == F32;
+    const int64_t k8 = (fmt == MXFP4 || unscaled || bc % 8 == 0 || bc >= K) ? K - K % 8 : 0;
+    const int64_t step = fmt == MXFP4 ? 32 : (unscaled || bc >= K) ? (k8 ? k8 : 8) : bc;
     alignas(32) float wd[NR][8];
     (void)wd;
 #ifdef DK_WO_AVX
@@ -275,6 +288,8 @@ struct Packed {
 
 // Rows [n0, n1) of y [M, N] (stride ldy) = x [M, K] (stride ldx, M a multiple of the tile height) @ dequant(W).T.
 inline void rows(const Packed &p, const float *x, int64_t M, int64_t ldx, int64_t n0, int64_t n1, float *y,
+                 int64_t ldy);
+inline void rows(const Packed &p, const float *x, int64_t M, int64_t ldx, int64_t n0, int64_t n1, float *y,
                  int64_t ldy) {
     const int64_t K = p.K, ws = row_bytes(p.fmt, K);
     int64_t n = n0;
@@ -287,6 +302,23 @@ inline void rows(const Packed &p, const float *x, int64_t M, int64_t ldx, int64_
         }
     };
     using I1 = std::integral_constant<int, 1>;
+    if (M > 8 && p.fmt != F32) {
+        // many rows: each weight row is decoded (and scaled) once into a float panel, which the tiles then read
+        std::vector<float> panel(K);
+        Packed f{F32, 1, K, reinterpret_cast<const uint8_t *>(panel.data()), nullptr, nullptr, 1, K};
+        for (; n < n1; n++) {
+            const uint8_t *row = p.w + n * ws;
+            const RowScale s = p.row(n);
+            int64_t k = 0;
+#if defined(__AVX2__) && defined(DK_WO_AVX)
+            if (p.fmt == MXFP4 || p.fmt == BF16 || p.bc % 8 == 0 || p.bc >= K)
+                for (; k + 8 <= K; k += 8) _mm256_storeu_ps(panel.data() + k, decode8v(p.fmt, row, k, s.at(k)));
+#endif
+            for (; k < K; k++) panel[k] = decode_one(p.fmt, row, k) * s.at(k);
+            rows(f, x, M, ldx, 0, 1, y + n, ldy);
+        }
+        return;
+    }
     using I2 = std::integral_constant<int, 2>;
     using I4 = std::integral_constant<int, 4>;
     using I8 = std::integral_constant<int, 8>;
