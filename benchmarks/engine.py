@@ -18,6 +18,19 @@ of it that the engine's decode reaches (bytes of weights and KV cache read per d
     .venv/bin/python benchmarks/engine.py [--prompts 32] [--max-tokens 32] [--threads 1] [--repeat 5]
     .venv/bin/python benchmarks/engine.py --workload large [--prompts 8] [--max-tokens 16]
 
+``--workload bandwidth`` runs the bandwidth-bound workload: a random V4 checkpoint of about 1 GB in the weight
+formats real checkpoints use (``--weights v4``: MXFP4 experts, FP8 e4m3 projections with 128 x 128 e8m0 block
+scales, bfloat16 embedding / head; ``--weights int8``: int8 weight-only projections and experts; hidden 1024,
+16 layers of sliding / CSA / HCA attention, 64 routed experts of intermediate 512, top-6;
+``deepseek_engine.testing.bandwidth_checkpoint``, generated under ``.cache/`` on first use). At batch 1 and 32,
+and at one thread and at one thread per physical core, it reports decode tokens/s of the engine and of
+``transformers`` (fed the same weights dequantised), the bytes a decode step reads (every stored weight byte
+except the embedding table, routed experts counted only for the expected number of distinct experts the batch's
+tokens pick, as ``llama-bench`` counts model bytes, plus the KV rows attention reads), the machine's bandwidth
+measured in the same run (a STREAM triad, one thread per physical core) and the fraction reached.
+
+    .venv/bin/python benchmarks/engine.py --workload bandwidth [--weights v4|int8] [--batches 1,32]
+
 ``--workload v41`` runs DeepSeek V4.1 (the tiny checkpoint of ``write_tiny_v41``: hidden 32, 6 layers,
 1024-token vocabulary, under ``.cache/``) three ways in one process, same prompts, greedy: the per-sequence
 reference path (``DeepseekV41ForCausalLM.forward_sequence``, one sequence and one token at a time, as ``LLM``
@@ -189,6 +202,165 @@ def run_large(args) -> None:
               f"tok/s per CPU second; ratio {t_wall / wall:.2f}x wall-clock, {t_cpu / cpu:.2f}x CPU time")
 
 
+def stream_triad(threads: int, mib: int = 256, repeat: int = 5) -> float:
+    """Bytes per second of a STREAM triad ``a = b + s * c`` over three float32 arrays of ``mib`` MiB each, run with
+    ``threads`` torch threads (STREAM's count: two arrays read and one written per element, 12 bytes), fastest
+    of ``repeat``."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    n = mib * (1 << 20) // 4
+    a, b, c = torch.empty(n), torch.ones(n), torch.full((n,), 2.0)
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        torch.add(b, c, alpha=3.0, out=a)
+        best = min(best, time.perf_counter() - start)
+    torch.set_num_threads(previous)
+    return 3 * n * 4 / best
+
+
+def stored_bytes(folder: Path) -> dict[str, int]:
+    """Bytes of every stored tensor of a safetensors checkpoint folder (from the shards' headers)."""
+    import json
+    import struct
+
+    out: dict[str, int] = {}
+    for shard in folder.glob("*.safetensors"):
+        with shard.open("rb") as fh:
+            (length,) = struct.unpack("<Q", fh.read(8))
+            header = json.loads(fh.read(length))
+        for name, meta in header.items():
+            if name != "__metadata__":
+                out[name] = meta["data_offsets"][1] - meta["data_offsets"][0]
+    return out
+
+
+def bandwidth_step_bytes(folder: Path, config, batch: int, context: int, kv_bytes: int = 4) -> tuple[float, float, float]:
+    """(weight bytes, KV bytes, routed-expert bytes) a decode step of ``batch`` sequences at ``context`` tokens
+    reads. Weights: every stored byte (scales included) except the embedding table (a step reads one row per
+    token) and the routed experts, which count only the expected number of distinct experts the batch picks per
+    layer, ``E * (1 - (1 - k / E) ** batch)``. KV (``kv_bytes`` per value: the engine's float32 pool): each
+    sequence's window rows, compressed entries and the indexer's entries, per layer."""
+    c = config
+    sizes = stored_bytes(folder)
+    experts = sum(v for k, v in sizes.items() if ".ffn.experts." in k)
+    dense = sum(v for k, v in sizes.items() if ".ffn.experts." not in k and not k.startswith("embed."))
+    e, k = c.n_routed_experts, c.num_experts_per_tok
+    active = experts * (1 - (1 - k / e) ** batch)  # bytes of every expert times the fraction picked
+    kv = 0.0
+    for i, kind in enumerate(c.layer_types):
+        kv += min(context, c.sliding_window) * c.head_dim
+        rate = c.compress_rate(i)
+        if rate:
+            kv += context // rate * c.head_dim
+            if kind == "compressed_sparse_attention":
+                kv += context // rate * c.index_head_dim
+    return dense + active, batch * kv * kv_bytes, active
+
+
+def engine_decode_seconds(llm, prompts: list[list[int]], new_tokens: int) -> float:
+    """Seconds per decode step of ``llm`` generating ``new_tokens`` for each prompt (prefill steps excluded:
+    timed from the first step after every sequence has its first token)."""
+    from deepseek_engine import SamplingParams
+
+    params = SamplingParams(temperature=0, max_tokens=new_tokens, ignore_eos=True)
+    for p in prompts:
+        llm.add_request(p, params)
+    sched = llm.scheduler
+    # prefill (and prefill chunks): until every sequence runs and has its first token
+    while sched.waiting or any(not s.output_token_ids for s in sched.running):
+        llm.step()
+    start, cpu, steps = time.perf_counter(), time.process_time(), 0
+    while llm.has_unfinished_requests():
+        llm.step()
+        steps += 1
+    return (time.perf_counter() - start) / max(steps, 1), (time.process_time() - cpu) / max(steps, 1)
+
+
+def transformers_decode_seconds(model, prompts: list[list[int]], new_tokens: int, repeat: int) -> float:
+    """Wall and CPU seconds per decode step of ``transformers`` ``generate()`` (the run with one new token
+    subtracted)."""
+    ids = torch.tensor(prompts)  # equal lengths: no padding
+    model.generation_config.eos_token_id = None
+    best = [[float("inf")] * 2, [float("inf")] * 2]
+    for _ in range(repeat):
+        for j, n in enumerate((1, new_tokens)):
+            start, cpu = time.perf_counter(), time.process_time()
+            model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=n, min_new_tokens=n,
+                           do_sample=False, pad_token_id=0)
+            best[j] = [min(best[j][0], time.perf_counter() - start), min(best[j][1], time.process_time() - cpu)]
+    return tuple((best[1][i] - best[0][i]) / (new_tokens - 1) for i in (0, 1))
+
+
+def run_bandwidth(args) -> None:
+    """The bandwidth-bound workload (``--workload bandwidth``)."""
+    import gc
+    import os
+
+    from deepseek_engine.core.threads import physical_cores
+    from deepseek_engine.models import load_config
+    from deepseek_engine.testing.bandwidth_checkpoint import (
+        BANDWIDTH_VOCAB,
+        ensure_bandwidth_checkpoint,
+        load_transformers,
+    )
+
+    folder = ensure_bandwidth_checkpoint(args.checkpoint or ROOT / ".cache" / f"bandwidth-deepseek-v4-{args.weights}",
+                                         args.weights)
+    config = load_config(folder)
+    size = sum(stored_bytes(folder).values())
+    cores = physical_cores()
+    thread_counts = sorted({1, cores})
+    batches = [int(b) for b in args.batches.split(",")]
+    n = args.max_tokens
+    context = args.min_len + n // 2
+    print(f"bandwidth workload: {folder.name} ({size / 2**30:.2f} GiB stored, weights {args.weights}), hidden "
+          f"{config.hidden_size}, {config.num_hidden_layers} layers, {config.n_routed_experts} experts of "
+          f"{config.moe_intermediate_size}, top-{config.num_experts_per_tok}; prompts of {args.min_len} tokens, "
+          f"{n} new tokens; {cores} physical cores, threads {thread_counts}; load average "
+          f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    triad = {t: stream_triad(t) for t in thread_counts}
+    print("STREAM triad: " + ", ".join(f"{triad[t] / 1e9:.1f} GB/s at {t} thread(s)" for t in thread_counts))
+    prompts = {b: make_prompts(b, BANDWIDTH_VOCAB, args.min_len, args.min_len, seed=b) for b in batches}
+    header = (f"{'side':>12} {'threads':>7} {'batch':>5} {'tok/s':>8} {'ms/step':>8} {'MiB/step':>9} {'GB/s':>6} "
+              f"{'of triad':>8} {'same-t':>6} {'tok/CPU-s':>9} {'GB/CPU-s':>8}")
+    print(header, flush=True)
+
+    def report(side: str, t: int, b: int, times: tuple[float, float]) -> None:
+        step, cpu = times
+        weights, kv, _ = bandwidth_step_bytes(folder, config, b, context)
+        rate = (weights + kv) / step
+        print(f"{side:>12} {t:>7} {b:>5} {b / step:>8.2f} {step * 1e3:>8.1f} {(weights + kv) / 2**20:>9.1f} "
+              f"{rate / 1e9:>6.2f} {rate / triad[cores]:>8.1%} {rate / triad[t]:>6.1%} {b / cpu:>9.2f} "
+              f"{(weights + kv) / cpu / 1e9:>8.2f}", flush=True)
+
+    ours: dict[tuple[int, int], tuple[float, float]] = {}
+    llm = LLM(folder, max_model_len=args.max_model_len, max_num_seqs=max(batches),
+              max_num_batched_tokens=max(args.max_num_batched_tokens, max(batches) * args.min_len),
+              enable_prefix_caching=False)
+    llm.generate([prompts[batches[0]][0]], SamplingParams(temperature=0, max_tokens=2))  # warm-up
+    for t in thread_counts:
+        torch.set_num_threads(t)
+        for b in batches:
+            ours[t, b] = min(engine_decode_seconds(llm, prompts[b], n) for _ in range(max(1, args.repeat)))
+            report("engine", t, b, ours[t, b])
+    del llm
+    gc.collect()
+    if args.skip_transformers:
+        return
+    model = load_transformers(folder)
+    for t in thread_counts:
+        torch.set_num_threads(t)
+        for b in batches:
+            theirs = transformers_decode_seconds(model, prompts[b], n, max(1, args.repeat))
+            report("transformers", t, b, theirs)
+            print(f"{'':>12} engine / transformers at {t} thread(s), batch {b}: {theirs[0] / ours[t, b][0]:.2f}x "
+                  f"wall-clock, {theirs[1] / ours[t, b][1]:.2f}x CPU time", flush=True)
+    print("bytes per step: stored weight bytes except the embedding, routed experts x expected distinct fraction, "
+          "plus float32 KV rows read; 'of triad': against the triad at one thread per physical core, 'same-t': "
+          "against the triad at the row's thread count; per CPU second: the steadier figures on a shared machine")
+
+
 #: The V4 twin of the tiny V4.1 checkpoint: same hidden size, depth and vocabulary (``--workload v41``).
 V4_TWIN_LAYERS = ["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention",
                   "compressed_sparse_attention", "heavily_compressed_attention", "compressed_sparse_attention"]
@@ -262,7 +434,11 @@ def main(argv: list[str] | None = None) -> None:
 
         return speculative_main([a for a in argv if a != "--speculative"])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--workload", choices=("tiny", "large", "v41"), default="tiny",
+    ap.add_argument("--weights", choices=("v4", "int8"), default="v4",
+                    help="bandwidth: the checkpoint's weight formats (v4: MXFP4 experts, FP8 projections, bf16 "
+                         "embedding and head; int8: int8 weight-only projections and experts)")
+    ap.add_argument("--batches", default="1,32", help="bandwidth: the batch sizes (comma-separated)")
+    ap.add_argument("--workload", choices=("tiny", "large", "bandwidth", "v41"), default="tiny",
                     help="tiny: the tiny checkpoint (default); large: the compute-bound random checkpoint; "
                          "v41: DeepSeek V4.1 batched vs its per-sequence path vs V4 of the same shape")
     ap.add_argument("--skip-reference-repeats", action="store_true",
@@ -288,6 +464,9 @@ def main(argv: list[str] | None = None) -> None:
                          "single runs vary by up to 50%%, the fastest of five much less)")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
+    if args.workload == "bandwidth":
+        run_bandwidth(args)
+        return
     if args.workload == "large":
         run_large(args)
         return

@@ -128,12 +128,17 @@ class LLM:
     def _init(self, model: torch.nn.Module, make_kv: Callable[[int, int], Any], info: dict, *,
               device: torch.device, max_model_len: int | None = None, block_size: int = 16,
               num_kv_blocks: int | None = None, max_num_seqs: int = 32, max_num_batched_tokens: int = 2048,
-              enable_prefix_caching: bool = True) -> None:
-        """Engine settings: ``max_model_len`` (context length, default from the model),
+              enable_prefix_caching: bool = True, num_threads: int | None = None) -> None:
+        """Engine settings: ``num_threads`` (torch intra-op threads; default: the thread count already set, at
+        most one per physical core, :func:`~deepseek_engine.core.threads.intra_op_threads`),
+        ``max_model_len`` (context length, default from the model),
         ``block_size`` (tokens per cache block), ``num_kv_blocks`` (cache size),
         ``max_num_seqs`` (sequences per step), ``max_num_batched_tokens`` (token budget
         per step; longer prompts are prefilled in chunks) and ``enable_prefix_caching``
         (share full cache blocks between requests with the same prefix)."""
+        from deepseek_engine.core.threads import intra_op_threads
+
+        torch.set_num_threads(intra_op_threads(num_threads))
         max_model_len = max_model_len or info["max_model_len"]
         vocab_size, eos_token_id = info["vocab_size"], info["eos_token_id"]
         blocks_per_seq = -(-max_model_len // block_size)

@@ -103,6 +103,12 @@ def _specs() -> list[Spec]:
         out.append(Spec(f"row_linear[{dt}]", "row_linear.triton:row_linear_kernel",
                         _sig("x_ptr w_ptr out_ptr stride_x N M", f"*{dt} *{dt} *{dt} i32 i32 i32"),
                         {"BLOCK_M": 32, "BLOCK_K": 128}))
+    for fmt, (name, wt, st) in enumerate((("bf16", "*bf16", "*fp32"), ("int8", "*i8", "*fp32"), ("fp8", "*u8", "*fp32"),
+                                          ("mxfp4", "*u8", "*u8"))):
+        out.append(Spec(f"wo_gemv[{name}]", "weight_only.triton:wo_gemv_kernel",
+                        _sig("x_ptr xrow_ptr e_ptr w_ptr s_ptr out_ptr N K KS expert_w expert_s BR BC",
+                             f"*fp32 *i64 *i64 {wt} {st} *fp32 i32 i32 i32 i64 i64 i32 i32"),
+                        {"FMT": fmt, "BLOCK_N": 64, "BLOCK_K": 64}))
     out.append(Spec("sample_tokens", "sampling.triton:sample_tokens_kernel",
                     _sig("p_ptr e_ptr out_ptr V", "*fp32 *fp32 *i64 i32"), {"BLOCK_V": 1024}))
     from deepseek_kernels.quant.triton import FP8_CONFIGS

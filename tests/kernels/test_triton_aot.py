@@ -21,6 +21,7 @@ SUBSET = {
     ("mhc_pre_delayed[weights,hc=4]", "sm_100a"),
     ("mhc_pre_delayed[collapse,bf16]", "sm_100a"),
     ("v41_select[rank,blocks=0]", "sm_100a"),
+    ("wo_gemv[mxfp4]", "sm_100a"),
 }
 
 

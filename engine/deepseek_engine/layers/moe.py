@@ -8,7 +8,11 @@ and multiplied by ``routed_scaling_factor``.  Experts and the always-on shared
 expert are SwiGLU MLPs whose gate is clamped from above and whose up
 projection is clamped symmetrically at ``swiglu_limit``.
 
-Few experts (at most twice ``top_k``) run as one dense product over all of them; its stacked weights are
+Routed and shared experts stored quantised (FP8, MXFP4, int8) stay packed in that format
+(:class:`PackedRoutedExperts`, :class:`PackedSharedExpert`, filled by the loader) and run through
+``deepseek_kernels.wo_experts`` / ``wo_linear``, which read only the experts a step's tokens pick.
+
+Few float experts (at most twice ``top_k``) run as one dense product over all of them; its stacked weights are
 derived tensors, built by :meth:`DeepseekV4MoE.process_weights_after_loading` once the weights are loaded
 (and again only when told that they changed, e.g. ``LLM.reload_weights``).
 """
@@ -60,6 +64,46 @@ class RoutedExperts(nn.Module):
             y = F.linear(clamped_swiglu(F.linear(h, self.w1[e]), F.linear(h, self.w3[e]), self.limit), self.w2[e])
             out.index_add_(0, tok, (y * weights[tok, slot, None]).to(out.dtype))
         return out
+
+
+class PackedRoutedExperts(nn.Module):
+    """The routed experts of a layer kept in the checkpoint's format (FP8, MXFP4, int8 or bf16;
+    ``deepseek_kernels.weight_only``): ``w13`` stacks each expert's gate then up projection ``[E, 2 I, H]``, ``w2``
+    the down projections ``[E, H, I]``. The loader fills them (:meth:`set_weights`); a step reads only the experts
+    its tokens pick, in one ``ops.wo_experts`` call, and never dequantises the stack."""
+
+    def __init__(self, n: int, hidden: int, inter: int, limit: float) -> None:
+        super().__init__()
+        self.n, self.hidden, self.inter, self.limit = n, hidden, inter, limit
+        self.w13: ops.weight_only.PackedWeight | None = None
+        self.w2: ops.weight_only.PackedWeight | None = None
+
+    def set_weights(self, w13, w2) -> None:
+        if tuple(w13.weight.shape[:2]) != (self.n, 2 * self.inter) or w13.in_features != self.hidden:
+            raise ValueError(f"packed gate/up experts of shape {tuple(w13.weight.shape)} do not fit "
+                             f"{self.n} x {2 * self.inter} x {self.hidden}")
+        if tuple(w2.weight.shape[:2]) != (self.n, self.hidden) or w2.in_features != self.inter:
+            raise ValueError(f"packed down experts of shape {tuple(w2.weight.shape)} do not fit "
+                             f"{self.n} x {self.hidden} x {self.inter}")
+        if w13.fmt != w2.fmt:
+            raise ValueError("the gate/up and down experts must share one format")
+        self.w13, self.w2 = w13, w2
+
+    def forward(self, x: torch.Tensor, experts: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        return ops.weight_only.packed_experts(x, experts, weights, self.w13, self.w2, self.limit).to(x.dtype)
+
+
+class PackedSharedExpert(nn.Module):
+    """:class:`SharedExpert` with its three projections kept in the checkpoint's format (``ops.wo_linear``)."""
+
+    def __init__(self, limit: float) -> None:
+        super().__init__()
+        self.limit = limit
+        self.w1 = self.w2 = self.w3 = None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        gate, up = ops.packed_linear(x, self.w1), ops.packed_linear(x, self.w3)
+        return ops.packed_linear(clamped_swiglu(gate, up, self.limit), self.w2)
 
 
 class Router(nn.Module):
@@ -133,8 +177,11 @@ class PreparedMoE:
 
     def __init__(self, moe: DeepseekV4MoE) -> None:
         gate, experts, shared = moe.gate, moe.experts, moe.shared_experts
-        self.n, self.inter = experts.w1.shape[:2]
-        self.dense = self.n <= 2 * gate.top_k
+        packed = isinstance(experts, PackedRoutedExperts) or isinstance(shared, PackedSharedExpert)
+        self.n, self.inter = (experts.n, experts.inter) if isinstance(experts, PackedRoutedExperts) else \
+            experts.w1.shape[:2]
+        # the dense product stacks float weights: layers with packed weights route (and read only what they pick)
+        self.dense = self.n <= 2 * gate.top_k and not packed
         self.top_k, self.score_func, self.scale, self.limit = gate.top_k, gate.score_func, gate.scale, experts.limit
         self.hashed = gate.hash_routed
         self.tid2eid = gate.tid2eid if gate.hash_routed else None

@@ -159,10 +159,15 @@ class _Sources:
 
 
 def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu",
-               config: DeepseekV4ModelConfig | None = None, *, prepare: bool = True) -> DeepseekV4ForCausalLM:
+               config: DeepseekV4ModelConfig | None = None, *, prepare: bool = True,
+               keep_packed: bool = True) -> DeepseekV4ForCausalLM:
     """Build the model for ``path``, fill every parameter from its safetensors shards and prepare the derived
     weights (:func:`process_weights_after_loading`; ``prepare=False`` leaves that to the caller, as the serving
     wrappers do it themselves).
+
+    ``keep_packed`` (V4 on the CPU): MoE layers whose routed and shared experts are stored quantised (FP8, MXFP4,
+    int8, with DeepSeek's per-expert names) keep them in that format (:class:`~deepseek_engine.layers.moe.
+    PackedRoutedExperts`; no float32 copy is ever made); ``False`` dequantises them into float32 parameters.
 
     A V4.1 config (:mod:`deepseek_engine.models.deepseek_v41.config`) builds
     :class:`~deepseek_engine.models.deepseek_v41.model.DeepseekV41ForCausalLM`; its engram
@@ -175,6 +180,9 @@ def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: tor
     v41 = isinstance(config, DeepseekV41ModelConfig)
     with torch.device("meta"):
         model = model_class(config)(config)
+    stack = ExitStack()
+    src = _Sources(_shard_files(folder), stack)
+    packed = _PackedExperts(model, src) if keep_packed and not v41 and torch.device(device).type == "cpu" else None
     model.to_empty(device=device)
     keep_fp32 = re.compile(r"(hc_|attn_sink|\.ape$|norm\.weight$|gate\.bias$|gate\.bias_vl$)")
     params: dict[str, torch.Tensor] = {}
@@ -188,8 +196,7 @@ def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: tor
     hint = _block_hint(config)
 
     skipped_vision = 0
-    with ExitStack() as stack:
-        src = _Sources(_shard_files(folder), stack)
+    with stack:
         for key in src.where:
             if src.is_scale(key):
                 continue
@@ -201,12 +208,17 @@ def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: tor
                 continue
             tensor = src.get(key)
             scale_key = src.scale_for(key)
+            if packed is not None and packed.take(name, tensor, None if scale_key is None else src.get(scale_key),
+                                                  hint):
+                continue
             if scale_key is not None:
                 tensor = dequantize(tensor, src.get(scale_key), hint)
             elif is_fp8(tensor) or (is_packed_fp4(tensor) and not name.endswith("tid2eid")):
                 raise ValueError(f"quantised tensor {key} has no sibling scale tensor")
             _assign(name, key, tensor, params, filled, config)
 
+    if packed is not None:
+        packed.finish()
     if skipped_vision:
         logger.info("text-only engine: skipped %d vision tensors (vision tower, aligner, image embeddings) of %s",
                     skipped_vision, folder.name)
@@ -228,6 +240,73 @@ def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: tor
     if prepare:
         process_weights_after_loading(model)
     return model
+
+
+class _PackedExperts:
+    """The MoE layers whose experts stay in their stored format: chosen before the parameters are allocated (their
+    float parameters are never created), filled tensor by tensor, stacked at the end."""
+
+    _SHARED = re.compile(r"^layers\.(\d+)\.ffn\.shared_experts\.(w[123])\.weight$")
+
+    def __init__(self, model: nn.Module, src: _Sources) -> None:
+        from deepseek_engine.layers.moe import PackedRoutedExperts, PackedSharedExpert
+
+        self.layers: dict[int, nn.Module] = {}
+        self.parts: dict[tuple[int, str], dict[int, object]] = {}
+        for i, layer in enumerate(getattr(model, "layers", [])):
+            ffn = getattr(layer, "ffn", None)
+            experts = getattr(ffn, "experts", None)
+            if experts is None or not hasattr(experts, "w1"):
+                continue
+            first = f"layers.{i}.ffn.experts.0.w1.weight"
+            if first not in src.where or src.scale_for(first) is None:
+                continue  # float experts, or transformers' fused names: loaded as float32 as before
+            n, inter, hidden = experts.w1.shape
+            ffn.experts = PackedRoutedExperts(n, hidden, inter, experts.limit)
+            shared = f"layers.{i}.ffn.shared_experts.w1.weight"
+            if shared in src.where and src.scale_for(shared) is not None:
+                ffn.shared_experts = PackedSharedExpert(ffn.shared_experts.limit)
+            self.layers[i] = ffn
+
+    def take(self, name: str, tensor: torch.Tensor, scale: torch.Tensor | None, hint: int | None) -> bool:
+        """Pack ``name`` if it belongs to a packed layer (``True``), else leave it to the float path."""
+        from deepseek_kernels.weight_only import pack
+
+        from deepseek_engine.layers.moe import PackedSharedExpert
+
+        m = _EXPERT.match(name)
+        if m:
+            i = int(m.group(1).split(".")[1])
+            if i not in self.layers:
+                return False
+            e = int(m.group(2))
+            if e >= self.layers[i].experts.n:
+                raise ValueError(f"tensor {name} names expert {e} but the config has {self.layers[i].experts.n}")
+            self.parts.setdefault((i, m.group(3)), {})[e] = pack(tensor, scale, hint)
+            return True
+        m = self._SHARED.match(name)
+        if m and int(m.group(1)) in self.layers and isinstance(self.layers[int(m.group(1))].shared_experts,
+                                                               PackedSharedExpert):
+            setattr(self.layers[int(m.group(1))].shared_experts, m.group(2), pack(tensor, scale, hint))
+            return True
+        return False
+
+    def finish(self) -> None:
+        from deepseek_kernels.weight_only import stack_experts, stack_rows
+
+        for i, ffn in self.layers.items():
+            n = ffn.experts.n
+            got = {w: self.parts.get((i, w), {}) for w in ("w1", "w2", "w3")}
+            for w, experts in got.items():
+                if len(experts) != n:
+                    raise ValueError(f"checkpoint lacks {n - len(experts)} experts' {w} of layer {i}")
+            w13 = stack_experts([stack_rows([got["w1"][e], got["w3"][e]]) for e in range(n)])
+            ffn.experts.set_weights(w13, stack_experts([got["w2"][e] for e in range(n)]))
+            shared = ffn.shared_experts
+            for w in ("w1", "w2", "w3"):
+                if getattr(shared, w, 0) is None:
+                    raise ValueError(f"checkpoint lacks layers.{i}.ffn.shared_experts.{w}.weight")
+        self.parts.clear()
 
 
 def process_weights_after_loading(model: nn.Module) -> None:

@@ -7,6 +7,9 @@
   stored as ``float8_e8m0fnu`` or raw ``uint8``).
 * MXFP4 experts: each byte packs two e2m1 values, low nibble first along the
   input axis; one e8m0 scale per 32 consecutive inputs.
+* int8 weight-only: ``weight[i, j] * scale[i]`` with one float scale per output
+  row (``[out]`` or ``[out, 1]``).  Told apart from MXFP4 (also a byte tensor)
+  by the scale's dtype: MXFP4 scales are e8m0 exponents, int8 scales floats.
 """
 
 from __future__ import annotations
@@ -27,6 +30,17 @@ def is_fp8(t: torch.Tensor) -> bool:
 def is_packed_fp4(t: torch.Tensor) -> bool:
     """True for byte tensors that hold packed e2m1 pairs."""
     return t.dtype in (torch.int8, torch.uint8)
+
+
+def is_int8_channel_scale(weight: torch.Tensor, scale: torch.Tensor) -> bool:
+    """True when ``weight`` / ``scale`` are int8 weight-only: an int8 weight with one float scale per row."""
+    return (weight.dtype == torch.int8 and scale.is_floating_point() and scale.dtype != _E8M0_DTYPE
+            and weight.dim() >= 2 and scale.numel() == weight[..., 0].numel())
+
+
+def dequantize_int8(weight: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """int8 weight-only with one float scale per output row -> float32."""
+    return weight.to(torch.float32) * scale.to(torch.float32).reshape(*weight.shape[:-1], 1)
 
 
 def decode_scale(scale: torch.Tensor) -> torch.Tensor:
@@ -85,12 +99,14 @@ def dequantize_mxfp4(packed: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
 
 
 def dequantize(weight: torch.Tensor, scale: torch.Tensor, block_hint: int | None = None) -> torch.Tensor:
-    """Dispatch on the stored weight dtype (FP8 block scales or packed MXFP4).
+    """Dispatch on the stored weight dtype (FP8 block scales, packed MXFP4, or int8 with float row scales).
 
     Leading axes beyond the last two (stacked experts) are handled one slice
     at a time; a 4-D byte tensor ``[..., out, groups, 16]`` with scales
     ``[..., out, groups]`` is read as grouped MXFP4 blocks.
     """
+    if is_int8_channel_scale(weight, scale):
+        return dequantize_int8(weight, scale)
     if is_packed_fp4(weight) and weight.dim() == scale.dim() + 1 and weight.shape[-1] * 2 == MXFP4_GROUP:
         lead = weight.shape[:-2]
         flat = dequantize_mxfp4(weight.reshape(-1, weight.shape[-2] * weight.shape[-1]),

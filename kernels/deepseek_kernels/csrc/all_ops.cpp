@@ -20,3 +20,4 @@
 #include "../step_layout/cpu.cpp"
 #include "../v41_compress/cpu.cpp"
 #include "../v41_select/cpu.cpp"
+#include "../weight_only/cpu.cpp"
