@@ -254,10 +254,15 @@ def test_quantised_equals_dequantised(tmp_path):
     state = random_state(cfg, seed=3)
     write_tiny_v41(tmp_path / "q", quantized=True, state=state)
     write_tiny_v41(tmp_path / "d", state=dequantized_state(state))
-    q, d = load_model(tmp_path / "q"), load_model(tmp_path / "d")
+    d = load_model(tmp_path / "d")
     ids = prompt(19, 4)
-    assert torch.equal(q.forward_full(ids), d.forward_full(ids))
+    # dequantised at load: exactly the values the quantised tensors decode to
+    assert torch.equal(load_model(tmp_path / "q", keep_packed=False).forward_full(ids), d.forward_full(ids))
     assert not torch.equal(d.forward_full(ids), load_model(TINY).forward_full(ids))
+    # kept packed (wo_experts / wo_linear): the same weights, dot products summed in another order
+    packed = load_model(tmp_path / "q").forward_full(ids)
+    torch.testing.assert_close(packed, d.forward_full(ids), atol=1e-5, rtol=0)
+    assert torch.equal(packed.argmax(-1), d.forward_full(ids).argmax(-1))
 
 
 def _real_tokenizer() -> Path | None:

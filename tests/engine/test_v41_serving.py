@@ -16,6 +16,7 @@ import random
 from functools import cache
 from pathlib import Path
 
+import deepseek_kernels as ops
 import pytest
 import torch
 from deepseek_engine import LLM, SamplingParams
@@ -122,9 +123,19 @@ def test_llm_matches_the_oracle_with_prefix_hits_replay_and_preemption():
         torch.testing.assert_close(torch.tensor(got_lp), torch.tensor(want_lp), atol=1e-5, rtol=0)
 
 
+@pytest.fixture(scope="module")
+def quantised(tmp_path_factory):
+    """The tiny V4.1 checkpoint in the V4.1 formats (FP8 linears, MXFP4 experts): its folder and its model."""
+    from deepseek_engine.testing.tiny_checkpoint_v41 import write_tiny_v41
+
+    folder = write_tiny_v41(tmp_path_factory.mktemp("v41q") / "q", quantized=True, seed=3)
+    return folder, load_model(folder)
+
+
 @pytest.mark.parametrize("sampled", [False, True])
-def test_alone_and_in_a_batch_of_16_give_identical_tokens_and_logprobs(sampled):
-    m = tiny()
+@pytest.mark.parametrize("weights", ["float", "quantised"])
+def test_alone_and_in_a_batch_of_16_give_identical_tokens_and_logprobs(sampled, weights, request):
+    m = tiny() if weights == "float" else request.getfixturevalue("quantised")[1]
     target = tokens(29, 1)
     others = [tokens(5 + 3 * i, 200 + i) for i in range(15)]
     params = SamplingParams(temperature=0.8 if sampled else 0, seed=5, max_tokens=10, ignore_eos=True, logprobs=3)
@@ -134,16 +145,33 @@ def test_alone_and_in_a_batch_of_16_give_identical_tokens_and_logprobs(sampled):
     assert alone.logprobs == batch.logprobs  # every float equal
 
 
-def test_quantised_checkpoint_served_in_batches_equals_its_oracle(tmp_path):
-    from deepseek_engine.testing.tiny_checkpoint_v41 import write_tiny_v41
-
-    write_tiny_v41(tmp_path / "q", quantized=True, seed=3)
-    m = load_model(tmp_path / "q")
+def test_quantised_checkpoint_served_in_batches_equals_its_oracle(quantised):
+    _, m = quantised
     prompts = [tokens(17, 3), tokens(6, 4), tokens(30, 5)]
     outs = LLM.from_model(m, block_size=4).generate(prompts, SamplingParams(temperature=0, max_tokens=6,
-                                                                            ignore_eos=True))
+                                                                            ignore_eos=True, logprobs=0))
     for p, o in zip(prompts, outs):
-        assert o.token_ids == greedy_oracle(m, p, 6)[0]
+        want, want_lp = greedy_oracle(m, p, 6)
+        assert o.token_ids == want
+        assert [step.logprob for step in o.logprobs] == want_lp
+
+
+def test_quantised_experts_stay_packed_and_match_the_dequantised_model(quantised):
+    """MXFP4 routed and FP8 shared experts are loaded packed (no float expert parameters) and run through
+    ``wo_experts`` / ``wo_linear``; only the order of each dot product's additions differs from the model
+    loaded with every weight dequantised to float32 (``keep_packed=False``)."""
+    from deepseek_engine.layers.moe import PackedRoutedExperts, PackedSharedExpert
+
+    folder, m = quantised
+    assert all(isinstance(layer.ffn.experts, PackedRoutedExperts) for layer in m.layers)
+    assert all(isinstance(layer.ffn.shared_experts, PackedSharedExpert) for layer in m.layers)
+    assert not [n for n, _ in m.named_parameters() if ".experts." in n or "shared_experts" in n]
+    assert {layer.ffn.experts.w2.fmt for layer in m.layers} == {ops.weight_only.MXFP4}
+    dense = load_model(folder, keep_packed=False)
+    ids = torch.tensor(tokens(40, 9))
+    got, want = m.forward_full(ids, 4), dense.forward_full(ids, 4)
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=0)
+    assert torch.equal(got.argmax(-1), want.argmax(-1))
 
 
 def test_many_expert_moe_rows_are_independent_and_route_like_v4():

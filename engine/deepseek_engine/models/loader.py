@@ -17,7 +17,8 @@ Accepted tensor names:
 * ``language_model.`` prefixes of multimodal (V4.1) layouts.  Multi-token
   prediction (``mtp.``) and vision tensors are skipped.
 
-Quantised weights are dequantised exactly (see :mod:`deepseek_engine.models.quantization`):
+Quantised routed and shared experts stay packed in their stored format (``keep_packed``, below); other
+quantised weights are dequantised exactly (see :mod:`deepseek_engine.models.quantization`):
 a weight ``X.weight`` stored as FP8 or packed FP4 takes its scale from
 ``X.scale`` / ``X.weight_scale_inv`` / ``X.weight_scale``; a fused expert
 tensor ``Y`` (``experts.gate_up_proj``) from ``Y_scale_inv`` / ``Y_scale``,
@@ -165,9 +166,10 @@ def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: tor
     weights (:func:`process_weights_after_loading`; ``prepare=False`` leaves that to the caller, as the serving
     wrappers do it themselves).
 
-    ``keep_packed`` (V4 on the CPU): MoE layers whose routed and shared experts are stored quantised (FP8, MXFP4,
-    int8, with DeepSeek's per-expert names) keep them in that format (:class:`~deepseek_engine.layers.moe.
-    PackedRoutedExperts`; no float32 copy is ever made); ``False`` dequantises them into float32 parameters.
+    ``keep_packed`` (V4 and V4.1 on the CPU): MoE layers whose routed and shared experts are stored quantised (FP8,
+    MXFP4, int8, with DeepSeek's per-expert names) keep them in that format (:class:`~deepseek_engine.layers.moe.
+    PackedRoutedExperts`, :class:`~deepseek_engine.layers.moe.PackedSharedExpert`; no float32 copy is ever made);
+    ``False`` dequantises them into float32 parameters.
 
     A V4.1 config (:mod:`deepseek_engine.models.deepseek_v41.config`) builds
     :class:`~deepseek_engine.models.deepseek_v41.model.DeepseekV41ForCausalLM`; its engram
@@ -182,7 +184,7 @@ def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: tor
         model = model_class(config)(config)
     stack = ExitStack()
     src = _Sources(_shard_files(folder), stack)
-    packed = _PackedExperts(model, src) if keep_packed and not v41 and torch.device(device).type == "cpu" else None
+    packed = _PackedExperts(model, src) if keep_packed and torch.device(device).type == "cpu" else None
     model.to_empty(device=device)
     keep_fp32 = re.compile(r"(hc_|attn_sink|\.ape$|norm\.weight$|gate\.bias$|gate\.bias_vl$)")
     params: dict[str, torch.Tensor] = {}

@@ -6,6 +6,13 @@ layer. Checkpoints with a vision tower (``vision_n_layers > 0``) also carry
 IMAGE_SENTINEL_BASE_ID + IMAGE_SENTINEL_COUNT)`` choose their experts with
 ``scores + bias_vl`` instead of ``scores + bias``; the expert weights are the
 same renormalised scores either way.
+
+Experts stored quantised (FP8, MXFP4, int8) stay in that format
+(:class:`~deepseek_engine.layers.moe.PackedRoutedExperts` /
+:class:`~deepseek_engine.layers.moe.PackedSharedExpert`, filled by the loader): the routed experts run as one
+``wo_experts`` call over the experts the step's tokens pick, the shared expert through ``wo_linear``. Both
+kernels compute each output from its own token row in an order fixed by the widths (never by how many rows
+share the call), so packed layers keep the row independence the float path gets from ``row_linear``.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from deepseek_engine.layers.moe import DeepseekV4MoE
+from deepseek_engine.layers.moe import DeepseekV4MoE, PackedRoutedExperts, PackedSharedExpert
 from deepseek_engine.layers.row_invariant import lanewise, linear
 from deepseek_engine.models.deepseek_v41.config import (
     IMAGE_SENTINEL_BASE_ID,
@@ -95,11 +102,16 @@ def row_swiglu(gate: torch.Tensor, up: torch.Tensor, limit: float) -> torch.Tens
 
 
 def shared_expert(mlp: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    if isinstance(mlp, PackedSharedExpert):
+        gate, up = ops.packed_linear(x, mlp.w1), ops.packed_linear(x, mlp.w3)
+        return ops.packed_linear(row_swiglu(gate, up, mlp.limit), mlp.w2)
     return linear(row_swiglu(linear(x, mlp.w1.weight), linear(x, mlp.w3.weight), mlp.limit), mlp.w2.weight)
 
 
 def routed_experts(experts: nn.Module, x: torch.Tensor, chosen: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     """Each token's chosen experts added in increasing expert order; every product row by row."""
+    if isinstance(experts, PackedRoutedExperts):  # one wo_experts call: the same order, in the kernel
+        return experts(x, chosen, weights)
     out = torch.zeros_like(x)
     for e in torch.unique(chosen).tolist():
         tok, slot = torch.where(chosen == e)
