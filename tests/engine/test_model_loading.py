@@ -9,6 +9,7 @@ import shutil
 import pytest
 import torch
 from deepseek_engine.layers.moe import PackedRoutedExperts, PackedSharedExpert
+from deepseek_engine.layers.packed_linear import PackedLinear
 from deepseek_engine.models import load_config
 from deepseek_engine.models.deepseek_v4.config import DeepseekV4ModelConfig
 from deepseek_engine.models.loader import canonical_name, load_model
@@ -20,9 +21,12 @@ from safetensors.torch import load_file, save_file
 
 
 def params_by_native_name(m) -> dict[str, torch.Tensor]:
-    """Model parameters keyed by DeepSeek checkpoint names (experts unstacked; experts kept packed dequantised
-    by the kernels' reference, ``dequantize_packed``)."""
+    """Model parameters keyed by DeepSeek checkpoint names (experts unstacked; experts and projections kept packed
+    dequantised by the kernels' reference, ``dequantize_packed``)."""
     out = {}
+    for name, module in m.named_modules():
+        if isinstance(module, PackedLinear):
+            out[f"{name}.weight"] = dequantize_packed(*module.packed.args())
     for i, layer in enumerate(m.layers):
         experts, shared = layer.ffn.experts, layer.ffn.shared_experts
         if isinstance(experts, PackedRoutedExperts):
@@ -48,9 +52,10 @@ def params_by_native_name(m) -> dict[str, torch.Tensor]:
 def test_quantized_checkpoint_loads_to_dequantized_weights():
     want = load_file(str(DATA / "tiny_v4_quant_dequantized_layer0.safetensors"))
     assert any(".experts." in k for k in want) and any(".attn.wq_b." in k for k in want)
-    got = params_by_native_name(model(QUANT))
-    for name, value in want.items():
-        assert torch.equal(got[name].float(), value), f"{name} differs from its dequantised reference"
+    for m in (model(QUANT), load_model(QUANT, keep_packed=False)):  # kept packed, and dequantised at load
+        got = params_by_native_name(m)
+        for name, value in want.items():
+            assert torch.equal(got[name].float(), value), f"{name} differs from its dequantised reference"
 
 
 def test_quantized_checkpoint_really_is_quantized():
@@ -246,7 +251,7 @@ def test_fused_mxfp4_blocks_and_scale_inv_names(tmp_path):
     shutil.copy(QUANT / "config.json", tmp_path / "config.json")
     ids = reference("tiny_v4_quant")["prefill_0.input_ids"][:150]
     # both read the experts as dequantised float32 (fused names are not kept packed): the same bits
-    torch.testing.assert_close(load_model(tmp_path).forward_full(ids),
+    torch.testing.assert_close(load_model(tmp_path, keep_packed=False).forward_full(ids),
                                load_model(QUANT, keep_packed=False).forward_full(ids), atol=0, rtol=0)
 
 

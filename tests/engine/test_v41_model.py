@@ -261,7 +261,7 @@ def test_quantised_equals_dequantised(tmp_path):
     assert not torch.equal(d.forward_full(ids), load_model(TINY).forward_full(ids))
     # kept packed (wo_experts / wo_linear): the same weights, dot products summed in another order
     packed = load_model(tmp_path / "q").forward_full(ids)
-    torch.testing.assert_close(packed, d.forward_full(ids), atol=1e-5, rtol=0)
+    torch.testing.assert_close(packed, d.forward_full(ids), atol=5e-5, rtol=0)
     assert torch.equal(packed.argmax(-1), d.forward_full(ids).argmax(-1))
 
 

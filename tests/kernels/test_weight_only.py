@@ -15,6 +15,7 @@ from deepseek_kernels.weight_only import (
     dequantize_packed,
     pack,
     packed_experts,
+    split_rows,
     stack_experts,
     stack_rows,
     wo_experts,
@@ -46,6 +47,39 @@ def bound(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
 
 
 SHAPES = [(1, 40, 64), (2, 7, 32), (3, 130, 256), (5, 17, 96), (9, 33, 160), (32, 64, 1024)]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_row_alone_and_among_others_gets_the_same_bits(fmt):
+    """Each output sums its own row's products in an order fixed by the widths: a row's result never depends on
+    how many rows share the call (1, a tile of 2 / 4 / 8, or the float panels above 8 rows), which the V4.1 path's
+    batch invariance relies on."""
+    g = torch.Generator().manual_seed(7)
+    w, s = stored(fmt, 70, 256, g, block=32)
+    p = pack(w, s, 32)
+    x = torch.randn(21, 256, generator=g)
+    alone = torch.cat([wo_linear(x[i:i + 1], *p.args()) for i in range(21)])
+    for rows in (2, 3, 4, 7, 8, 9, 21):
+        assert torch.equal(wo_linear(x[:rows], *p.args()), alone[:rows]), rows
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("sizes,block", [([32, 32], 32), ([24, 40], 32), ([16, 16, 16, 16], 128)])
+def test_split_rows_keeps_every_weight(fmt, sizes, block):
+    """``split_rows`` (a grouped projection's groups): each part dequantises to its rows of the whole, block grids
+    kept where the parts start on block edges, one scale row per weight row where they do not."""
+    g = torch.Generator().manual_seed(len(sizes) + block)
+    w, s = stored(fmt, sum(sizes), 64, g, block=block)
+    p = pack(w, s, block)
+    whole = dequantize_packed(*p.args())
+    parts = split_rows(p, sizes)
+    a = 0
+    for part, n in zip(parts, sizes):
+        assert torch.equal(dequantize_packed(*part.args()), whole[a:a + n])
+        a += n
+    assert torch.equal(dequantize_packed(*stack_rows(parts).args()), whole)
+    with pytest.raises(ValueError):
+        split_rows(p, [sizes[0], 1])
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

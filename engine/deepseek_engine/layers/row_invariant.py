@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import deepseek_kernels as ops
 import torch
+from deepseek_kernels.weight_only import PackedWeight
 
 #: Elements padded to: a multiple of every CPU's vector loop step (two vectors of up to sixteen floats).
 _LANES = 64
@@ -28,8 +29,12 @@ _LANES = 64
 _PIECE = 1 << 14
 
 
-def linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """``x @ weight.T`` (``weight [m, n]``), each row on its own (``deepseek_kernels.row_linear``)."""
+def linear(x: torch.Tensor, weight: torch.Tensor | PackedWeight) -> torch.Tensor:
+    """``x @ weight.T`` (``weight [m, n]``), each row on its own: ``deepseek_kernels.row_linear`` for a float
+    weight, ``wo_linear`` for one kept in its stored format (:mod:`deepseek_engine.layers.packed_linear`; each
+    output its own row's products in an order fixed by the widths too)."""
+    if isinstance(weight, PackedWeight):
+        return ops.packed_linear(x, weight)
     return ops.row_linear(x, weight)
 
 

@@ -169,7 +169,9 @@ def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: tor
     ``keep_packed`` (V4 and V4.1 on the CPU): MoE layers whose routed and shared experts are stored quantised (FP8,
     MXFP4, int8, with DeepSeek's per-expert names) keep them in that format (:class:`~deepseek_engine.layers.moe.
     PackedRoutedExperts`, :class:`~deepseek_engine.layers.moe.PackedSharedExpert`; no float32 copy is ever made);
-    ``False`` dequantises them into float32 parameters.
+    ``False`` dequantises them into float32 parameters. Likewise the attention projections (query, KV, output),
+    the compressors, the indexer and the head (:class:`_PackedLinears`): quantised ones, and in a quantised
+    checkpoint the bf16 ones too, become :class:`~deepseek_engine.layers.packed_linear.PackedLinear` modules.
 
     A V4.1 config (:mod:`deepseek_engine.models.deepseek_v41.config`) builds
     :class:`~deepseek_engine.models.deepseek_v41.model.DeepseekV41ForCausalLM`; its engram
@@ -184,7 +186,9 @@ def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: tor
         model = model_class(config)(config)
     stack = ExitStack()
     src = _Sources(_shard_files(folder), stack)
-    packed = _PackedExperts(model, src) if keep_packed and torch.device(device).type == "cpu" else None
+    on_cpu = keep_packed and torch.device(device).type == "cpu"
+    packed = _PackedExperts(model, src) if on_cpu else None
+    linears = _PackedLinears(model, src, config) if on_cpu else None
     model.to_empty(device=device)
     keep_fp32 = re.compile(r"(hc_|attn_sink|\.ape$|norm\.weight$|gate\.bias$|gate\.bias_vl$)")
     params: dict[str, torch.Tensor] = {}
@@ -210,17 +214,21 @@ def load_model(path: str | Path, dtype: torch.dtype = torch.float32, device: tor
                 continue
             tensor = src.get(key)
             scale_key = src.scale_for(key)
-            if packed is not None and packed.take(name, tensor, None if scale_key is None else src.get(scale_key),
-                                                  hint):
+            scale = None if scale_key is None else src.get(scale_key)
+            if packed is not None and packed.take(name, tensor, scale, hint):
                 continue
-            if scale_key is not None:
-                tensor = dequantize(tensor, src.get(scale_key), hint)
+            if linears is not None and linears.take(name, tensor, scale, hint):
+                continue
+            if scale is not None:
+                tensor = dequantize(tensor, scale, hint)
             elif is_fp8(tensor) or (is_packed_fp4(tensor) and not name.endswith("tid2eid")):
                 raise ValueError(f"quantised tensor {key} has no sibling scale tensor")
             _assign(name, key, tensor, params, filled, config)
 
     if packed is not None:
         packed.finish()
+    if linears is not None:
+        linears.finish()
     if skipped_vision:
         logger.info("text-only engine: skipped %d vision tensors (vision tower, aligner, image embeddings) of %s",
                     skipped_vision, folder.name)
@@ -309,6 +317,60 @@ class _PackedExperts:
                 if getattr(shared, w, 0) is None:
                     raise ValueError(f"checkpoint lacks layers.{i}.ffn.shared_experts.{w}.weight")
         self.parts.clear()
+
+
+class _PackedLinears:
+    """The projections kept in their stored format: every ``nn.Linear`` of an attention block (query, KV, output,
+    compressors, indexer) and the head whose stored weight is quantised (FP8, MXFP4, int8 with a scale) or, in a
+    checkpoint with a ``quantization_config``, stored as bf16. Chosen from the tensor names before the parameters
+    are allocated (their float parameters are never created), filled as the tensors come."""
+
+    _KEEP = re.compile(r"^(layers\.\d+\.attn\..+|head)\.weight$")
+
+    def __init__(self, model: nn.Module, src: _Sources, config) -> None:
+        from deepseek_engine.layers.packed_linear import PackedGroupedOutput, PackedLinear
+        from deepseek_engine.models.deepseek_v4.attention import GroupedOutputProjection
+
+        quantised_checkpoint = bool(config.quantization_config)
+        self.modules: dict[str, nn.Module] = {}
+        for key in src.where:
+            if src.is_scale(key):
+                continue
+            name = canonical_name(key)
+            if name is None or not self._KEEP.match(name):
+                continue
+            stored = src.where[key].get_slice(key).get_dtype()
+            if src.scale_for(key) is None and not (quantised_checkpoint and stored == "BF16"):
+                continue
+            path = name[: -len(".weight")]
+            parent_path, _, attr = path.rpartition(".")
+            parent = model.get_submodule(parent_path) if parent_path else model
+            old = getattr(parent, attr, None)
+            if not isinstance(old, nn.Linear) or old.bias is not None:
+                continue
+            if isinstance(old, GroupedOutputProjection):
+                new = PackedGroupedOutput(old.in_features, old.out_features, old.groups)
+            else:
+                new = PackedLinear(old.in_features, old.out_features)
+            setattr(parent, attr, new)
+            self.modules[name] = new
+
+    def take(self, name: str, tensor: torch.Tensor, scale: torch.Tensor | None, hint: int | None) -> bool:
+        """Pack ``name`` if it is one of the kept projections (``True``), else leave it to the float path."""
+        from deepseek_kernels.weight_only import pack
+
+        module = self.modules.get(name)
+        if module is None:
+            return False
+        if module.packed is not None:
+            raise ValueError(f"tensor {name} is stored twice")
+        module.set_weight(pack(tensor, scale, hint))
+        return True
+
+    def finish(self) -> None:
+        missing = [name for name, m in self.modules.items() if m.packed is None]
+        if missing:
+            raise ValueError(f"checkpoint lacks {missing[:8]}")
 
 
 def process_weights_after_loading(model: nn.Module) -> None:

@@ -286,6 +286,7 @@ def verify_together(group: list[tuple[SpeculativeDecoder, SpeculativeRun]], plan
     """One step of several DSpark runs over one target pool: each run drafts on its own, then every run's
     ``[last token, drafts...]`` goes through the target in one batched pass (``batched_hidden``: each row the
     bits of its run alone), then each run verifies and rolls back on its own."""
+    from deepseek_engine.layers.packed_linear import matrix
     from deepseek_engine.layers.row_invariant import linear
     from deepseek_engine.models.deepseek_v41.serving import batched_hidden
 
@@ -303,7 +304,7 @@ def verify_together(group: list[tuple[SpeculativeDecoder, SpeculativeRun]], plan
     layers = tuple(target.config.dspark_target_layer_ids)
     h = batched_hidden(target, torch.tensor(ids, device=target.device), torch.tensor(positions, device=target.device),
                        ctx, plan=plan, aux_layers=layers, aux=aux)
-    logits = linear(h, target.head.weight).float()
+    logits = linear(h, matrix(target.head)).float()
     context = torch.cat(aux, dim=-1)
     share = (time.perf_counter() - t0) / len(group)
     for (dec, run), step, a, b in zip(group, steps, starts[:-1], starts[1:]):

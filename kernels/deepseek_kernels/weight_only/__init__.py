@@ -21,7 +21,7 @@ summation orders of K products), and for the experts the same bound through both
 from __future__ import annotations
 
 from .._registry import entry_point, fake, triton_impl
-from .pack import PackedWeight, pack, stack_experts, stack_rows
+from .pack import PackedWeight, pack, split_rows, stack_experts, stack_rows
 from .reference import (
     BF16,
     FORMATS,
@@ -64,5 +64,5 @@ def packed_experts(x, experts, weights, w13: PackedWeight, w2: PackedWeight, lim
                       w13.block_cols, w2.block_rows, w2.block_cols, limit)
 
 
-__all__ = ["BF16", "FORMATS", "FP8", "INT8", "MXFP4", "PackedWeight", "dequantize_packed", "pack", "packed_experts", "packed_linear",
+__all__ = ["BF16", "FORMATS", "FP8", "INT8", "MXFP4", "PackedWeight", "dequantize_packed", "pack", "packed_experts", "packed_linear", "split_rows",
            "stack_experts", "stack_rows", "wo_experts", "wo_experts_reference", "wo_linear", "wo_linear_reference"]

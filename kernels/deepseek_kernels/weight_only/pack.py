@@ -131,3 +131,35 @@ def stack_experts(parts: list[PackedWeight]) -> PackedWeight:
         raise ValueError("experts must share their format, block shape and size")
     scale = None if first.scale is None else torch.stack([p.scale for p in parts])
     return PackedWeight(torch.stack([p.weight for p in parts]), scale, first.fmt, first.block_rows, first.block_cols)
+
+
+def split_rows(packed: PackedWeight, sizes: list[int]) -> list[PackedWeight]:
+    """The inverse of :func:`stack_rows`: consecutive row ranges of ``sizes`` rows (a grouped projection's groups),
+    each keeping the block grid where its rows start and end on block edges, else one scale row per weight row
+    (the same scale values, so every dequantised weight keeps its bits)."""
+    if sum(sizes) != packed.out_features or any(n <= 0 for n in sizes):
+        raise ValueError(f"row sizes {sizes} do not split {packed.out_features} rows")
+    fmt, br = packed.fmt, packed.block_rows
+    per_row = packed.scale
+    if fmt in (INT8, FP8) and any(a % br for a in _starts(sizes)):
+        per_row = packed.scale.repeat_interleave(br, dim=-2)[..., : packed.out_features, :].contiguous()
+        br = 1
+    parts = []
+    for a, n in zip(_starts(sizes), sizes):
+        w = packed.weight[..., a:a + n, :].contiguous()
+        if fmt == BF16:
+            parts.append(PackedWeight(w, None, fmt, 1, 1))
+        elif fmt == MXFP4 or br == 1:
+            parts.append(PackedWeight(w, per_row[..., a:a + n, :].contiguous(), fmt, 1, packed.block_cols))
+        else:
+            rows = per_row[..., a // br:-(-(a + n) // br), :].contiguous()
+            parts.append(PackedWeight(w, rows, fmt, br, packed.block_cols))
+    return parts
+
+
+def _starts(sizes: list[int]) -> list[int]:
+    out, a = [], 0
+    for n in sizes:
+        out.append(a)
+        a += n
+    return out

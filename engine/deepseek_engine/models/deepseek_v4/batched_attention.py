@@ -17,6 +17,11 @@ with RoPE, compressors that pool every window closed by this step's tokens (CSA
 windows overlap the previous window), the lightning indexer's top-k choice of
 compressed entries per query, a softmax with the learned sink logit, and the
 grouped output projection.
+
+Projections kept in the checkpoint's format (:mod:`deepseek_engine.layers.packed_linear`) go through
+``wo_linear`` instead: the fused input product stacks them by format (``stack_rows``), and a layer with packed
+projections runs ``attn_front`` / ``attn_back``'s steps as kernel ops around its packed products
+(:func:`_front_packed`, :func:`_back_packed`); ``decode_stack`` does not take such layers.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from deepseek_kernels.step_layout import closing_windows
 
 from deepseek_engine.core.int_tensors import long_tensor, padded_rows
 from deepseek_engine.core.padded_queries import PaddedQueries
+from deepseek_engine.layers.packed_linear import group_matrices, is_packed, matrix
 from deepseek_engine.layers.rotary_embedding import apply_rotary_tables, rotary_tables
 from deepseek_engine.models.deepseek_v4.kv_cache import read_rows, write_rows
 
@@ -230,20 +236,53 @@ class FusedLinears:
     """
 
     def __init__(self, linears: list) -> None:
-        self.splits = [lin.weight.shape[0] for lin in linears]
+        mats = [matrix(lin) for lin in linears]
+        self.splits = [m.out_features if is_packed(m) else m.shape[0] for m in mats]
         self.offsets = [0]  # column where each projection starts, then the total width
         for width in self.splits:
             self.offsets.append(self.offsets[-1] + width)
+        #: Whether some projection is kept packed (then ``parts`` holds runs of one kind, each stacked).
+        self.packed = any(is_packed(m) for m in mats)
+        self.weight: torch.Tensor | None = None
+        self.parts: list = []
         with torch.no_grad():
-            #: The stacked weights ``[sum(splits), in]``.
-            self.weight = torch.cat([lin.weight.detach() for lin in linears], dim=0)
+            if not self.packed:
+                #: The stacked weights ``[sum(splits), in]``.
+                self.weight = torch.cat([m.detach() for m in mats], dim=0)
+            else:
+                self.parts = _stacked_runs(mats)
 
     def __call__(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         return self.full(x).split(self.splits, dim=-1)
 
     def full(self, x: torch.Tensor) -> torch.Tensor:
         """All projections side by side, ``[T, sum(splits)]``."""
-        return F.linear(x, self.weight)
+        if self.weight is not None:
+            return F.linear(x, self.weight)
+        return torch.cat([product(x, m) for m in self.parts], dim=-1)
+
+
+def product(x: torch.Tensor, m) -> torch.Tensor:
+    """``x @ m.T`` for a float matrix or a packed one (``wo_linear``)."""
+    return ops.packed_linear(x, m) if is_packed(m) else F.linear(x, m)
+
+
+def _stacked_runs(mats: list) -> list:
+    """Consecutive matrices of one kind stacked along their rows: float ones by ``cat``, packed ones of one format
+    and column blocks by ``stack_rows`` (every output row keeps its weights and scales)."""
+    from deepseek_kernels.weight_only import stack_rows
+
+    runs: list[list] = []
+    for m in mats:
+        last = runs[-1][-1] if runs else None
+        same = last is not None and is_packed(m) == is_packed(last) and (
+            not is_packed(m) or (m.fmt, m.block_cols) == (last.fmt, last.block_cols))
+        if same:
+            runs[-1].append(m)
+        else:
+            runs.append([m])
+    return [(stack_rows(r) if is_packed(r[0]) else torch.cat([m.detach() for m in r], dim=0)) if len(r) > 1
+            else (r[0] if is_packed(r[0]) else r[0].detach()) for r in runs]
 
 
 def _input_projections(attn) -> FusedLinears:
@@ -297,7 +336,7 @@ def _index(indexer, projections: tuple, q_latent: torch.Tensor, layout: StepLayo
         q = q_rotated
     else:
         c, s = layout.rope_tables(indexer.rope, q_latent.dtype)
-        q = apply_rotary_tables(F.linear(q_latent, indexer.wq_b.weight).view(-1, indexer.n_heads, indexer.head_dim),
+        q = apply_rotary_tables(product(q_latent, matrix(indexer.wq_b)).view(-1, indexer.n_heads, indexer.head_dim),
                                 c, s)
     info = layout.rate_info(indexer.rate)
     # scores, top-k over rows of the reference's length, below the threshold: one call
@@ -332,12 +371,17 @@ class AttentionPlan:
         #: Column ranges of the fused product copied into the compressor / indexer pools by ``attn_front``.
         self.copy_offsets = (offs[2:4] if comp is not None else []) + (offs[4:6] if indexer is not None else [])
         self.head_weights = (offs[6], offs[7]) if indexer is not None else None
-        self.front = (attn.q_norm.weight, attn.q_norm.eps, attn.wq_b.weight, attn.n_heads, attn.head_dim, attn.eps,
+        self.front = (attn.q_norm.weight, attn.q_norm.eps, matrix(attn.wq_b), attn.n_heads, attn.head_dim, attn.eps,
                       attn.norm.weight, attn.norm.eps)
-        self.front_indexer = (indexer.wq_b.weight, indexer.n_heads, indexer.head_dim) if self.shared_rope \
+        self.front_indexer = (matrix(indexer.wq_b), indexer.n_heads, indexer.head_dim) if self.shared_rope \
             else (None, 0, 0)
         self.sink, self.scale = attn.attn_sink, attn.scale
-        self.back = (attn.wo_a.weight, attn.o_groups, attn.wo_b.weight)
+        #: Some projection is kept packed: the kernel-op steps of :func:`_front_packed` / :func:`_back_packed` run
+        #: instead of ``attn_front`` / ``attn_back`` (which take float32 matrices).
+        self.packed = self.fused.packed or any(is_packed(matrix(m)) for m in (attn.wq_b, attn.wo_a, attn.wo_b)) or (
+            indexer is not None and is_packed(matrix(indexer.wq_b)))
+        self.back = (attn.wo_a.weight, attn.o_groups, attn.wo_b.weight) if not self.packed else None
+        self.back_packed = (group_matrices(attn.wo_a), matrix(attn.wo_b)) if self.packed else None
 
 
 def attention(attn, x: torch.Tensor, layout: StepLayout, pool, plan: AttentionPlan) -> torch.Tensor:
@@ -358,8 +402,8 @@ def attention(attn, x: torch.Tensor, layout: StepLayout, pool, plan: AttentionPl
         copy_pools += [lp.comp_kv, lp.comp_gate]
     if indexer is not None:
         copy_pools += [lp.idx_kv, lp.idx_gate]
-    q_latent, q, qi = ops.attn_front(y, *p.front, c, s, layout.slots, lp.kv, p.copy_offsets, copy_pools,
-                                     *p.front_indexer)
+    front = _front_packed if p.packed else ops.attn_front
+    q_latent, q, qi = front(y, *p.front, c, s, layout.slots, lp.kv, p.copy_offsets, copy_pools, *p.front_indexer)
     entry_pool = entry_slots = entry_visible = threshold = None
     if comp is not None:
         _compress(comp, None, None, layout, (lp.comp_kv, lp.comp_gate, lp.entries), read=False)
@@ -374,4 +418,28 @@ def attention(attn, x: torch.Tensor, layout: StepLayout, pool, plan: AttentionPl
     core = ops.sink_attention_paged(layout.pad(q), lp.kv, layout.key_slots, layout.window_visible, p.sink,
                                     p.scale, entry_pool, entry_slots, entry_visible, threshold)
     ci, si = layout.rope_tables(p.rope, x.dtype, inverse=True)
+    if p.packed:
+        return _back_packed(layout.unpad(core).contiguous(), ci, si, *p.back_packed)
     return ops.attn_back(layout.unpad(core).contiguous(), ci, si, *p.back)
+
+
+def _front_packed(proj, q_norm_w, q_eps, wq_b, n_heads, head_dim, head_eps, kv_norm_w, kv_eps, c, s, slots, kv_pool,
+                  copy_offsets, copy_pools, idx_wq_b, idx_heads, idx_dim):
+    """``ops.attn_front``'s steps (its reference, ``attn_front_reference``) as kernel ops, with the query
+    up-projections ``wq_b`` / ``idx_wq_b`` float or packed."""
+    t, qa = proj.shape[0], q_norm_w.shape[0]
+    q_latent = ops.rms_norm(proj[:, :qa], q_norm_w, q_eps)
+    q = ops.rope(ops.rms_norm(product(q_latent, wq_b).view(t, n_heads, head_dim), None, head_eps), c, s)
+    kv = ops.rope(ops.rms_norm(proj[:, qa:qa + head_dim], kv_norm_w, kv_eps), c, s)
+    write_rows(kv_pool, slots, kv)
+    for off, pool in zip(copy_offsets, copy_pools):
+        write_rows(pool, slots, proj[:, off:off + pool.shape[-1]])
+    qi = proj.new_empty(0) if idx_wq_b is None else ops.rope(product(q_latent, idx_wq_b).view(t, idx_heads, idx_dim),
+                                                             c, s)
+    return q_latent, q, qi
+
+
+def _back_packed(x: torch.Tensor, c: torch.Tensor, s: torch.Tensor, wo_a_groups: list, wo_b) -> torch.Tensor:
+    """``ops.attn_back``'s steps with the grouped output projection's groups and ``wo_b`` float or packed."""
+    out = ops.rope(x, c, s).reshape(x.shape[0], len(wo_a_groups), -1)
+    return product(torch.cat([product(out[:, g], w) for g, w in enumerate(wo_a_groups)], dim=-1), wo_b)

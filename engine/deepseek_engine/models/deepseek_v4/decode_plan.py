@@ -66,6 +66,8 @@ class DecodeStackPlan:
                 return None
             if plan.indexer is not None and not plan.shared_rope:
                 return None
+            if plan.packed:  # projections kept in their stored format: the op takes float32 matrices
+                return None
             if len(plan.copy_offsets) > MAX_COPIES:
                 return None
             if any(p.dtype != torch.float32 for p in layer.parameters()):

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from deepseek_engine.core.model_runner import StepContext
+from deepseek_engine.layers.packed_linear import is_packed, matrix
 from deepseek_engine.models.deepseek_v4.batched_attention import (
     AttentionPlan,
     PositionTables,
@@ -59,7 +60,9 @@ class BatchedDeepseekV4(nn.Module):
         self.position_tables = PositionTables()
         #: ``ops.decode_stack``'s per-model arguments, or ``None`` when some layer needs a path the op lacks.
         self.decode_plan = DecodeStackPlan.build(layers, *self.plans, self.config.sliding_window, self.position_tables)
-        self.greedy_head = ops.GreedyHead(self.model.head.weight)
+        head = matrix(self.model.head)
+        #: Blocked and 8-bit copies of a float head (``None``: the head is kept packed; its logits' arg-max).
+        self.greedy_head = None if is_packed(head) else ops.GreedyHead(head)
 
     def _decode_stack(self, positions: torch.Tensor, ctx: StepContext) -> tuple | None:
         """``ops.decode_stack``'s arguments after ``input_ids`` (up to ``pools``) for a step where every sequence
@@ -81,6 +84,8 @@ class BatchedDeepseekV4(nn.Module):
         h = self._hidden(input_ids, positions, ctx)
         if h is None:
             return torch.empty(0, dtype=torch.long, device=input_ids.device)
+        if self.greedy_head is None:
+            return torch.argmax(self.model.head(h).float(), dim=-1)
         return self.greedy_head(h)
 
     def _hidden(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx: StepContext) -> torch.Tensor | None:

@@ -29,13 +29,17 @@ import torch
 from torch import nn
 
 from deepseek_engine.layers.norm import RMSNorm
+from deepseek_engine.layers.packed_linear import is_packed, matrix
 from deepseek_engine.layers.row_invariant import linear
 
 
-def compressor_scores(x: torch.Tensor, wkv: torch.Tensor, wgate: torch.Tensor | None) -> torch.Tensor:
-    """``[T, D]`` hidden -> float32 ``[T, r * head_dim]`` rows ``[kv | score]`` (``score`` only for ratio 2)."""
-    weight = wkv if wgate is None else torch.cat([wkv, wgate], dim=0)
-    return linear(x.float(), weight.float())
+def compressor_scores(x: torch.Tensor, wkv, wgate) -> torch.Tensor:
+    """``[T, D]`` hidden -> float32 ``[T, r * head_dim]`` rows ``[kv | score]`` (``score`` only for ratio 2);
+    ``wkv`` / ``wgate`` float matrices or packed ones (:mod:`deepseek_engine.layers.packed_linear`)."""
+    parts = [wkv] if wgate is None else [wkv, wgate]
+    if any(is_packed(w) for w in parts):
+        return torch.cat([linear(x.float(), w if is_packed(w) else w.float()) for w in parts], dim=-1)
+    return linear(x.float(), torch.cat(parts, dim=0).float())
 
 
 def pool_groups(rows: torch.Tensor, ratio: int, norm_weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -72,7 +76,7 @@ class V41Compressor(nn.Module):
         self.norm = RMSNorm(head_dim, eps)
 
     def scores(self, x: torch.Tensor) -> torch.Tensor:
-        return compressor_scores(x, self.wkv.weight, None if self.wgate is None else self.wgate.weight)
+        return compressor_scores(x, matrix(self.wkv), None if self.wgate is None else matrix(self.wgate))
 
     def pool(self, rows: torch.Tensor) -> torch.Tensor:
         return pool_groups(rows, self.ratio, self.norm.weight, self.eps)

@@ -39,6 +39,7 @@ from deepseek_kernels.v41_select.reference import (  # noqa: F401
 from torch import nn
 
 from deepseek_engine.layers.norm import RMSNorm
+from deepseek_engine.layers.packed_linear import is_packed, matrix
 from deepseek_engine.layers.rotary_embedding import apply_rotary, rotary_tables
 from deepseek_engine.layers.row_invariant import linear
 
@@ -52,7 +53,7 @@ def index_keys(latent: torch.Tensor, wk: torch.Tensor, k_norm_weight: torch.Tens
 def index_keys_with_tables(latent: torch.Tensor, wk: torch.Tensor, k_norm_weight: torch.Tensor, eps: float,
                            c: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
     """:func:`index_keys` with the full-width tables of ``rotary_tables`` (reusable across layers)."""
-    k = linear(latent.to(wk.dtype), wk).float()
+    k = linear(latent if is_packed(wk) else latent.to(wk.dtype), wk).float()
     return ops.rope(ops.rms_norm(k, k_norm_weight.float(), eps), c, s)
 
 
@@ -98,9 +99,9 @@ class V41Indexer(nn.Module):
             self.k_norm = RMSNorm(head_dim, eps)
 
     def keys(self, latent: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-        return index_keys(latent, self.wk.weight, self.k_norm.weight, self.eps, cos, sin)
+        return index_keys(latent, matrix(self.wk), self.k_norm.weight, self.eps, cos, sin)
 
     def queries(self, q_latent: torch.Tensor, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
         """Rotated queries ``[T, H, d]`` and head weights ``[T, H]``."""
-        q = linear(q_latent, self.wq_b.weight).view(q_latent.shape[0], self.n_heads, self.head_dim)
-        return apply_rotary(q, cos, sin), linear(x, self.weights_proj.weight)
+        q = linear(q_latent, matrix(self.wq_b)).view(q_latent.shape[0], self.n_heads, self.head_dim)
+        return apply_rotary(q, cos, sin), linear(x, matrix(self.weights_proj))

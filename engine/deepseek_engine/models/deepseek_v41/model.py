@@ -31,6 +31,7 @@ from torch import nn
 
 from deepseek_engine.layers.hyper_connection import add_hc_sites, hyper_merge
 from deepseek_engine.layers.norm import RMSNorm
+from deepseek_engine.layers.packed_linear import group_matrices, matrix
 from deepseek_engine.layers.rotary_embedding import RotaryEmbedding, apply_rotary
 from deepseek_engine.layers.row_invariant import linear, rotary
 from deepseek_engine.models.deepseek_v4.attention import add_attention_projections
@@ -66,9 +67,9 @@ def sink_attention(q: torch.Tensor, keys: torch.Tensor, visible: torch.Tensor, s
 
 
 def grouped_output(wo_a: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """``wo_a`` (a :class:`GroupedOutputProjection`) on ``x [T, groups, in]``, each group row by row."""
-    w = wo_a.weight.view(wo_a.groups, -1, x.shape[-1])
-    return torch.cat([linear(x[:, g], w[g]) for g in range(wo_a.groups)], dim=-1)
+    """``wo_a`` (a :class:`GroupedOutputProjection`, or kept packed) on ``x [T, groups, in]``, each group row by
+    row."""
+    return torch.cat([linear(x[:, g], w) for g, w in enumerate(group_matrices(wo_a))], dim=-1)
 
 
 class DeepseekV41Attention(nn.Module):
@@ -103,9 +104,9 @@ class DeepseekV41Attention(nn.Module):
         pool = cache.pool
         lp = pool.layers[self.layer_idx]
         cos, sin = rotary(self.rope, positions, x.dtype)
-        q_latent = self.q_norm(linear(x, self.wq_a.weight))
-        q = apply_rotary(linear(q_latent, self.wq_b.weight).view(t, self.n_heads, self.head_dim), cos, sin)
-        kv = apply_rotary(self.norm(linear(x, self.wkv.weight)), cos, sin)
+        q_latent = self.q_norm(linear(x, matrix(self.wq_a)))
+        q = apply_rotary(linear(q_latent, matrix(self.wq_b)).view(t, self.n_heads, self.head_dim), cos, sin)
+        kv = apply_rotary(self.norm(linear(x, matrix(self.wkv))), cos, sin)
         ring = getattr(cache, "window_ring", None)
         if ring is not None and t > ring.max_step:
             raise ValueError(f"{t} tokens in one step exceed the window ring's max_step={ring.max_step}")
@@ -133,7 +134,7 @@ class DeepseekV41Attention(nn.Module):
 
         out = sink_attention(q, keys, visible, self.attn_sink, self.scale)
         out = apply_rotary(out, cos, -sin)
-        return linear(grouped_output(self.wo_a, out.reshape(t, self.o_groups, -1)), self.wo_b.weight)
+        return linear(grouped_output(self.wo_a, out.reshape(t, self.o_groups, -1)), matrix(self.wo_b))
 
     def _compress(self, x: torch.Tensor, positions: torch.Tensor, cache: SequenceCache, lp) -> None:
         """Pool every group closed by this chunk; store entries (and index keys) at the closing rows."""
@@ -290,7 +291,7 @@ class DeepseekV41ForCausalLM(nn.Module):
         input_ids, positions = self._check(input_ids, positions, cache)
         streams, pre, aux = self.hidden_streams(input_ids, positions, cache, tuple(layers))
         cache.num_tokens += input_ids.numel()
-        return linear(self.norm(collapse(streams, pre)), self.head.weight).float(), torch.cat(aux, dim=-1)
+        return linear(self.norm(collapse(streams, pre)), matrix(self.head)).float(), torch.cat(aux, dim=-1)
 
     @torch.no_grad()
     def replay_prefix(self, prefix_ids: torch.Tensor | None, cache: SequenceCache, ring, depth: int | None = None) -> int:
@@ -359,7 +360,7 @@ class DeepseekV41ForCausalLM(nn.Module):
         streams, pre, _ = self.hidden_streams(input_ids, positions, cache)
         h = self.norm(collapse(streams, pre))
         cache.num_tokens += input_ids.numel()
-        logits = linear(h, self.head.weight).float()
+        logits = linear(h, matrix(self.head)).float()
         return (logits, streams) if return_hidden else logits
 
     @torch.no_grad()
@@ -378,7 +379,7 @@ class DeepseekV41ForCausalLM(nn.Module):
                            rows=None if rows is None else rows.to(self.device))
         if h is None:
             return torch.empty(0, self.config.vocab_size, device=self.device)
-        return linear(h, self.head.weight).float()
+        return linear(h, matrix(self.head)).float()
 
     @torch.no_grad()
     def forward_full(self, input_ids: torch.Tensor, block_size: int = 16) -> torch.Tensor:

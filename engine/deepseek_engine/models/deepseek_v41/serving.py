@@ -35,6 +35,7 @@ from torch import nn
 from deepseek_engine.core.int_tensors import long_tensor, padded_rows
 from deepseek_engine.core.padded_queries import PaddedQueries
 from deepseek_engine.layers.hyper_connection import hyper_merge
+from deepseek_engine.layers.packed_linear import matrix
 from deepseek_engine.layers.rotary_embedding import rotary_tables
 from deepseek_engine.layers.row_invariant import linear, rotary
 from deepseek_engine.models.deepseek_v4.kv_cache import SequenceCache, read_rows, write_rows
@@ -68,6 +69,7 @@ class ServedDeepseekV41(nn.Module):
         ``LLM.reload_weights``)."""
         prepare_layers(self.model)
         self.plan = V41StepPlan(self.model)
+        self.head_matrix = matrix(self.model.head)
 
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx) -> torch.Tensor:
         rings = self._rings(positions, ctx) if self.swa_replay is not None else None
@@ -75,7 +77,7 @@ class ServedDeepseekV41(nn.Module):
                            tables=self.position_tables, plan=self.plan)
         if h is None:  # unfinished prefill chunks only: the caches advanced, no row is wanted
             return torch.empty(0, self.config.vocab_size, device=input_ids.device)
-        return linear(h, self.model.head.weight).float()
+        return linear(h, self.head_matrix).float()
 
     def _rings(self, positions: torch.Tensor, ctx) -> list[WindowRing]:
         """Each sequence's window ring, made ready for this step (replaying where it holds nothing)."""
@@ -332,7 +334,7 @@ def _step_compress(p: V41AttentionPlan, rows: torch.Tensor, dtype: torch.dtype, 
     write_rows(lp.entries, info["closing_slots"], ops.rope(latents, c, s))
     if lp.index_keys is not None:  # ``index_keys`` with the group tables (it rotates in float32: the same tables)
         idx = p.indexer
-        keys = index_keys_with_tables(latents, idx.wk.weight, idx.k_norm.weight, idx.eps, c, s)
+        keys = index_keys_with_tables(latents, matrix(idx.wk), idx.k_norm.weight, idx.eps, c, s)
         write_rows(lp.index_keys, info["closing_slots"], keys)
 
 

@@ -7,7 +7,8 @@ plain references to the same tensors and settings, plus the products of one inpu
 (:class:`FusedProducts`). Fusing keeps every bit: ``row_linear`` gives each output the sum of its own weight row
 with the input row in an order fixed by the input width, so the outputs of a concatenated weight are the outputs of
 the separate calls (fused only for float32 weights and inputs, where no rounding sits between the product and its
-consumer).
+consumer). Projections kept in their stored format (:mod:`deepseek_engine.layers.packed_linear`) fuse when they
+share a format and column blocks (``stack_rows``: each output row keeps its weights and scales, so its bits).
 
 ``ServedDeepseekV41.process_weights_after_loading`` builds the plan (and builds a new one when weights change);
 ``batched_hidden`` called without a plan builds one for that call.
@@ -16,21 +17,36 @@ consumer).
 from __future__ import annotations
 
 import torch
+from deepseek_kernels.weight_only import PackedWeight, stack_rows
 
+from deepseek_engine.layers.packed_linear import group_matrices, is_packed, matrix
 from deepseek_engine.layers.row_invariant import linear
 
 
-class FusedProducts:
-    """``[linear(x, w) for w in weights]``, one ``row_linear`` call over the concatenated weights when every weight
-    and ``x`` are float32."""
+def _fused_packed(weights: list) -> PackedWeight | None:
+    """The packed matrices stacked along their rows, when they share a format and column blocks."""
+    if len(weights) < 2 or not all(is_packed(w) for w in weights):
+        return None
+    first = weights[0]
+    if any(w.fmt != first.fmt or w.block_cols != first.block_cols for w in weights):
+        return None
+    return stack_rows(list(weights))
 
-    def __init__(self, weights: list[torch.Tensor]) -> None:
-        self.weights = [w.detach() for w in weights]
-        self.sizes = [int(w.shape[0]) for w in self.weights]
-        fusable = len(self.weights) > 1 and all(w.dtype == torch.float32 for w in self.weights)
+
+class FusedProducts:
+    """``[linear(x, w) for w in weights]``, one call over the concatenated weights when every weight and ``x`` are
+    float32 (``row_linear``) or every weight is packed in one format (``wo_linear``)."""
+
+    def __init__(self, weights: list) -> None:
+        self.weights = [w if is_packed(w) else w.detach() for w in weights]
+        self.sizes = [int(w.out_features if is_packed(w) else w.shape[0]) for w in self.weights]
+        fusable = len(self.weights) > 1 and all(not is_packed(w) and w.dtype == torch.float32 for w in self.weights)
         self.weight = torch.cat(self.weights).contiguous() if fusable else None
+        self.packed = _fused_packed(self.weights)
 
     def __call__(self, x: torch.Tensor) -> list[torch.Tensor]:
+        if self.packed is not None:
+            return list(torch.split(linear(x, self.packed), self.sizes, dim=-1))
         if self.weight is not None and x.dtype == torch.float32:
             return list(torch.split(linear(x, self.weight), self.sizes, dim=-1))
         return [linear(x, w) for w in self.weights]
@@ -52,29 +68,29 @@ class V41AttentionPlan:
         self.q_norm = (attn.q_norm.weight.detach(), attn.q_norm.eps)
         self.kv_norm = (attn.norm.weight.detach(), attn.norm.eps)
         self.attn_sink = attn.attn_sink.detach()
-        groups = attn.wo_a.groups
-        wo_a = attn.wo_a.weight.detach()
-        self.wo_a = list(wo_a.view(groups, -1, wo_a.shape[-1]).unbind(0))
-        self.wo_b = attn.wo_b.weight.detach()
+        self.wo_a = group_matrices(attn.wo_a)
+        wo_b = matrix(attn.wo_b)
+        self.wo_b = wo_b if is_packed(wo_b) else wo_b.detach()
         self.compressor = attn.compressor
         self.indexer = attn.indexer
-        parts = [attn.wq_a.weight, attn.wkv.weight]
+        parts = [matrix(attn.wq_a), matrix(attn.wkv)]
         self.weights_index = self.scores_index = None
         if self.indexer is not None:
             self.weights_index = len(parts)
-            parts.append(self.indexer.weights_proj.weight)
+            parts.append(matrix(self.indexer.weights_proj))
             idx = self.indexer
             self.index_heads, self.index_dim = idx.n_heads, idx.head_dim
             self.index_wscale = idx.head_dim**-0.5 * idx.n_heads**-0.5
         comp = self.compressor
         if comp is not None:
-            comp_w = [comp.wkv.weight] + ([] if comp.wgate is None else [comp.wgate.weight])
-            if all(w.dtype == torch.float32 for w in parts + comp_w):  # compressor_scores runs in float32
+            comp_w = [matrix(comp.wkv)] + ([] if comp.wgate is None else [matrix(comp.wgate)])
+            everything = parts + comp_w
+            if all(not is_packed(w) and w.dtype == torch.float32 for w in everything):  # compressor_scores: float32
                 self.scores_index = len(parts)
                 parts.append(torch.cat([w.detach() for w in comp_w]))
         self.x_products = FusedProducts(parts)
-        self.latent_products = FusedProducts([attn.wq_b.weight]
-                                             + ([] if self.indexer is None else [self.indexer.wq_b.weight]))
+        self.latent_products = FusedProducts([matrix(attn.wq_b)]
+                                             + ([] if self.indexer is None else [matrix(self.indexer.wq_b)]))
 
     def compressor_rows(self, x: torch.Tensor, outs: list[torch.Tensor]) -> torch.Tensor:
         """The compressor's float32 ``[kv | score]`` rows of ``x`` (``compressor_scores``)."""
