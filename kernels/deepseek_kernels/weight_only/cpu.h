@@ -163,7 +163,26 @@ inline __m256 decode8v(int64_t fmt, const uint8_t *row, int64_t k, float scale) 
 }
 #endif
 
-#ifdef __AVX2__
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+// One MXFP4 group (32 weights, 16 bytes, one scale) decoded and scaled into four vectors of eight, in order: the
+// sixteen e2m1 values times the group's scale form one 16-float table (each product exact: a power of two times a
+// small value), and each code picks its weight from it (one permutation per sixteen weights). The bits are those
+// of the AVX2 decode below and of `decode8v` (value x scale, one exact multiplication).
+inline void decode32_fp4(const uint8_t *row, int64_t k, float scale, __m256 out[4]) {
+    const __m128i bytes = _mm_loadu_si128((const __m128i *)(row + (k >> 1)));
+    const __m128i lo = _mm_and_si128(bytes, _mm_set1_epi8(15));
+    const __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi8(15));
+    const __m512 table = _mm512_mul_ps(_mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f,
+                                                      -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f),
+                                       _mm512_set1_ps(scale));
+    const __m512 a = _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_unpacklo_epi8(lo, hi)), table);  // 0..15
+    const __m512 b = _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_unpackhi_epi8(lo, hi)), table);  // 16..31
+    out[0] = _mm512_castps512_ps256(a);
+    out[1] = _mm512_extractf32x8_ps(a, 1);
+    out[2] = _mm512_castps512_ps256(b);
+    out[3] = _mm512_extractf32x8_ps(b, 1);
+}
+#elif defined(__AVX2__)
 // One MXFP4 group (32 weights, 16 bytes, one scale) decoded and scaled into four vectors of eight, in order. Twice
 // each e2m1 value is a small integer (0, 1, 2, 3, 4, 6, 8, 12 and their negatives): one byte shuffle looks all 32
 // up, they widen to float32 and one multiplication by scale / 2 gives value x scale exactly (a power of two).
