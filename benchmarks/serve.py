@@ -1,7 +1,10 @@
 """HTTP serving overhead: concurrent streaming clients through the server versus the engine alone, in one run.
 
-The server (``deepseek_recipe.server`` over ``EngineBackend``, uvicorn on 127.0.0.1) runs in this process; the
-clients run in a child process (``--client``), so their CPU time and the GIL they hold are not the server's. The
+The server (``deepseek_recipe.server`` over ``EngineBackend``, uvicorn on 127.0.0.1 with the event loop ``serve``
+runs, uvloop where installed: ``--loop``) runs in this process; the clients run in a child process (``--client``),
+so their CPU time and the GIL they hold are not the server's. They are plain HTTP/1.1 clients on asyncio streams
+(``--client-kind httpx`` for httpx, which spends more CPU per streamed frame than the server spends making it:
+on a machine with few cores that CPU is taken from the server, and the wall-clock ratio measures the client). The
 model is the tiny random DeepSeek V4 checkpoint with the real vocabulary (``.cache/`` at the repository root,
 created on first use, needs ``transformers``). Three numbers, each against a baseline measured in this run:
 
@@ -19,6 +22,7 @@ A measurement, not a test: nothing asserts on time. On a shared machine wall-clo
 processes' load; take the fastest of ``--repeat`` runs (default 3).
 
     .venv/bin/python benchmarks/serve.py [--clients 32] [--max-tokens 32] [--repeat 3] [--long-prompt 8192]
+                                         [--client-kind raw|httpx] [--loop auto|asyncio] [--stream-interval 0.02]
 """
 
 from __future__ import annotations
@@ -50,7 +54,43 @@ def chat_body(i: int, max_tokens: int, temperature: float, words: int = 12) -> d
 
 
 # -- the client side (a child process) ---------------------------------------------------------------
-async def stream_one(client, url: str, body: dict) -> dict:
+# A plain HTTP/1.1 client on asyncio streams (uvloop where installed): on a machine with few cores the clients'
+# CPU competes with the server's, and httpx spends more CPU per streamed frame than the server does to make it.
+async def stream_one(host: str, port: int, body: dict) -> dict:
+    payload = json.dumps(body).encode()
+    start = time.perf_counter()
+    first = None
+    tokens = frames = 0
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\n\r\n%s" % (host.encode(), len(payload), payload))
+        head = await reader.readuntil(b"\r\n\r\n")
+        status = int(head.split(b" ", 2)[1])
+        if status != 200 or b"transfer-encoding: chunked" not in head.lower():
+            raise RuntimeError(f"HTTP {status}: {head + await reader.read(300)!r}")
+        pending = b""
+        while True:  # chunked transfer coding: "<hex size>\r\n<data>\r\n", ended by a chunk of size 0
+            size = int(await reader.readuntil(b"\r\n"), 16)
+            data = await reader.readexactly(size + 2)
+            if size == 0:
+                break
+            *complete, pending = (pending + data[:-2]).split(b"\n\n")
+            for frame in complete:
+                if not frame.startswith(b"data: ") or frame == b"data: [DONE]":
+                    continue
+                if first is None:  # the first frame: sent once the engine's first token is there
+                    first = time.perf_counter()
+                frames += 1
+                chunk = json.loads(frame[6:])
+                if chunk.get("usage"):
+                    tokens = chunk["usage"]["completion_tokens"]
+    finally:
+        writer.close()
+    return {"start": start, "first": first, "end": time.perf_counter(), "tokens": tokens, "frames": frames}
+
+
+async def stream_one_httpx(client, url: str, body: dict) -> dict:
     start = time.perf_counter()
     first = None
     tokens = frames = 0
@@ -60,7 +100,7 @@ async def stream_one(client, url: str, body: dict) -> dict:
         async for line in r.aiter_lines():
             if not line.startswith("data: ") or line == "data: [DONE]":
                 continue
-            if first is None:  # the first frame: sent once the engine's first token is there
+            if first is None:
                 first = time.perf_counter()
             frames += 1
             chunk = json.loads(line[6:])
@@ -69,17 +109,27 @@ async def stream_one(client, url: str, body: dict) -> dict:
     return {"start": start, "first": first, "end": time.perf_counter(), "tokens": tokens, "frames": frames}
 
 
-async def run_clients(url: str, bodies: list[dict]) -> list[dict]:
+async def run_clients(url: str, bodies: list[dict], kind: str) -> list[dict]:
+    if kind == "raw":
+        host, port = url.removeprefix("http://").rsplit(":", 1)
+        return list(await asyncio.gather(*(stream_one(host, int(port), b) for b in bodies)))
     import httpx
 
     limits = httpx.Limits(max_connections=len(bodies) + 1, max_keepalive_connections=len(bodies) + 1)
     async with httpx.AsyncClient(timeout=600, limits=limits) as client:
-        return list(await asyncio.gather(*(stream_one(client, url, b) for b in bodies)))
+        return list(await asyncio.gather(*(stream_one_httpx(client, url, b) for b in bodies)))
 
 
-def client_main(url: str) -> None:
+def client_main(url: str, kind: str) -> None:
     bodies = json.load(sys.stdin)
-    json.dump(asyncio.run(run_clients(url, bodies)), sys.stdout)
+    try:
+        import uvloop
+        runner = uvloop.run
+    except ImportError:
+        runner = asyncio.run
+    cpu0 = process_cpu()
+    results = runner(run_clients(url, bodies, kind))
+    json.dump({"results": results, "cpu": process_cpu() - cpu0}, sys.stdout)
 
 
 # -- the server side ---------------------------------------------------------------------------------
@@ -92,17 +142,24 @@ def process_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def clients(url: str, bodies: list[dict]) -> list[dict]:
-    out = subprocess.run([sys.executable, __file__, "--client", url], input=json.dumps(bodies), text=True,
-                         capture_output=True, check=False)
+def clients(url: str, bodies: list[dict], kind: str) -> tuple[list[dict], float]:
+    """Each body streamed by its own client in a child process: the results, and the CPU seconds the clients took."""
+    out = subprocess.run([sys.executable, __file__, "--client", url, "--client-kind", kind], input=json.dumps(bodies),
+                         text=True, capture_output=True, check=False)
     if out.returncode != 0:
         raise RuntimeError(f"client process failed:\n{out.stderr}")
-    return json.loads(out.stdout)
+    got = json.loads(out.stdout)
+    return got["results"], got["cpu"]
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--client", help=argparse.SUPPRESS)
+    ap.add_argument("--client-kind", choices=["raw", "httpx"], default="raw",
+                    help="raw (default): a plain HTTP/1.1 client on asyncio streams; httpx: httpx.AsyncClient")
+    ap.add_argument("--loop", default="auto",
+                    help="the server's event loop, uvicorn's --loop (default auto: uvloop where installed, as "
+                         "`serve` runs)")
     ap.add_argument("--clients", type=int, default=32, help="concurrent streams (default 32)")
     ap.add_argument("--max-tokens", type=int, default=32, help="output tokens per stream (default 32)")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each side; the fastest counts (default 3)")
@@ -117,7 +174,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--checkpoint", type=Path, help="checkpoint folder (default: .cache/tiny-deepseek-v4)")
     args = ap.parse_args(argv)
     if args.client:
-        return client_main(args.client)
+        return client_main(args.client, args.client_kind)
 
     import torch
     from deepseek_engine import LLM
@@ -158,13 +215,15 @@ def main(argv: list[str] | None = None) -> None:
         offline_tokens = sum(len(o.token_ids) for o in outs)
 
     # HTTP: the server in this process, the clients in a child process.
-    best_http, http_tokens, front_cpu, engine_cpu = float("inf"), 0, float("inf"), float("inf")
+    best_http, http_tokens, front_cpu, engine_cpu, client_cpu = float("inf"), 0, float("inf"), float("inf"), float("inf")
     for _ in range(args.repeat):
         backend = EngineBackend(engine(), "tiny", stream_interval=args.stream_interval)
-        with LiveServer(create_app(backend, ServerConfig(max_queued_requests=4 * args.clients), tokenizer=TOK)) as s:
+        app = create_app(backend, ServerConfig(max_queued_requests=4 * args.clients), tokenizer=TOK)
+        with LiveServer(app, loop=args.loop) as s:
             loop_thread = next(t for t in threading.enumerate() if t.name == "deepseek-engine-loop")
             cpu0, eng0 = process_cpu(), thread_cpu(loop_thread)
-            results = clients(s.url, bodies)
+            results, cpu = clients(s.url, bodies, args.client_kind)
+            client_cpu = min(client_cpu, cpu)
             cpu1, eng1 = process_cpu(), thread_cpu(loop_thread)
         frames = sum(r["frames"] for r in results)
         wall = max(r["end"] for r in results) - min(r["start"] for r in results)
@@ -184,7 +243,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"CPU per output token: front end {front_cpu / http_tokens * 1e6:.0f} us (everything outside the engine "
           f"loop), engine loop {engine_cpu / http_tokens * 1e6:.0f} us (offline engine "
           f"{offline_cpu / offline_tokens * 1e6:.0f} us); {frames / args.clients:.1f} SSE frames per stream "
-          f"(stream interval {args.stream_interval * 1e3:g} ms)")
+          f"(stream interval {args.stream_interval * 1e3:g} ms); the {args.client_kind} clients "
+          f"{client_cpu / http_tokens * 1e6:.0f} us (their own process)")
 
     # Time to first token of a long prompt: the engine alone versus through HTTP (fresh prompts each time).
     def long_body(i: int) -> dict:
@@ -209,11 +269,11 @@ def main(argv: list[str] | None = None) -> None:
         engine_ttft = min(engine_ttft, time.perf_counter() - t0)
     backend = EngineBackend(engine(), "tiny")
     http_ttft = long_front_cpu = float("inf")
-    with LiveServer(create_app(backend, ServerConfig(), tokenizer=TOK)) as s:
+    with LiveServer(create_app(backend, ServerConfig(), tokenizer=TOK), loop=args.loop) as s:
         loop_thread = next(t for t in threading.enumerate() if t.name == "deepseek-engine-loop")
         for body in long_bodies[args.repeat:]:
             cpu0, eng0 = process_cpu(), thread_cpu(loop_thread)
-            r = clients(s.url, [body])[0]
+            r = clients(s.url, [body], args.client_kind)[0][0]
             http_ttft = min(http_ttft, r["first"] - r["start"])
             long_front_cpu = min(long_front_cpu, (process_cpu() - cpu0) - (thread_cpu(loop_thread) - eng0))
     print(f"time to first token, {len(long_preps[0].prompt_ids)}-token prompt: engine alone {engine_ttft * 1e3:.0f} ms, "

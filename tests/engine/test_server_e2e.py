@@ -189,11 +189,19 @@ def test_metrics_hold_the_engine_gauges(server):
 
 def test_n_choices_share_the_prompt_blocks_and_equal_separate_requests(server, offline):
     oai = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0)
-    body = chat_body(11, n=3, seed=500)
+    body = chat_body(11, n=3, seed=500, logprobs=True)
     r = oai.chat.completions.create(**body, extra_headers={"X-Request-Id": "multi"})
     assert [c.index for c in r.choices] == [0, 1, 2]
     for i, choice in enumerate(r.choices):
-        alone = expected(offline, "chat.completions", chat_body(11, seed=500 + i))["choices"][0]
+        alone = expected(offline, "chat.completions", chat_body(11, seed=500 + i, logprobs=True))["choices"][0]
+        # The same tokens; their log probabilities agree to float32 rounding only: the engine's matmuls over a
+        # batch of three choices (and over a cached prefix) add in another order than over one request alone.
+        got = [(t["token"], t["logprob"]) for key in ("reasoning_content", "content")
+               for t in choice.logprobs.model_dump().get(key) or []]
+        want = [(t["token"], t["logprob"]) for key in ("reasoning_content", "content")
+                for t in alone["logprobs"].get(key) or []]
+        assert [t for t, _ in got] == [t for t, _ in want] and got
+        assert [lp for _, lp in got] == pytest.approx([lp for _, lp in want], rel=1e-5)
         assert choice.message.content == alone["message"].get("content")
         assert getattr(choice.message, "reasoning_content", None) == alone["message"].get("reasoning_content")
         assert choice.finish_reason == alone["finish_reason"]
@@ -202,6 +210,50 @@ def test_n_choices_share_the_prompt_blocks_and_equal_separate_requests(server, o
     # The first choice computes the prompt; the other two find its full blocks cached.
     assert cached[1] == cached[2] == (prompt - 1) // 16 * 16 > 0
     assert len({c.message.reasoning_content for c in r.choices}) > 1  # different seeds, different samples
+
+
+def test_an_agent_turn_reports_the_engine_prefix_cache_hits_in_each_api(server):
+    """An agent's next turn (the history, the model's answer, a new message) starts with the previous turn's prompt:
+    the engine finds that prompt's full blocks in its prefix cache, and usage reports them in each API's own field,
+    validated strictly by the SDKs."""
+    oai = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0, _strict_response_validation=True)
+    claude = anthropic.Anthropic(base_url=server.url, api_key="x", max_retries=0, _strict_response_validation=True)
+    off = {"thinking": {"type": "disabled"}}
+
+    def full_blocks(prompt_tokens: int) -> int:  # at least the last prompt token is always computed
+        return (prompt_tokens - 1) // 16 * 16
+
+    system = "You are agent C. Work step by step and say what you did. " * 4
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": "Turn one: list the files."}]
+    first = oai.chat.completions.create(model=MODEL, messages=messages, max_tokens=4, temperature=0, extra_body=off)
+    messages += [{"role": "assistant", "content": first.choices[0].message.content or "Done."},
+                 {"role": "user", "content": "Turn two: open the first one."}]
+    second = oai.chat.completions.create(model=MODEL, messages=messages, max_tokens=4, temperature=0, extra_body=off)
+    assert first.usage.prompt_tokens_details.cached_tokens == 0
+    assert second.usage.prompt_tokens_details.cached_tokens >= full_blocks(first.usage.prompt_tokens) > 0
+
+    system = "You are agent M. Work step by step and say what you did. " * 4
+    messages = [{"role": "user", "content": "Turn one: list the files."}]
+    first_m = claude.messages.create(model=MODEL, system=system, messages=messages, max_tokens=4,
+                                     thinking={"type": "disabled"})
+    text = "".join(b.text for b in first_m.content if b.type == "text") or "Done."
+    messages += [{"role": "assistant", "content": text}, {"role": "user", "content": "Turn two: open the first one."}]
+    second_m = claude.messages.create(model=MODEL, system=system, messages=messages, max_tokens=4,
+                                      thinking={"type": "disabled"})
+    prompt_m = first_m.usage.input_tokens + (first_m.usage.cache_read_input_tokens or 0)
+    assert not first_m.usage.cache_read_input_tokens
+    assert second_m.usage.cache_read_input_tokens >= full_blocks(prompt_m) > 0
+
+    system = "You are agent R. Work step by step and say what you did. " * 4
+    items = [{"role": "user", "content": "Turn one: list the files."}]
+    first_r = oai.responses.create(model=MODEL, instructions=system, input=items, max_output_tokens=4, temperature=0)
+    items += [{"role": "assistant", "content": first_r.output_text or "Done."},
+              {"role": "user", "content": "Turn two: open the first one."}]
+    second_r = oai.responses.create(model=MODEL, instructions=system, input=items, max_output_tokens=4, temperature=0)
+    assert first_r.usage.input_tokens_details.cached_tokens == 0
+    assert second_r.usage.input_tokens_details.cached_tokens >= full_blocks(first_r.usage.input_tokens) > 0
+    assert second_r.usage.input_tokens_details.cache_write_tokens == 0
+    wait_for(lambda: engine_is_idle(server), "the engine to finish")
 
 
 def test_a_full_queue_answers_503_and_529_with_retry_after(tiny_v4_checkpoint):

@@ -134,9 +134,12 @@ class ScriptedBackend(TokenBackend):
 
 
 class LiveServer:
-    """uvicorn serving ``app`` on 127.0.0.1 at a random free port, in a background thread."""
+    """uvicorn serving ``app`` on 127.0.0.1 at a random free port, in a background thread.
 
-    def __init__(self, app, http: str = "auto") -> None:
+    ``loop`` is uvicorn's ``--loop``: the tests run the standard ``asyncio`` loop, the benchmark
+    ``auto`` (uvloop where installed), what ``uvicorn.run`` and so both ``serve`` commands use."""
+
+    def __init__(self, app, http: str = "auto", loop: str = "asyncio") -> None:
         import uvicorn
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -144,12 +147,13 @@ class LiveServer:
         self.port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.app = app
-        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", http=http))
+        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", http=http, loop=loop))
         self.loop: asyncio.AbstractEventLoop | None = None
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
-        self.loop = asyncio.new_event_loop()
+        factory = self.server.config.get_loop_factory()
+        self.loop = factory() if factory is not None else asyncio.new_event_loop()
         self.loop.run_until_complete(self.server.serve(sockets=[self.sock]))
 
     def __enter__(self) -> LiveServer:

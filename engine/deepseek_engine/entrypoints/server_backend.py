@@ -14,8 +14,8 @@ end's fixed cost per chunk (a task wakeup, a stream-processor push, an SSE frame
 write, all under the GIL the engine's Python needs too) is paid once per interval rather than
 once per token; steps slower than the interval (a real model) send every step's tokens as they
 come. ``stream_interval=0`` sends after every step. Each request's async iterator reads its
-chunks from its own ``asyncio.Queue``, and hands a consumer that fell behind everything that
-piled up as one chunk.
+chunks from its own ``_Stream`` (a list and a waiter), and hands a consumer that fell behind
+everything that piled up as one chunk.
 
 Requests are named by the front end's request ID (``LLM.add_request(request_id=...)``).
 Closing a request's iterator early (``aclose()``, or its task cancelled when the HTTP client
@@ -78,18 +78,39 @@ def sampling_params(options: SamplingOptions) -> SamplingParams:
 class _Stream:
     """One request between the event loop and the engine loop.
 
-    ``chunks`` is read on the event loop only; ``delivered`` (output tokens already sent) is
-    touched by the engine loop only; ``queued`` (no chunk yet, counted against the queue limits)
-    and ``closed`` by the event loop only.
+    ``arrived`` (chunks and errors handed over, not yet read) and ``waiter`` (the reader's future
+    while it waits for them) live on the event loop only, like ``queued`` (no chunk yet, counted
+    against the queue limits) and ``closed``; ``delivered`` (output tokens already sent) is the
+    engine loop's. A plain list and one future rather than an ``asyncio.Queue``: the reader takes
+    everything that arrived at once, and a hand-over is one append and at most one wakeup.
     """
 
     request_id: str
     prompt: list[int]
     params: SamplingParams
-    chunks: asyncio.Queue = field(default_factory=asyncio.Queue)
+    arrived: list = field(default_factory=list)
+    waiter: asyncio.Future | None = None
     delivered: int = 0
     queued: bool = True
     closed: bool = False
+
+    def put(self, item: TokenChunk | BaseException) -> None:
+        """Event loop: hand over one chunk or error, waking the reader if it waits."""
+        self.arrived.append(item)
+        waiter, self.waiter = self.waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def take(self) -> list[TokenChunk | BaseException]:
+        """Event loop: everything handed over since the last ``take``, waiting for at least one item."""
+        while not self.arrived:
+            self.waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self.waiter
+            finally:
+                self.waiter = None
+        items, self.arrived = self.arrived, []
+        return items
 
 
 def _joined(first: TokenChunk, then: TokenChunk) -> TokenChunk:
@@ -228,25 +249,26 @@ class EngineBackend(TokenBackend):
     async def generate(self, request: GenerateRequest) -> AsyncIterator[TokenChunk]:
         stream = self._submit(request)
         finished = False
-        pending: BaseException | None = None
         try:
             while True:
-                item = pending if pending is not None else await stream.chunks.get()
-                pending = None
+                items = await stream.take()
                 self._unqueue(stream)
-                if isinstance(item, BaseException):
-                    finished = True
-                    raise item
-                # A consumer that fell behind gets the chunks that piled up as one (fewer pushes and frames).
-                while item.finish_reason is None and not stream.chunks.empty():
-                    more = stream.chunks.get_nowait()
-                    if isinstance(more, BaseException):
-                        pending = more
+                # A consumer that fell behind gets the chunks that piled up as one (fewer pushes and frames);
+                # an error comes after the tokens made before it.
+                chunk: TokenChunk | None = None
+                for item in items:
+                    if isinstance(item, BaseException):
+                        if chunk is not None:
+                            yield chunk
+                        finished = True
+                        raise item
+                    chunk = item if chunk is None else _joined(chunk, item)
+                    if item.finish_reason is not None:
                         break
-                    item = _joined(item, more)
-                if item.finish_reason is not None:
+                assert chunk is not None
+                if chunk.finish_reason is not None:
                     finished = True
-                yield item
+                yield chunk
                 if finished:
                     return
         finally:
@@ -266,7 +288,7 @@ class EngineBackend(TokenBackend):
         """Event loop: hand each chunk to its stream (dropped for streams already closed)."""
         for stream, item in batch:
             if not stream.closed:
-                stream.chunks.put_nowait(item)
+                stream.put(item)
 
     # -- the engine loop (its own thread) ----------------------------------------------------------
     def _post(self, batch: list) -> None:

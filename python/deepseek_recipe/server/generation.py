@@ -207,10 +207,18 @@ class Generation:
 
     # -- the choices' items ----------------------------------------------------------------------
     async def _choice_items(self, choice: Choice, first: TokenChunk) -> AsyncIterator[list[Any]]:
-        yield choice.start(first)
+        opening: list[Any] | None = choice.start(first)  # goes out with the first tokens' items (one frame)
         chunk: TokenChunk | None = first
         while chunk is not None:
-            items = choice.push(chunk)
+            try:
+                items = choice.push(chunk)
+            except APIError:
+                if opening:
+                    yield opening
+                raise
+            if opening:
+                items = opening + items
+                opening = None
             if items:
                 yield items
             if choice.done or choice.ended:
@@ -269,28 +277,36 @@ class Generation:
     # -- streaming -------------------------------------------------------------------------------
     async def frames(self) -> AsyncIterator[tuple[bytes, bool]]:
         """The SSE frames as they come, each with whether it is the last (known for one choice only)."""
-        api = self.prep.api
-        fix_responses = api is RESPONSES and self.codec.config.responses_cache_write_tokens
-        multi = self.prep.n > 1
+        if self.prep.n == 1:  # the choice's items straight from its generator (no re-indexing, one level less)
+            choice = self.choices[0]
+            fix_responses = self.prep.api is RESPONSES and self.codec.config.responses_cache_write_tokens
+            async for items in self._choice_items(choice, self.firsts[0]):
+                self.events += len(items)
+                if fix_responses:
+                    yield b"".join(self._responses_frame(item) for item in items), choice.done or choice.ended
+                else:
+                    yield b"".join([item.to_sse().encode() for item in items]), choice.done or choice.ended
+            return
         async for index, items in self.items():
             out = []
             for item in items:
-                if multi:
-                    frame = self._reindexed_chat_frame(index, item)
-                    if frame:
-                        out.append(frame)
-                elif fix_responses and item.type in RESPONSE_OBJECT_EVENTS:
-                    event = json.loads(item.to_json())
-                    add_cache_write_tokens(event.get("response"))
-                    out.append(event_frame(item.type, json.dumps(event, ensure_ascii=False)))
-                else:
-                    out.append(item.to_sse().encode())
+                frame = self._reindexed_chat_frame(index, item)
+                if frame:
+                    out.append(frame)
             self.events += len(items)
             if out:
-                last = not multi and (self.choices[0].done or self.choices[0].ended)
-                yield b"".join(out), last
-        if multi and self.prep.include_usage:
+                yield b"".join(out), False
+        if self.prep.include_usage:
             yield data_frame(json.dumps(self._usage_chunk(), ensure_ascii=False)), True
+
+    @staticmethod
+    def _responses_frame(item: Any) -> bytes:
+        """A Responses event's frame, with ``cache_write_tokens`` in the usage of those that carry the response."""
+        if item.type not in RESPONSE_OBJECT_EVENTS:
+            return item.to_sse().encode()
+        event = json.loads(item.to_json())
+        add_cache_write_tokens(event.get("response"))
+        return event_frame(item.type, json.dumps(event, ensure_ascii=False))
 
     def _reindexed_chat_frame(self, index: int, item: Any) -> bytes:
         chunk = json.loads(item.to_json())
