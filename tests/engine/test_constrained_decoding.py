@@ -148,6 +148,14 @@ def test_v4_checkpoint_and_unconstrained_steps_pay_nothing(monkeypatch):
                                   SamplingParams(**SAMPLED, seed=3, constraint=dfa)])
     assert follows(dfa, outs[0]) and follows(dfa, outs[2])
     assert outs[1].token_ids == free[1].token_ids
+    # An all-greedy step takes the greedy head's arg-maxes and computes logits only for the rows whose arg-max
+    # the grammar forbids (``greedy_step``): the same tokens as masking full logits (the sampled neighbour
+    # above forced that path).
+    calls = []
+    step = llm.runner.model.greedy_step
+    monkeypatch.setattr(llm.runner.model, "greedy_step", lambda *a: calls.append(1) or step(*a))
+    greedy = llm.generate(prompts[:2], [SamplingParams(**GREEDY, constraint=dfa), SamplingParams(**GREEDY)])
+    assert calls and [o.token_ids for o in greedy] == [o.token_ids for o in outs[:2]]
     # Without constrained requests no step is marked constrained and no bitmask is ever filled.
     calls = []
     monkeypatch.setattr(llm.runner.masks, "apply", lambda *a: calls.append(a))

@@ -29,7 +29,7 @@ too (``finish_reason`` "stop") and is logged.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import deepseek_kernels as ops
@@ -154,6 +154,15 @@ class TokenMasks:
             self._buffers[words] = buf
         return buf[:rows]
 
+    def fill(self, constraints: Sequence[SequenceConstraint]) -> torch.Tensor:
+        """Row ``i`` of the returned int32 buffer ``[len(constraints), words]``: the bitmask of ``constraints[i]``
+        (all of one width)."""
+        buf = self.buffer(len(constraints), constraints[0].words)
+        rows = buf.numpy().view(np.uint32)
+        for i, c in enumerate(constraints):
+            c.fill(rows, i)
+        return buf
+
     def apply(self, logits: torch.Tensor, constraints: Sequence[SequenceConstraint]) -> None:
         """Mask row ``i`` of the float32 ``logits`` ``[len(constraints), vocab]`` by ``constraints[i]``."""
         words = constraints[0].words
@@ -167,8 +176,21 @@ class TokenMasks:
             logits[picked] = part
 
     def _apply(self, logits: torch.Tensor, constraints: Sequence[SequenceConstraint], words: int) -> None:
-        buf = self.buffer(len(constraints), words)
-        rows = buf.numpy().view(np.uint32)
-        for i, c in enumerate(constraints):
-            c.fill(rows, i)
-        ops.apply_token_bitmask_(logits, buf.to(logits.device, non_blocking=True))
+        ops.apply_token_bitmask_(logits, self.fill(constraints).to(logits.device, non_blocking=True))
+
+    def greedy(self, picks: list[int], constraints: Sequence[SequenceConstraint],
+               logits_of: Callable[[list[int]], torch.Tensor]) -> list[int]:
+        """Greedy tokens of constrained rows from their unconstrained arg-maxes ``picks``: a pick the row's bitmask
+        allows is the masked arg-max too (the first maximum of all logits is the first of the allowed ones);
+        the other rows' logits (``logits_of(row indices)``) are masked and arg-maxed. The same tokens as masking
+        every row, without the logits of rows whose arg-max the grammar allows (most free-text positions)."""
+        buf = self.fill(constraints)
+        words = buf.numpy().view(np.uint32)
+        out = list(picks)
+        bad = [i for i, t in enumerate(picks) if t >= 32 * words.shape[1] or not (words[i, t >> 5] >> (t & 31)) & 1]
+        if bad:
+            logits = logits_of(bad).contiguous()
+            ops.apply_token_bitmask_(logits, buf[bad].to(logits.device, non_blocking=True))
+            for i, t in zip(bad, torch.argmax(logits, dim=-1).tolist()):
+                out[i] = t
+        return out

@@ -121,12 +121,23 @@ class ModelRunner:
         # Rows of ``seqs`` whose sequence is constrained (none, without a list, while no request is).
         constrained = [r for r, seq in enumerate(seqs) if seq.constraint is not None] if batch.constrained else []
         greedy_tokens = getattr(self.model, "greedy_tokens", None)
-        if greedy_tokens is not None and not constrained and all(s.params.greedy and s.params.logprobs is None
-                                                                 for s in seqs):
+        if greedy_tokens is not None and all(s.params.greedy and s.params.logprobs is None for s in seqs):
             # Only arg-maxes are needed: the model may skip materialising the logits.
             input_ids, positions, ctx = self._context(batch.seqs, batch.num_tokens, False, rows)
-            picks = greedy_tokens(input_ids, positions, ctx).tolist()
-            return {seq.seq_id: token for seq, token in zip(seqs, picks)}
+            if not constrained:
+                picks = greedy_tokens(input_ids, positions, ctx).tolist()
+                return {seq.seq_id: token for seq, token in zip(seqs, picks)}
+            greedy_step = getattr(self.model, "greedy_step", None)
+            cons = [seqs[r].constraint for r in constrained]
+            if greedy_step is not None and all(c.words == cons[0].words for c in cons):
+                # The grammar checks each arg-max; only rows whose arg-max it forbids get their logits.
+                found, logits_of = greedy_step(input_ids, positions, ctx)
+                picks = found.tolist()
+                fixed = self.masks.greedy([picks[r] for r in constrained], cons,
+                                          lambda bad: logits_of([constrained[i] for i in bad]))
+                for r, token in zip(constrained, fixed):
+                    picks[r] = token
+                return {seq.seq_id: token for seq, token in zip(seqs, picks)}
         logits = self.forward(batch.seqs, batch.num_tokens, sample_rows=rows)
         tokens: list[int | None] = [None] * len(seqs)
         masked: dict[int, torch.Tensor] = {}
