@@ -1,8 +1,10 @@
 """Decode tokens per second with an output constraint versus without, in the same run (issue #24's goal:
 constrained >= 90% of unconstrained).
 
-The engine serves the tiny random DeepSeek V4 checkpoint with the real 129280-token vocabulary (created once
-under ``.cache/`` at the repository root), greedy and sampled, every prompt generating exactly
+The engine serves a random DeepSeek V4 checkpoint (created once under ``.cache/`` at the repository root):
+``--model tiny`` (default), the tiny one with the real 129280-token vocabulary (hidden 32: the head is most of
+a step, the worst case for a constraint's cost), or ``--model large``, ``benchmarks/engine.py``'s
+compute-bound one (hidden 1024, 8 layers, 64 experts, 16384-token vocabulary); greedy and sampled, every prompt generating exactly
 ``--max-tokens`` tokens (``ignore_eos``). Each round runs the same prompts three ways, interleaved so that the
 load of other processes hits them alike: no constraint, every request constrained, and half of them
 constrained. Prefill is excluded (a run of one new token is subtracted).
@@ -43,19 +45,22 @@ from deepseek_engine import LLM, SamplingParams  # noqa: E402
 from deepseek_engine.testing.tiny_checkpoint import ensure_tiny_checkpoint  # noqa: E402
 from deepseek_engine.testing.token_dfa import TokenDFA  # noqa: E402
 
-VOCAB = 129280
-ORDINARY = 128000  # the control tokens sit above
 
-
-def text_and_structure_dfa(seed: int = 0) -> TokenDFA:
+def text_and_structure_dfa(vocab: int, seed: int = 0) -> TokenDFA:
     """Free text (any ordinary token but 16 "structural" ones) until one of those 16, then one of 12 tokens,
     then free text again: both kinds of bitmask row, in whatever order the model's picks lead to."""
     rng = random.Random(seed)
-    openers = rng.sample(range(2, ORDINARY), 16)
-    inner = rng.sample(range(2, ORDINARY), 12)
-    free = {t: 0 for t in range(2, ORDINARY)}
+    ordinary = ordinary_tokens(vocab)
+    openers = rng.sample(range(2, ordinary), 16)
+    inner = rng.sample(range(2, ordinary), 12)
+    free = {t: 0 for t in range(2, ordinary)}
     free.update({t: 1 for t in openers})
-    return TokenDFA(VOCAB, {0: free, 1: {t: 0 for t in inner}}, accepting={0})
+    return TokenDFA(vocab, {0: free, 1: {t: 0 for t in inner}}, accepting={0})
+
+
+def ordinary_tokens(vocab: int) -> int:
+    """Tokens below this are ordinary text (the real vocabulary's control tokens sit above 128000)."""
+    return min(vocab, 128000) if vocab > 100000 else vocab - 64
 
 
 def json_grammar(tokenizer_json: str):
@@ -71,9 +76,9 @@ def json_grammar(tokenizer_json: str):
     return compile_output_grammar(conv, dr.Tokenizer.from_file(tokenizer_json))
 
 
-def prompts(n: int, seed: int) -> list[list[int]]:
+def prompts(n: int, vocab: int, seed: int) -> list[list[int]]:
     rng = random.Random(seed)
-    return [[rng.randrange(2, ORDINARY) for _ in range(rng.randint(12, 40))] for _ in range(n)]
+    return [[rng.randrange(2, ordinary_tokens(vocab)) for _ in range(rng.randint(12, 40))] for _ in range(n)]
 
 
 def timed(llm: LLM, ps: list[list[int]], params: list[SamplingParams]) -> tuple[float, float]:
@@ -88,21 +93,29 @@ def main() -> None:
     p.add_argument("--max-tokens", type=int, default=32)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--model", choices=["tiny", "large"], default="tiny")
     p.add_argument("--constraint", choices=["dfa", "grammar"], default="dfa")
     p.add_argument("--tokenizer", help="tokenizer.json for --constraint grammar (default: $DEEPSEEK_TOKENIZER_JSON)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    folder = ensure_tiny_checkpoint(ROOT / ".cache" / "tiny-deepseek-v4")
+    if args.model == "tiny":
+        folder = ensure_tiny_checkpoint(ROOT / ".cache" / "tiny-deepseek-v4")
+    else:
+        from engine import LARGE_CONFIG, LARGE_VOCAB  # benchmarks/engine.py's compute-bound model
+
+        folder = ensure_tiny_checkpoint(ROOT / ".cache" / "large-deepseek-v4", vocab_size=LARGE_VOCAB,
+                                        config=LARGE_CONFIG)
     llm = LLM(folder, dtype="float32", max_num_seqs=args.prompts, num_threads=args.threads)
+    vocab = llm.vocab_size
     if args.constraint == "dfa":
-        source = text_and_structure_dfa()
+        source = text_and_structure_dfa(vocab)
     else:
         from deepseek_engine.entrypoints.protocol_api import find_tokenizer_json
 
         source = json_grammar(str(find_tokenizer_json(args.tokenizer)))
-    ps = prompts(args.prompts, 1)
+    ps = prompts(args.prompts, vocab, 1)
     n = len(ps)
-    print(f"tiny V4 checkpoint, vocabulary {VOCAB}, {n} prompts x {args.max_tokens} tokens, "
+    print(f"{args.model} V4 checkpoint, vocabulary {vocab}, {n} prompts x {args.max_tokens} tokens, "
           f"{args.threads} thread(s), constraint: {args.constraint}")
     for mode, base in (("greedy", dict(temperature=0.0)), ("sampled", dict(temperature=0.8, top_p=0.95))):
         def params(tokens: int, constrained: list[bool]) -> list[SamplingParams]:

@@ -17,7 +17,9 @@ The model contract is ``model(input_ids, positions, cache) -> logits``:
 
 Constrained rows (a step whose batch is ``constrained``, :mod:`deepseek_engine.core.constraint`) are sampled
 from a masked copy of their logits; every other row, and the log probabilities of all rows, come from the
-model's logits as they are, so an unconstrained sequence gets the same tokens in any batch.
+model's logits as they are, so an unconstrained sequence gets the same tokens in any batch. A model may
+offer ``greedy_tokens(input_ids, positions, cache)`` (arg-maxes without the logits) and
+``greedy_step(...) -> (arg-maxes, logits_of(rows))``, which all-greedy steps use, constrained or not.
 """
 
 from __future__ import annotations
