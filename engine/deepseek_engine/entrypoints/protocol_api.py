@@ -104,11 +104,14 @@ class ProtocolEngine:
 
     def __init__(self, llm: LLM, tokenizer_json: str | os.PathLike | None = None, *,
                  options: dr.ConversionOptions | None = None, image_fetcher: dr.ReqwestImageFetcher | None = None,
-                 enforce_output_constraints: bool = True) -> None:
+                 enforce_output_constraints: bool = True, thinking_budget: int | None = None) -> None:
         """``enforce_output_constraints``: generate under each request's output constraint (see the module
-        docstring); a request may still opt out with ``"enforce_output_constraint": false``."""
+        docstring); a request may still opt out with ``"enforce_output_constraint": false``.
+        ``thinking_budget``: in a constrained request that thinks, the most reasoning tokens before the grammar
+        forces ``</think>`` (``None``: no limit)."""
         self.llm = llm
         self.enforce_output_constraints = enforce_output_constraints
+        self.thinking_budget = thinking_budget
         path = find_tokenizer_json(tokenizer_json, getattr(llm, "model_dir", None))
         self.tokenizer = dr.Tokenizer.from_file(str(path))
         self.options = options if options is not None else dr.ConversionOptions()
@@ -185,7 +188,7 @@ class ProtocolEngine:
         """The request's compiled output grammar (``None``: no constraint); ``ProtocolError`` when it cannot be
         built (501 when this codec has no grammars, 400 for a schema or pattern it does not support)."""
         try:
-            return compile_output_grammar(conv, self.tokenizer)
+            return compile_output_grammar(conv, self.tokenizer, thinking_budget=self.thinking_budget)
         except GrammarUnavailable as err:
             raise ProtocolError(501, "output_constraint_unavailable", str(err)) from None
         except ValueError as err:
