@@ -220,3 +220,19 @@ def test_the_plain_engine_keeps_the_matcher_at_the_output():
     outs = llm.generate(prompts, [SamplingParams(**SAMPLED, seed=i, constraint=m) for i, m in enumerate(matchers)])
     assert llm.scheduler.num_preemptions > 0
     assert all(follows(dfa, o) and matcher_follows_output(m, o) for m, o in zip(matchers, outs))
+
+
+def test_speculative_llm_takes_the_constraint_too():
+    from deepseek_engine.models.loader import load_model
+    from deepseek_engine.speculative import SpeculativeConfig, SpeculativeLLM, load_drafter
+
+    m = load_model(TINY_V41)
+    llm = SpeculativeLLM.from_models(m, load_drafter(TINY_V41, m, "dspark"), SpeculativeConfig("dspark"),
+                                     block_size=4)
+    dfa = language(1024)
+    prompts = [prompt(8, 170 + i, 1024) for i in range(2)]
+    outs = llm.generate(prompts, SamplingParams(**GREEDY, constraint=dfa))
+    plain = llm_v41().generate(prompts, SamplingParams(**GREEDY, constraint=dfa))
+    assert [o.token_ids for o in outs] == [o.token_ids for o in plain]
+    with pytest.raises(ValueError, match="constrains one request only"):
+        llm.generate(prompts, SamplingParams(**GREEDY, constraint=dfa.matcher()))

@@ -233,8 +233,9 @@ class SpeculativeDecoder:
             run.ctx = self._absorb(aux[: m + 1], tokens[start + 1:start + 2 + m], start, run.dcache)
 
     def generate(self, prompt: list[int], params: SamplingParams, generator: torch.Generator,
-                 eos_token_ids: set[int] | frozenset = frozenset(), max_len: int | None = None) -> SpeculativeResult:
-        run = self.begin(prompt, params, generator, eos_token_ids, max_len)
+                 eos_token_ids: set[int] | frozenset = frozenset(), max_len: int | None = None,
+                 constraint: SequenceConstraint | None = None) -> SpeculativeResult:
+        run = self.begin(prompt, params, generator, eos_token_ids, max_len, constraint=constraint)
         while run.reason is None:
             self.advance(run)
         return run.outcome()
