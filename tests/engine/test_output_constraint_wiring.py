@@ -188,3 +188,23 @@ def test_take_enforce_field():
     assert take_enforce_field({}) is True and take_enforce_field({ENFORCE_FIELD: None}) is True
     with pytest.raises(ValueError, match="must be a boolean"):
         take_enforce_field({ENFORCE_FIELD: 0})
+
+
+def test_http_server_generates_under_the_grammar(grammar, monkeypatch):
+    import httpx
+    from deepseek_recipe.server.app import create_app
+    from server_support import LiveServer
+
+    backend = EngineBackend(toy_llm(MODEL), "tiny")
+    with LiveServer(create_app(backend, ServerConfig(), tokenizer=TOKENIZER)) as live:
+        def post(body: dict) -> httpx.Response:
+            return httpx.post(live.url + "/v1/chat/completions", json=body, timeout=60)
+
+        forced = post(chat(model="tiny", n=2, **JSON)).json()
+        assert [c["message"]["content"] for c in forced["choices"]] == [FORCED, FORCED]
+        assert len(grammar.calls) == 1  # compiled once for the request, a matcher per choice
+        off = post(chat(model="tiny", **JSON, **{ENFORCE_FIELD: False})).json()
+        assert off["choices"][0]["message"]["content"] != FORCED
+        monkeypatch.delattr(_native, "OutputGrammar")
+        refused = post(chat(model="tiny", **JSON))
+        assert refused.status_code == 501 and refused.json()["error"]["code"] == "output_constraint_unavailable"
