@@ -236,3 +236,20 @@ def test_speculative_llm_takes_the_constraint_too():
     assert [o.token_ids for o in outs] == [o.token_ids for o in plain]
     with pytest.raises(ValueError, match="constrains one request only"):
         llm.generate(prompts, SamplingParams(**GREEDY, constraint=dfa.matcher()))
+
+
+def test_a_failing_matcher_ends_its_own_request_not_the_engine():
+    from deepseek_engine.testing.token_dfa import DFAMatcher
+
+    class Failing(DFAMatcher):
+        def accept_token(self, token):
+            if self.accepted == 2:
+                raise RuntimeError("grammar bug")
+            return super().accept_token(token)
+
+    llm = llm_v41()
+    dfa = language(1024)
+    prompts = [prompt(6, 190 + i, 1024) for i in range(2)]
+    outs = llm.generate(prompts, [SamplingParams(**GREEDY, constraint=Failing(dfa)), SamplingParams(**GREEDY)])
+    assert len(outs[0].token_ids) == 3 and outs[0].finish_reason == "stop"
+    assert outs[1].token_ids == llm.generate(prompts[1:], SamplingParams(**GREEDY))[0].token_ids

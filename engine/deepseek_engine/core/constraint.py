@@ -108,12 +108,19 @@ class SequenceConstraint:
 
     def fill(self, rows: np.ndarray, index: int) -> None:
         """Write the allowed tokens into ``rows[index]`` (a uint32 view of the int32 buffer): the matcher's
-        bitmask, with the ending tokens allowed exactly when it is accepting (and at a dead end)."""
-        self.matcher.fill_bitmask(rows.view(np.int32), index)
+        bitmask, with the ending tokens allowed exactly when it is accepting (and at a dead end, or when the
+        matcher fails: the sequence then ends instead of the engine)."""
+        row = rows[index]
+        try:
+            self.matcher.fill_bitmask(rows.view(np.int32), index)
+            accepting = self.matcher.is_accepting()
+        except Exception:  # noqa: BLE001 - a broken grammar ends its own sequence, never the engine step
+            log.exception("a matcher failed to fill its bitmask; the sequence ends")
+            row[:] = 0
+            accepting = True
         if not self.end_tokens:
             return
-        row = rows[index]
-        if self.matcher.is_accepting():
+        if accepting:
             for t in self.end_tokens:
                 row[t >> 5] |= np.uint32(1 << (t & 31))
             return
@@ -129,10 +136,14 @@ class SequenceConstraint:
         matcher, or a token the matcher refused)."""
         if token in self.end_tokens:
             return True
-        if not self.matcher.accept_token(token):
-            log.warning("a matcher refused token %d that its bitmask allowed; the sequence ends", token)
+        try:
+            if not self.matcher.accept_token(token):
+                log.warning("a matcher refused token %d that its bitmask allowed; the sequence ends", token)
+                return True
+            return self.matcher.is_terminated()
+        except Exception:  # noqa: BLE001 - a broken grammar ends its own sequence, never the engine step
+            log.exception("a matcher failed to accept token %d; the sequence ends", token)
             return True
-        return self.matcher.is_terminated()
 
 
 class TokenMasks:

@@ -327,7 +327,7 @@ class _GrammarWalk:
         c = self.constraint
         if token in c.end_tokens:
             self._stop = j + 1
-        elif not c.matcher.accept_token(token):
+        elif not _accepts(c, token):
             self._stop = j
         else:
             self.fed += 1
@@ -349,6 +349,14 @@ class _GrammarWalk:
         else:
             self.buf[b] = -1  # after an ending or terminal draft: the run ends there, the row is not used
         return self.buf[:b + 1].clone(), self.fed, self.terminal
+
+
+def _accepts(constraint: SequenceConstraint, token: int) -> bool:
+    """Whether the matcher takes a draft (a matcher that fails refuses it; the draft is dropped)."""
+    try:
+        return constraint.matcher.accept_token(token)
+    except Exception:  # noqa: BLE001 - a broken grammar costs its own drafts, never the step
+        return False
 
 
 def run_lockstep(steps: list[tuple[SpeculativeDecoder, SpeculativeRun]]) -> None:
