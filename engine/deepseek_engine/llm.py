@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from deepseek_engine.core.block_manager import BlockManager
+from deepseek_engine.core.constraint import SequenceConstraint, TokenMatcher
 from deepseek_engine.core.model_runner import ModelRunner
 from deepseek_engine.core.scheduler import Scheduler
 from deepseek_engine.core.sequence import Sequence, TokenLogprob
@@ -222,8 +223,10 @@ class LLM:
             raise TypeError(f"request_id must be a string, got {type(request_id).__name__}")
         if request_id is not None and request_id in self._requests:
             raise ValueError(f"request ID {request_id!r} is already in use by an unfinished request")
+        self._check_matchers([params], busy=True)
         seq = Sequence(self._next_id, ids, params, self._generator(params), request_id)
         seq.on_token = on_token
+        seq.constraint = self._constraint(params)
         self._next_id += 1
         self._requests[seq.request_id] = seq
         self.scheduler.add(seq)
@@ -244,6 +247,31 @@ class LLM:
         generator = torch.Generator(device=self.device)
         generator.manual_seed(seed)
         return generator
+
+    def _constraint(self, params: SamplingParams) -> SequenceConstraint | None:
+        """A new sequence's grammar state (``None``: unconstrained); the tokens that end it are EOS (unless
+        ``ignore_eos``) and the request's stop tokens."""
+        if params.constraint is None:
+            return None
+        ends = set(params.stop_token_ids)
+        if not params.ignore_eos:
+            ends |= self.scheduler.eos_token_ids
+        return SequenceConstraint.create(params.constraint, self.vocab_size, ends)
+
+    def _check_matchers(self, params_list: Seq[SamplingParams], busy: bool = False) -> None:
+        """A ``TokenMatcher`` given as a constraint serves one sequence: refuse one given twice (or, with
+        ``busy``, one an unfinished request already uses); a grammar (``matcher()``) serves any number."""
+        seen: set[int] = set()
+        if busy:
+            seen = {id(s.constraint.matcher) for s in self._requests.values() if s.constraint is not None}
+        for params in params_list:
+            c = params.constraint
+            if c is None or not isinstance(c, TokenMatcher):
+                continue
+            if id(c) in seen:
+                raise ValueError("a token matcher constrains one request only; give each request its own, or a "
+                                 "grammar whose matcher() makes one per request")
+            seen.add(id(c))
 
     def _speculation(self):
         if self._spec_requests is None:
@@ -300,6 +328,8 @@ class LLM:
                 raise ValueError(f"{len(prompts)} prompts but {len(params_list)} sampling parameters")
         for p in prompts:
             self.check_prompt(p)
+        # (one SamplingParams for every prompt: a bare matcher in it would be shared, which is refused)
+        self._check_matchers(params_list, busy=True)
         specs = [self._speculative_config(sp) for sp in params_list]
         ids = [None if spec is not None else self.add_request(p, sp)
                for p, sp, spec in zip(prompts, params_list, specs)]
@@ -317,7 +347,8 @@ class LLM:
         spec_rows = [i for i, spec in enumerate(specs) if spec is not None]
         if spec_rows:
             runs = self._speculation().run([(self.check_prompt(prompts[i]), params_list[i], specs[i],
-                                             self._generator(params_list[i])) for i in spec_rows])
+                                             self._generator(params_list[i]), self._constraint(params_list[i]))
+                                            for i in spec_rows])
             for i, run in zip(spec_rows, runs):
                 ids[i] = self._next_id
                 results[self._next_id] = self._speculative_output(self._next_id, run)

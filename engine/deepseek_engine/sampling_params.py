@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from deepseek_engine.core.constraint import MatcherSource, TokenMatcher
     from deepseek_engine.speculative.config import SpeculativeConfig
 
 
@@ -25,6 +26,13 @@ class SamplingParams:
     ``SpeculativeConfig`` (drafter method, drafts per step, adaptive verification),
     ``False`` (never for this request) or ``None`` (the ``LLM``'s own setting).
     Greedy output is the same either way; sampled output has the same distribution.
+
+    ``constraint`` restricts the output to a grammar's language: a ``TokenMatcher`` (for one request),
+    or a ``MatcherSource`` such as ``deepseek_recipe.OutputGrammar`` whose ``matcher()`` gives each
+    sequence its own (one ``SamplingParams`` shared by several prompts, or the choices of ``n > 1``).
+    Disallowed tokens are masked before temperature, top-k and top-p (greedy too); EOS and the stop
+    tokens are allowed only where the grammar accepts; log probabilities stay the model's raw ones.
+    See :mod:`deepseek_engine.core.constraint`.
     """
 
     temperature: float = 1.0
@@ -36,6 +44,7 @@ class SamplingParams:
     ignore_eos: bool = False
     logprobs: int | None = None
     speculative: SpeculativeConfig | bool | None = None
+    constraint: TokenMatcher | MatcherSource | Any | None = None
 
     def __post_init__(self) -> None:
         if not self.temperature >= 0.0:
@@ -51,6 +60,10 @@ class SamplingParams:
         if self.seed is not None and not 0 <= self.seed < 2**63:
             raise ValueError(f"seed must be in [0, 2^63), got {self.seed}")
         self.stop_token_ids = [int(t) for t in self.stop_token_ids]
+        if self.constraint is not None:
+            from deepseek_engine.core.constraint import check_constraint
+
+            check_constraint(self.constraint)
         if self.speculative is not None and self.speculative is not False:
             from deepseek_engine.speculative.config import SpeculativeConfig
 

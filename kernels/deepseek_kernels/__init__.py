@@ -32,12 +32,13 @@ from .rope import rope
 from .row_linear import row_linear
 from .sampling import sample_tokens
 from .step_layout import decode_layout
+from .token_bitmask import apply_token_bitmask_
 from .v41_compress import v41_compress_pool
 from .v41_select import v41_select
 from .weight_only import packed_linear, wo_experts, wo_linear
 
 __all__ = [
-    "DEVICE_IMPLS", "GreedyHead", "attn_back", "attn_front", "compress_pool", "compress_windows", "compress_windows_reference", "decode_layout", "decode_stack", "dequantize_fp8_blocks", "dequantize_mxfp4",
+    "DEVICE_IMPLS", "GreedyHead", "apply_token_bitmask_", "attn_back", "attn_front", "compress_pool", "compress_windows", "compress_windows_reference", "decode_layout", "decode_stack", "dequantize_fp8_blocks", "dequantize_mxfp4",
     "engram_gate", "engram_hash", "mhc_mixes", "mhc_pre_delayed", "v41_compress_pool", "v41_select",
     "fp8_gemm", "mxfp4_gemm", "hc_head", "hc_merge", "hc_mix", "hc_step", "indexer_scores", "indexer_select", "mode", "moe_dense_experts",
     "reference_mode", "rms_norm", "rope", "row_linear", "route", "sample_tokens", "set_mode", "sink_attention",

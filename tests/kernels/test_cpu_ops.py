@@ -39,7 +39,7 @@ def test_every_op_is_registered_with_a_cpu_kernel() -> None:
     names = ["rms_norm", "rope", "hc_mix", "hc_merge", "hc_step", "hc_head", "sink_attention", "sink_attention_paged", "moe_route",
              "indexer_scores", "indexer_select", "moe_dense_experts", "attn_front", "attn_back", "head_argmax", "head_argmax_q8",
              "compress_pool", "dequantize_fp8_blocks", "dequantize_mxfp4", "fp8_gemm", "mxfp4_gemm", "sample_tokens",
-             "exp_lanes", "mhc_pre_delayed", "v41_compress_pool", "engram_hash"]
+             "apply_token_bitmask_", "exp_lanes", "mhc_pre_delayed", "v41_compress_pool", "engram_hash"]
     for name in names:
         handle = getattr(torch.ops.deepseek_kernels, name)
         assert torch._C._dispatch_has_kernel_for_dispatch_key(handle.default.name(), "CPU"), name
@@ -466,6 +466,30 @@ def test_sample_tokens() -> None:
     tie = torch.zeros(1, 16)
     tie[0, [3, 9]] = 0.5
     assert ops.sample_tokens(tie, torch.ones(1, 16)).tolist() == [3]  # ties go to the lowest ID
+
+
+@pytest.mark.parametrize("vocab, words", [(1003, 32), (1003, 20), (64, 2), (129280, 4040)])
+def test_apply_token_bitmask(vocab, words) -> None:
+    """Random words, all-ones and all-zero words; a bitmask narrower than the logits (the tokens beyond it are
+    disallowed) and wider (its extra bits are ignored); allowed logits keep their exact values."""
+    g = gen(vocab + words)
+    logits = torch.randn(4, vocab, generator=g)
+    mask = torch.randint(-2**31, 2**31 - 1, (4, words), dtype=torch.int32, generator=g)
+    mask[1] = -1
+    mask[2, ::2] = 0
+    mask[3] = 0
+    mask[3, 0] = 1 << 5
+    fast, slow = logits.clone(), logits.clone()
+    ops.apply_token_bitmask_(fast, mask)
+    with ops.using("reference"):
+        ops.apply_token_bitmask_(slow, mask)
+    assert torch.equal(fast, slow)
+    allowed = fast > float("-inf")
+    assert torch.equal(fast[allowed], logits[allowed])
+    assert allowed[1, : min(vocab, 32 * words)].all() and not allowed[1, 32 * words:].any()
+    assert allowed[3].nonzero().flatten().tolist() == [5]
+    with pytest.raises(RuntimeError, match="apply_token_bitmask_: bitmask must be Int"):
+        ops.apply_token_bitmask_(logits, mask.long())
 
 
 def test_vector_exp_is_within_two_ulps() -> None:

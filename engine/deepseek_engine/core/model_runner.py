@@ -14,6 +14,12 @@ The model contract is ``model(input_ids, positions, cache) -> logits``:
   ``logits_indices`` is ``None``;
 * ``cache.seq_states`` holds each sequence's ``model_state`` dict, where a model may
   keep private per-sequence state between steps (V4.1's window ring).
+
+Constrained rows (a step whose batch is ``constrained``, :mod:`deepseek_engine.core.constraint`) are sampled
+from a masked copy of their logits; every other row, and the log probabilities of all rows, come from the
+model's logits as they are, so an unconstrained sequence gets the same tokens in any batch. A model may
+offer ``greedy_tokens(input_ids, positions, cache)`` (arg-maxes without the logits) and
+``greedy_step(...) -> (arg-maxes, logits_of(rows))``, which all-greedy steps use, constrained or not.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from typing import Any
 
 import torch
 
+from deepseek_engine.core.constraint import TokenMasks
 from deepseek_engine.core.int_tensors import long_tensor
 from deepseek_engine.core.sampler import row_logprobs, sample_row
 from deepseek_engine.core.scheduler import ScheduledBatch
@@ -53,6 +60,7 @@ class ModelRunner:
         self.kv = kv
         self.block_size = block_size
         self.device = device
+        self.masks = TokenMasks()
 
     def _context(self, seqs: list[Sequence], counts: list[int], all_logits: bool, sample_rows: list[int]):
         ids: list[int] = []
@@ -112,16 +120,39 @@ class ModelRunner:
         rows = [i for i, (seq, n) in enumerate(zip(batch.seqs, batch.num_tokens))
                 if seq.num_computed_tokens + n == len(seq.token_ids)]
         seqs = [batch.seqs[i] for i in rows]
+        # Rows of ``seqs`` whose sequence is constrained (none, without a list, while no request is).
+        constrained = [r for r, seq in enumerate(seqs) if seq.constraint is not None] if batch.constrained else []
         greedy_tokens = getattr(self.model, "greedy_tokens", None)
         if greedy_tokens is not None and all(s.params.greedy and s.params.logprobs is None for s in seqs):
             # Only arg-maxes are needed: the model may skip materialising the logits.
             input_ids, positions, ctx = self._context(batch.seqs, batch.num_tokens, False, rows)
-            picks = greedy_tokens(input_ids, positions, ctx).tolist()
-            return {seq.seq_id: token for seq, token in zip(seqs, picks)}
+            if not constrained:
+                picks = greedy_tokens(input_ids, positions, ctx).tolist()
+                return {seq.seq_id: token for seq, token in zip(seqs, picks)}
+            greedy_step = getattr(self.model, "greedy_step", None)
+            cons = [seqs[r].constraint for r in constrained]
+            if greedy_step is not None and all(c.words == cons[0].words for c in cons):
+                # The grammar checks each arg-max; only rows whose arg-max it forbids get their logits.
+                found, logits_of = greedy_step(input_ids, positions, ctx)
+                picks = found.tolist()
+                fixed = self.masks.greedy([picks[r] for r in constrained], cons,
+                                          lambda bad: logits_of([constrained[i] for i in bad]))
+                for r, token in zip(constrained, fixed):
+                    picks[r] = token
+                return {seq.seq_id: token for seq, token in zip(seqs, picks)}
         logits = self.forward(batch.seqs, batch.num_tokens, sample_rows=rows)
-        # Greedy rows share one arg-max call: each row's result depends on that row only.
-        greedy = [r for r, seq in enumerate(seqs) if seq.params.greedy]
         tokens: list[int | None] = [None] * len(seqs)
+        masked: dict[int, torch.Tensor] = {}
+        if constrained:
+            rows_logits = logits[constrained].float()  # a copy: the raw rows stay for log probabilities
+            self.masks.apply(rows_logits, [seqs[r].constraint for r in constrained])
+            picked = [i for i, r in enumerate(constrained) if seqs[r].params.greedy]
+            if picked:
+                for i, token in zip(picked, torch.argmax(rows_logits[picked], dim=-1).tolist()):
+                    tokens[constrained[i]] = token
+            masked = {r: rows_logits[i] for i, r in enumerate(constrained)}
+        # Greedy rows share one arg-max call: each row's result depends on that row only.
+        greedy = [r for r, seq in enumerate(seqs) if seq.params.greedy and r not in masked]
         if greedy:
             picks = torch.argmax(logits[greedy], dim=-1).tolist() if len(greedy) < len(seqs) \
                 else torch.argmax(logits, dim=-1).tolist()
@@ -131,7 +162,7 @@ class ModelRunner:
         for r, seq in enumerate(seqs):
             token = tokens[r]
             if token is None:
-                token = sample_row(logits[r], seq.params, seq.generator)
+                token = sample_row(masked[r] if r in masked else logits[r], seq.params, seq.generator)
             if seq.params.logprobs is not None:
                 seq.logprobs.append(row_logprobs(logits[r], token, seq.params.logprobs))
             sampled[seq.seq_id] = token

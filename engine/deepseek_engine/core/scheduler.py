@@ -14,6 +14,11 @@ A waiting sequence whose next prefix block a running sequence is computing right
 choices of an ``n > 1`` request) is passed over until that block is computed, then
 admitted with it as a cache hit; sequences behind it are admitted meanwhile.
 ``abort`` removes a waiting or running sequence and frees its blocks at once.
+
+Constrained sequences (``Sequence.constraint``) are counted: a step is marked ``constrained`` only while
+one is unfinished, so that the model runner does no per-row grammar work at all otherwise. After a
+constrained sequence's token is appended its matcher accepts it, and a matcher whose language ends
+there ends the sequence (:mod:`deepseek_engine.core.constraint`).
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ class ScheduledBatch:
 
     seqs: list[Sequence]
     num_tokens: list[int]
+    #: Whether any unfinished sequence is constrained (some of ``seqs`` may then need a token bitmask).
+    constrained: bool = False
 
     def samples(self, i: int) -> bool:
         """Whether sequence ``i`` reaches its last token this step, so a new token is sampled."""
@@ -60,10 +67,19 @@ class Scheduler:
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []
         self.num_preemptions = 0
+        self.num_constrained = 0  # unfinished sequences with a constraint
 
     def add(self, seq: Sequence) -> None:
         """Queue a validated sequence (``LLM`` checks IDs and length first)."""
         self.waiting.append(seq)
+        if seq.constraint is not None:
+            self.num_constrained += 1
+
+    def _finished(self, seq: Sequence) -> None:
+        seq.status = SequenceStatus.FINISHED
+        self.block_manager.deallocate(seq)
+        if seq.constraint is not None:
+            self.num_constrained -= 1
 
     def has_unfinished(self) -> bool:
         return bool(self.waiting or self.running)
@@ -133,7 +149,7 @@ class Scheduler:
             counts.append(n)
             budget -= n
         self.waiting.extendleft(reversed(passed_over))
-        return ScheduledBatch(seqs, counts)
+        return ScheduledBatch(seqs, counts, self.num_constrained > 0)
 
     def abort(self, seq: Sequence) -> None:
         """Remove an unfinished sequence (waiting or running) and release its blocks;
@@ -144,8 +160,7 @@ class Scheduler:
             self.waiting.remove(seq)
         else:
             raise ValueError(f"sequence {seq.seq_id} has already finished")
-        self.block_manager.deallocate(seq)
-        seq.status = SequenceStatus.FINISHED
+        self._finished(seq)
         seq.finish_reason = "abort"
 
     def postprocess(self, batch: ScheduledBatch, sampled: dict[int, int]) -> list[Sequence]:
@@ -165,6 +180,11 @@ class Scheduler:
             params = seq.params
             if (not params.ignore_eos and token in self.eos_token_ids) or token in params.stop_token_ids:
                 seq.finish_reason, seq.stop_token_id = "stop", token
+                # (an ending token is never fed to the matcher: the grammar allowed it as the output's end)
+            elif seq.constraint is not None and seq.constraint.advance(token):
+                seq.finish_reason = "stop"
+                if seq.on_token is not None:
+                    seq.on_token(seq)  # the caller still sees the grammar's last token
             elif seq.on_token is not None and seq.on_token(seq):
                 seq.finish_reason = "stop"
             elif params.max_tokens is not None and seq.num_output_tokens >= params.max_tokens:
@@ -172,8 +192,7 @@ class Scheduler:
             elif len(seq) >= self.max_model_len:
                 seq.finish_reason = "length"
             if seq.finish_reason is not None:
-                seq.status = SequenceStatus.FINISHED
-                self.block_manager.deallocate(seq)
+                self._finished(seq)
                 self.running.remove(seq)
                 finished.append(seq)
         return finished

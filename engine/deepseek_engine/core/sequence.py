@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
+from deepseek_engine.core.constraint import SequenceConstraint
 from deepseek_engine.sampling_params import SamplingParams
 
 
@@ -42,6 +43,9 @@ class Sequence:
     default the same number. ``block_hashes`` holds the prefix-cache hash of each
     full block of ``token_ids`` computed so far (``BlockManager`` extends it; full
     blocks never change, so the hashes stay valid as the sequence grows).
+
+    ``constraint`` holds the sequence's grammar matcher when its request is constrained
+    (:mod:`deepseek_engine.core.constraint`); it has accepted every output token but an ending one.
     """
 
     def __init__(
@@ -72,6 +76,7 @@ class Sequence:
         # Private state the model keeps for this sequence between steps (``StepContext.seq_states``).
         self.model_state: dict = {}
         self.block_hashes: list[bytes] = []
+        self.constraint: SequenceConstraint | None = None
 
     def __len__(self) -> int:
         return len(self.token_ids)

@@ -180,6 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-model-len", type=int, help="context length (default: from the model, at most 8192)")
     p.add_argument("--max-num-seqs", type=int, default=32, help="sequences per step (default 32)")
     p.add_argument("--max-num-batched-tokens", type=int, default=2048, help="token budget per step (default 2048)")
+    p.add_argument("--no-grammar", action="store_true",
+                   help="generate without enforcing the requests' output constraints (tools, response_format); "
+                        "by default each request that carries one is generated under its grammar")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
@@ -193,7 +196,8 @@ def main(argv: list[str] | None = None) -> int:
 
     llm = LLM(args.model_dir, dtype=args.dtype, device=args.device, max_model_len=args.max_model_len,
               max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens)
-    counts = run_batch(ProtocolEngine(llm, args.tokenizer), args.input, args.output, progress=not args.no_progress)
+    protocol = ProtocolEngine(llm, args.tokenizer, enforce_output_constraints=not args.no_grammar)
+    counts = run_batch(protocol, args.input, args.output, progress=not args.no_progress)
     print(f"done: {counts['ok']} ok, {counts['errors']} errors, {counts['skipped']} already done "
           f"-> {args.output}", file=sys.stderr)
     return 0

@@ -9,8 +9,13 @@ back into protocol chunks, which are accumulated into one response. The engine
 Images are resolved and preprocessed through the codec (fetched only from public addresses:
 the codec's deny filter is the default) and counted in the prompt, each placeholder standing for
 its image's token count; their pixels are not used, because the vision tower is out of scope
-(the engine is text-only). Not supported: constrained decoding
-(``inference_options.output_constraint`` is not enforced).
+(the engine is text-only).
+
+Output constraints are enforced by default: a request that carries one (``inference_options.output_constraint``:
+tools with any ``tool_choice`` but ``none``, ``json_object``, ``json_schema``, a regex) gets its ``OutputGrammar``
+compiled by the codec (``deepseek_recipe.output_constraints``) and generates under it (``SamplingParams.constraint``).
+``"enforce_output_constraint": false`` in a body, or ``ProtocolEngine(..., enforce_output_constraints=False)``
+(the batch CLI's ``--no-grammar``), turns that off.
 """
 
 from __future__ import annotations
@@ -26,6 +31,12 @@ from typing import Any
 
 import deepseek_recipe as dr
 from deepseek_recipe.apis import BY_NAME, BY_PATH, AnyApi
+from deepseek_recipe.output_constraints import (
+    ENFORCE_FIELD,
+    GrammarUnavailable,
+    compile_output_grammar,
+    take_enforce_field,
+)
 
 from deepseek_engine.core.sequence import Sequence, TokenLogprob
 from deepseek_engine.llm import LLM, RequestOutput
@@ -93,8 +104,14 @@ class ProtocolEngine:
 
     def __init__(self, llm: LLM, tokenizer_json: str | os.PathLike | None = None, *,
                  options: dr.ConversionOptions | None = None, image_fetcher: dr.ReqwestImageFetcher | None = None,
-                 ) -> None:
+                 enforce_output_constraints: bool = True, thinking_budget: int | None = None) -> None:
+        """``enforce_output_constraints``: generate under each request's output constraint (see the module
+        docstring); a request may still opt out with ``"enforce_output_constraint": false``.
+        ``thinking_budget``: in a constrained request that thinks, the most reasoning tokens before the grammar
+        forces ``</think>`` (``None``: no limit)."""
         self.llm = llm
+        self.enforce_output_constraints = enforce_output_constraints
+        self.thinking_budget = thinking_budget
         path = find_tokenizer_json(tokenizer_json, getattr(llm, "model_dir", None))
         self.tokenizer = dr.Tokenizer.from_file(str(path))
         self.options = options if options is not None else dr.ConversionOptions()
@@ -128,6 +145,13 @@ class ProtocolEngine:
         spec = BY_NAME.get(api)
         if spec is None:
             raise ProtocolError(400, "unsupported_api", f"unknown API {api!r}; expected one of {sorted(BY_NAME)}")
+        enforce = self.enforce_output_constraints
+        if isinstance(body, dict) and ENFORCE_FIELD in body:
+            body = dict(body)
+            try:
+                enforce = take_enforce_field(body) and enforce
+            except ValueError as err:
+                raise ProtocolError(400, "invalid_request_error", str(err)) from None
         try:
             req = spec.request(body)
         except ValueError as err:
@@ -156,8 +180,19 @@ class ProtocolEngine:
             seed=opts.seed,
             max_tokens=max_tokens,
             logprobs=(opts.top_logprobs or 0) if opts.logprobs else None,
+            constraint=self._grammar(conv) if enforce else None,
         )
         return Prepared(spec, model, conv, ids, params, extras, image_tokens)
+
+    def _grammar(self, conv: dr.ConversationRequest) -> Any:
+        """The request's compiled output grammar (``None``: no constraint); ``ProtocolError`` when it cannot be
+        built (501 when this codec has no grammars, 400 for a schema or pattern it does not support)."""
+        try:
+            return compile_output_grammar(conv, self.tokenizer, thinking_budget=self.thinking_budget)
+        except GrammarUnavailable as err:
+            raise ProtocolError(501, "output_constraint_unavailable", str(err)) from None
+        except ValueError as err:
+            raise ProtocolError(400, "invalid_request_error", f"output constraint: {err}") from None
 
     def _image_tokens(self, conv: dr.ConversationRequest) -> int:
         """Resolve and preprocess the request's images; return the tokens they add to the prompt."""

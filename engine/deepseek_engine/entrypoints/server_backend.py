@@ -24,7 +24,8 @@ goes away) or calling ``abort`` queues an abort; the loop thread applies it befo
 
 If a step raises, the engine is dead: ``health()`` turns ``False``, every pending request ends
 with ``BackendUnavailable`` and new ones are refused with it. Nothing here knows about
-protocols, text or JSON: token IDs and sampling options in, token IDs out
+protocols, text or JSON: token IDs and sampling options in, token IDs out; a request's compiled output
+grammar, when it carries one, becomes its ``SamplingParams.constraint``
 (``deepseek_recipe.server.backend`` holds the contract).
 """
 
@@ -37,6 +38,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from deepseek_recipe.server.backend import (
     BackendOverloaded,
@@ -60,8 +62,9 @@ log = logging.getLogger(__name__)
 SEED_MODULUS = 2**63
 
 
-def sampling_params(options: SamplingOptions) -> SamplingParams:
-    """The engine's ``SamplingParams`` for a request's ``SamplingOptions`` (``ValueError`` if invalid)."""
+def sampling_params(options: SamplingOptions, grammar: Any = None) -> SamplingParams:
+    """The engine's ``SamplingParams`` for a request's ``SamplingOptions`` (``ValueError`` if invalid) and its
+    output grammar (a ``MatcherSource``: the engine makes the choice's matcher from it)."""
     return SamplingParams(
         temperature=options.temperature,
         top_p=options.top_p,
@@ -71,6 +74,7 @@ def sampling_params(options: SamplingOptions) -> SamplingParams:
         stop_token_ids=list(options.stop_token_ids),
         ignore_eos=options.ignore_eos,
         logprobs=options.logprobs,
+        constraint=grammar,
     )
 
 
@@ -134,7 +138,11 @@ class EngineBackend(TokenBackend):
     (``None``: no bound of that kind; a prompt is always taken when nothing waits).
     ``stream_interval`` (seconds) is the least time between two deliveries of new tokens while
     the engine is busy (the module docstring's *Delivery*).
+
+    It enforces output constraints: each request's ``grammar`` gives its sequence a matcher of its own.
     """
+
+    enforces_output_constraints = True
 
     def __init__(self, llm: LLM | Callable[[], LLM], model_name: str, *, max_queued_requests: int | None = None,
                  max_queued_tokens: int | None = None, retry_after: float = 1.0,
@@ -215,7 +223,7 @@ class EngineBackend(TokenBackend):
         if rid in self._streams:
             raise BackendRequestError(f"request ID {rid!r} is already in use by a running request")
         try:
-            params = sampling_params(request.sampling)
+            params = sampling_params(request.sampling, request.grammar)
             prompt = self._llm.check_prompt(request.prompt_token_ids)
         except (ValueError, TypeError) as err:
             raise BackendRequestError(str(err)) from None

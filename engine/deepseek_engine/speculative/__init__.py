@@ -152,6 +152,12 @@ class SpeculativeLLM:
 
     def generate(self, prompts: Seq[Seq[int]], sampling_params: SamplingParams | None = None) -> list[SpeculativeOutput]:
         params = sampling_params or SamplingParams()
+        if params.constraint is not None and len(prompts) > 1:
+            from deepseek_engine.core.constraint import TokenMatcher
+
+            if isinstance(params.constraint, TokenMatcher):
+                raise ValueError("a token matcher constrains one request only; give a grammar whose matcher() "
+                                 "makes one per request")
         outs = []
         for prompt in prompts:
             ids = [int(t) for t in prompt]
@@ -159,7 +165,14 @@ class SpeculativeLLM:
                 raise ValueError("prompts must be non-empty lists of in-vocabulary token IDs")
             generator = torch.Generator(device=self.model.device)
             generator.manual_seed(params.seed if params.seed is not None else self._seed_rng.getrandbits(63))
-            r: SpeculativeResult = self.decoder.generate(ids, params, generator, self.eos_token_ids, self.max_model_len)
+            constraint = None
+            if params.constraint is not None:  # (a grammar: each prompt gets a matcher of its own)
+                from deepseek_engine.core.constraint import SequenceConstraint
+
+                ends = set(params.stop_token_ids) | (set() if params.ignore_eos else set(self.eos_token_ids))
+                constraint = SequenceConstraint.create(params.constraint, self.model.config.vocab_size, ends)
+            r: SpeculativeResult = self.decoder.generate(ids, params, generator, self.eos_token_ids, self.max_model_len,
+                                                         constraint)
             outs.append(SpeculativeOutput(self._next_id, ids, r.token_ids, r.finish_reason, r.accepted_per_step,
                                           r.verify_lengths, r.target_forwards))
             self._next_id += 1

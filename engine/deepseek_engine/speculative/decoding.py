@@ -23,6 +23,17 @@ Greedy output equals greedy decoding without speculation token for token (up
 to float rounding of the target's logits between a one-token step and a
 multi-token verification pass). Sampled output keeps the target's
 distribution (rejection sampling).
+
+A constrained run (``SamplingParams.constraint``, :mod:`deepseek_engine.core.constraint`) walks its
+matcher through the drafts as they are proposed: draft ``j`` is picked from the drafter's logits masked
+by the grammar's bitmask after the ``j - 1`` drafts before it (a draft the grammar forbids cannot be
+proposed; drafting stops after an ending token or where the grammar terminates, and a draft the matcher
+refuses is dropped there). The same bitmask rows mask the target's logits before verification, so the
+verifier's tokens obey the grammar too and sampled verification keeps the target's *masked*
+distribution (the drafts' ``q`` is the masked drafter distribution they were drawn from). After
+verification the matcher rolls back the rejected drafts and accepts the correction or bonus token: its
+state is again that of the run's tokens. Greedy output with a constraint equals greedy constrained
+decoding without speculation.
 """
 
 from __future__ import annotations
@@ -30,8 +41,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+import deepseek_kernels as ops
+import numpy as np
 import torch
 
+from deepseek_engine.core.constraint import SequenceConstraint, TokenMasks
 from deepseek_engine.core.sampler import filtered_probs, sample_row
 from deepseek_engine.sampling_params import SamplingParams
 from deepseek_engine.speculative.config import SpeculativeConfig
@@ -65,6 +79,7 @@ class SpeculativeDecoder:
     def __init__(self, target, drafter, spec: SpeculativeConfig, block_size: int = 16) -> None:
         self.target, self.drafter, self.spec, self.block_size = target, drafter, spec, block_size
         self.v41 = spec.method == "dspark"
+        self.masks = TokenMasks()
 
     # -- target passes -------------------------------------------------------------------------
     def _target(self, ids: list[int], start: int, cache):
@@ -119,9 +134,10 @@ class SpeculativeDecoder:
     @torch.no_grad()
     def begin(self, prompt: list[int], params: SamplingParams, generator: torch.Generator,
               eos_token_ids: set[int] | frozenset = frozenset(), max_len: int | None = None,
-              cache=None) -> SpeculativeRun:
+              cache=None, constraint: SequenceConstraint | None = None) -> SpeculativeRun:
         """Prefill ``prompt`` into fresh target and drafter caches (``cache``: the target cache to use, e.g. a
-        block table of a pool that other runs share) and sample the first token."""
+        block table of a pool that other runs share) and sample the first token (``constraint``: the run's
+        grammar state, see the module docstring)."""
         t0 = time.perf_counter()
         max_tokens = params.max_tokens or 1 << 30
         limit = self.cache_tokens(prompt, params, max_len)
@@ -130,10 +146,19 @@ class SpeculativeDecoder:
         dcache = self.drafter.new_cache(limit, self.block_size, self.target.dtype, self.target.device)
         logits, aux = self._target(prompt, 0, cache)
         run = SpeculativeRun(list(prompt), params, generator, frozenset(eos_token_ids), max_len, max_tokens,
-                             cache, dcache, SpeculativeResult([], "length", target_forwards=1))
-        run.tokens.append(sample_row(logits[-1], params, generator))
+                             cache, dcache, SpeculativeResult([], "length", target_forwards=1), constraint=constraint)
+        row = logits[-1]
+        if constraint is not None:
+            row = row[None].float().clone()
+            buf = self.masks.buffer(1, constraint.words)
+            constraint.fill(buf.numpy().view(np.uint32), 0)
+            ops.apply_token_bitmask_(row, buf)
+            row = row[0]
+        run.tokens.append(sample_row(row, params, generator))
         run.ctx = self._absorb(aux, run.tokens[1:len(prompt) + 1], 0, dcache)
         run.reason = run.finished()
+        if constraint is not None and run.reason != "stop" and constraint.advance(run.tokens[-1]):
+            run.reason = "stop"
         run.result.seconds += time.perf_counter() - t0
         return run
 
@@ -151,16 +176,25 @@ class SpeculativeDecoder:
         """The first half of a step: the drafts to verify and the target's input ``[last token, drafts...]``."""
         n = self.spec.num_speculative_tokens
         params, generator, tokens = run.params, run.generator, run.tokens
+        walk = None if run.constraint is None else _GrammarWalk(run.constraint, self.masks.buffer(n + 1,
+                                                                                                  run.constraint.words))
 
         def pick(row: torch.Tensor, j: int) -> int:
-            if params.greedy:
-                return int(torch.argmax(row))
-            return draw(filtered_probs(row, params), generator)
+            if walk is not None:
+                row = walk.masked(row, j)
+            token = int(torch.argmax(row)) if params.greedy else draw(filtered_probs(row, params), generator)
+            if walk is not None:
+                walk.take(token, j)
+            return token
 
         start = len(tokens) - 1  # position of the last sampled token
         drafts, draft_rows, conf = self._draft(tokens[-1], start, tokens, run.ctx, run.dcache, pick)
         b = adaptive(conf, self.spec.step_costs()) if self.spec.adaptive else n
-        return PendingStep(start, [tokens[-1]] + drafts[:b], drafts[:b], draft_rows[:b], b)
+        if walk is None:
+            return PendingStep(start, [tokens[-1]] + drafts[:b], drafts[:b], draft_rows[:b], b)
+        b = min(b, walk.limit)
+        rows = torch.stack(walk.rows[:b]) if b else draft_rows[:0]
+        return PendingStep(start, [tokens[-1]] + drafts[:b], drafts[:b], rows, b, *walk.verify_masks(b))
 
     @torch.no_grad()
     def settle(self, run: SpeculativeRun, step: PendingStep, logits: torch.Tensor, aux) -> None:
@@ -169,6 +203,10 @@ class SpeculativeDecoder:
         params, generator, tokens, result = run.params, run.generator, run.tokens, run.result
         start, drafts, draft_rows, b = step.start, step.drafts, step.draft_rows, step.budget
         result.target_forwards += 1
+        constraint = run.constraint
+        if step.bitmask is not None:
+            logits = logits.float().contiguous()
+            ops.apply_token_bitmask_(logits, step.bitmask)  # the verifier's tokens obey the grammar too
         if params.greedy:
             emitted = verify_greedy(logits, drafts)
         else:
@@ -177,18 +215,27 @@ class SpeculativeDecoder:
         m = len(emitted) - 1
         result.accepted_per_step.append(m)
         result.verify_lengths.append(b)
+        if constraint is not None and step.fed > m:
+            constraint.matcher.rollback(step.fed - m)  # the rejected drafts leave the matcher
         run.cache.num_tokens = start + 1 + m  # roll back: rows of rejected drafts are never read again
-        for token in emitted:
+        for i, token in enumerate(emitted):
             tokens.append(token)
             run.reason = run.finished()
+            if constraint is not None and run.reason != "stop" and (
+                    constraint.advance(token) if i == m  # the correction or bonus token
+                    else i == step.fed - 1 and step.terminal):  # a draft after which the grammar allows nothing
+                run.reason = "stop"
             if run.reason is not None:
+                if constraint is not None and min(step.fed, m) > i + 1:
+                    constraint.matcher.rollback(min(step.fed, m) - (i + 1))  # drafts cut off by the end
                 break
         if run.reason is None:
             run.ctx = self._absorb(aux[: m + 1], tokens[start + 1:start + 2 + m], start, run.dcache)
 
     def generate(self, prompt: list[int], params: SamplingParams, generator: torch.Generator,
-                 eos_token_ids: set[int] | frozenset = frozenset(), max_len: int | None = None) -> SpeculativeResult:
-        run = self.begin(prompt, params, generator, eos_token_ids, max_len)
+                 eos_token_ids: set[int] | frozenset = frozenset(), max_len: int | None = None,
+                 constraint: SequenceConstraint | None = None) -> SpeculativeResult:
+        run = self.begin(prompt, params, generator, eos_token_ids, max_len, constraint=constraint)
         while run.reason is None:
             self.advance(run)
         return run.outcome()
@@ -202,8 +249,13 @@ class PendingStep:
     start: int
     ids: list[int]
     drafts: list[int]
-    draft_rows: torch.Tensor
+    draft_rows: torch.Tensor  # the rows the drafts were picked from (masked by the grammar when constrained)
     budget: int
+    # Constrained runs: the bitmask of each of the ``budget + 1`` target rows, how many drafts the matcher
+    # accepted, and whether it terminated after the last of them.
+    bitmask: torch.Tensor | None = None
+    fed: int = 0
+    terminal: bool = False
 
 
 @dataclass
@@ -222,6 +274,7 @@ class SpeculativeRun:
     tokens: list[int] = field(default_factory=list)
     ctx: object = None
     reason: str | None = None
+    constraint: SequenceConstraint | None = None
 
     def __post_init__(self) -> None:
         if not self.tokens:
@@ -240,6 +293,70 @@ class SpeculativeRun:
         self.result.token_ids = self.tokens[len(self.prompt):]
         self.result.finish_reason = self.reason or "length"
         return self.result
+
+
+class _GrammarWalk:
+    """A constrained run's matcher walked through one step's drafts (see the module docstring).
+
+    ``masked(row, j)`` is the drafter's row ``j`` masked by the grammar after drafts ``0 .. j - 1`` (that
+    bitmask is row ``j`` of ``buf``, and masks the target's row ``j`` later); ``take(token, j)`` feeds draft
+    ``j``. ``limit`` is how many drafts are worth verifying: drafting stops after an ending token or a
+    draft where the grammar terminates, and before a draft the matcher refuses.
+    """
+
+    def __init__(self, constraint: SequenceConstraint, buf: torch.Tensor) -> None:
+        self.constraint, self.buf = constraint, buf
+        self.words = buf.numpy().view(np.uint32)
+        self.rows: list[torch.Tensor] = []
+        self._stop: int | None = None  # drafts kept, once drafting is over
+        self.fed = 0
+        self.terminal = False
+
+    def masked(self, row: torch.Tensor, j: int) -> torch.Tensor:
+        if self._stop is not None:
+            return row  # past the end of what will be verified
+        self.constraint.fill(self.words, j)
+        row = row[None].float().clone()
+        ops.apply_token_bitmask_(row, self.buf[j:j + 1])
+        self.rows.append(row[0])
+        return row[0]
+
+    def take(self, token: int, j: int) -> None:
+        if self._stop is not None:
+            return
+        c = self.constraint
+        if token in c.end_tokens:
+            self._stop = j + 1
+        elif not _accepts(c, token):
+            self._stop = j
+        else:
+            self.fed += 1
+            if c.matcher.is_terminated():
+                self._stop, self.terminal = j + 1, True
+
+    @property
+    def limit(self) -> int:
+        return len(self.rows) if self._stop is None else self._stop
+
+    def verify_masks(self, b: int) -> tuple[torch.Tensor, int, bool]:
+        """For verifying ``b`` drafts: the target rows' bitmasks ``[b + 1, words]``, the drafts the matcher holds
+        and whether it terminated after them (drafts beyond ``b`` are rolled back first)."""
+        if self.fed > b:
+            self.constraint.matcher.rollback(self.fed - b)
+            self.fed, self.terminal = b, False
+        if self.fed == b and not self.terminal:
+            self.constraint.fill(self.words, b)  # the bonus row: the grammar after every draft
+        else:
+            self.buf[b] = -1  # after an ending or terminal draft: the run ends there, the row is not used
+        return self.buf[:b + 1].clone(), self.fed, self.terminal
+
+
+def _accepts(constraint: SequenceConstraint, token: int) -> bool:
+    """Whether the matcher takes a draft (a matcher that fails refuses it; the draft is dropped)."""
+    try:
+        return constraint.matcher.accept_token(token)
+    except Exception:  # noqa: BLE001 - a broken grammar costs its own drafts, never the step
+        return False
 
 
 def run_lockstep(steps: list[tuple[SpeculativeDecoder, SpeculativeRun]]) -> None:

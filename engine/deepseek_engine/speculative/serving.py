@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import torch
 
+from deepseek_engine.core.constraint import SequenceConstraint
 from deepseek_engine.sampling_params import SamplingParams
 from deepseek_engine.speculative.config import SpeculativeConfig
 from deepseek_engine.speculative.decoding import SpeculativeDecoder, SpeculativeRun, run_lockstep
@@ -51,14 +52,16 @@ class SpeculativeRequests:
             self._decoders[key] = SpeculativeDecoder(self.target, self._drafters[spec.method], spec, self.block_size)
         return self._decoders[key]
 
-    def run(self, requests: list[tuple[list[int], SamplingParams, SpeculativeConfig, torch.Generator]]
-            ) -> list[SpeculativeRun]:
-        """Generate every request to the end in lock step; return the finished runs in order."""
-        decoders = [self._decoder(spec) for _, _, spec, _ in requests]
+    def run(self, requests: list[tuple[list[int], SamplingParams, SpeculativeConfig, torch.Generator,
+                                       SequenceConstraint | None]]) -> list[SpeculativeRun]:
+        """Generate every request to the end in lock step; return the finished runs in order (the last item of
+        each request is its grammar state, ``None`` when unconstrained)."""
+        decoders = [self._decoder(request[2]) for request in requests]
         caches = self._shared_caches(requests, decoders)
         steps = []
-        for (prompt, params, _, generator), dec, cache in zip(requests, decoders, caches):
-            steps.append((dec, dec.begin(prompt, params, generator, self.eos_token_ids, self.max_model_len, cache)))
+        for (prompt, params, _, generator, constraint), dec, cache in zip(requests, decoders, caches):
+            steps.append((dec, dec.begin(prompt, params, generator, self.eos_token_ids, self.max_model_len, cache,
+                                         constraint)))
         run_lockstep(steps)
         return [run for _, run in steps]
 

@@ -18,6 +18,7 @@
 #include "../row_linear/cpu.cpp"
 #include "../sampling/cpu.cpp"
 #include "../step_layout/cpu.cpp"
+#include "../token_bitmask/cpu.cpp"
 #include "../v41_compress/cpu.cpp"
 #include "../v41_select/cpu.cpp"
 #include "../weight_only/cpu.cpp"

@@ -57,7 +57,8 @@ class ServerState:
         self.config = config
         self.model_name = config.served_model_name or backend.model_name
         context = backend.max_model_len or config.max_model_len
-        self.codec = RequestCodec(config, self.model_name, context, tokenizer)
+        self.codec = RequestCodec(config, self.model_name, context, tokenizer,
+                                  config.enforce_output_constraints and backend.enforces_output_constraints)
         self.admission = AdmissionQueue(config.max_queued_requests, config.max_queued_tokens, config.retry_after_s)
         self.metrics = Metrics()
         self.running = 0

@@ -26,6 +26,9 @@ Contract (every backend, tested by the backend contract tests):
   ``BackendRequestError`` for a request the backend refuses (prompt longer than the context, say):
   a client error, never a 500.
 * ``health()`` is ``True`` once the backend can serve and until it no longer can.
+* Output constraints: a backend with ``enforces_output_constraints`` gets the request's compiled
+  ``OutputGrammar`` in ``GenerateRequest.grammar`` (``None``: unconstrained, or enforcement turned off)
+  and generates every choice under a matcher of its own (``grammar.matcher()``); the others never get one.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from __future__ import annotations
 import abc
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 #: One generated token's log probability and its most likely alternatives ``(token_id, logprob)``,
 #: the shape ``InferenceChunk.tokens`` takes.
@@ -63,11 +67,13 @@ class SamplingOptions:
 
 @dataclass(frozen=True)
 class GenerateRequest:
-    """One choice to generate: the prompt's token IDs and how to sample."""
+    """One choice to generate: the prompt's token IDs, how to sample, and the grammar its output must follow
+    (the request's ``deepseek_recipe.OutputGrammar``, shared by its choices; ``None``: unconstrained)."""
 
     request_id: str
     prompt_token_ids: Sequence[int]
     sampling: SamplingOptions
+    grammar: Any = None
 
 
 @dataclass
@@ -127,6 +133,9 @@ class TokenBackend(abc.ABC):
     model_name: str
     #: The context length in tokens (prompt plus generated), when the backend knows it.
     max_model_len: int | None = None
+    #: Whether the backend generates under ``GenerateRequest.grammar`` (the front end compiles grammars for
+    #: such a backend only).
+    enforces_output_constraints: bool = False
 
     async def start(self) -> None:  # noqa: B027 - optional hook
         """Get ready to serve (load, connect); called once before the first request."""

@@ -63,6 +63,10 @@ class ServerConfig:
     allow_private_image_urls: bool = False
     #: Thinking mode for requests that do not say (the codec's default).
     default_thinking_mode: bool = True
+    #: Generate each request that carries an output constraint (tools, ``response_format``) under its grammar,
+    #: where the backend can (``--no-grammar`` turns it off; a request may opt out with
+    #: ``"enforce_output_constraint": false``).
+    enforce_output_constraints: bool = True
 
 
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
@@ -91,6 +95,9 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--official-responses-usage", action="store_true",
                         help="send Responses usage exactly as the official package writes it (without "
                              "input_tokens_details.cache_write_tokens, which current openai SDKs require)")
+    parser.add_argument("--no-grammar", action="store_true",
+                        help="generate without enforcing the requests' output constraints (tools, response_format); "
+                             "by default a backend that can enforce them (the in-process engine) does")
     parser.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
 
 
@@ -111,4 +118,5 @@ def config_from_args(args: argparse.Namespace, model_version: ModelVersionName =
         max_queued_tokens=args.max_queued_tokens, retry_after_s=args.retry_after, max_n=args.max_n,
         session_cache_entries=args.session_cache_entries, restore_reasoning=args.restore_reasoning,
         allow_private_image_urls=args.allow_private_image_urls,
-        responses_cache_write_tokens=not args.official_responses_usage)
+        responses_cache_write_tokens=not args.official_responses_usage,
+        enforce_output_constraints=not args.no_grammar)

@@ -161,7 +161,7 @@ class Generation:
         prep = self.prep
         accumulate = not prep.stream or self.codec.reasoning is not None
         for i, rid in enumerate(self.request_ids):
-            request = GenerateRequest(rid, prep.prompt_ids, prep.choice_sampling(i))
+            request = GenerateRequest(rid, prep.prompt_ids, prep.choice_sampling(i), prep.grammar)
             iterator = self.backend.generate(request)
             self.choices.append(Choice(self.codec, prep, i, self.resp_id, self.created, iterator, accumulate))
         try:

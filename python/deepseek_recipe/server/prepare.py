@@ -15,6 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import deepseek_recipe as dr
+from deepseek_recipe.output_constraints import (
+    GrammarUnavailable,
+    compile_output_grammar,
+    take_enforce_field,
+)
 
 from .backend import SamplingOptions
 from .config import ServerConfig
@@ -60,6 +65,7 @@ class Prepared:
     responses_extras: tuple[Any, Any] | None
     restored: int = 0
     reused_tokens: int = 0
+    grammar: Any = None  # the compiled OutputGrammar its choices generate under (``None``: unconstrained)
 
     def choice_sampling(self, index: int) -> SamplingOptions:
         """Choice ``index`` of ``n``: seed ``seed + index`` (what a separate request would use)."""
@@ -72,8 +78,11 @@ class RequestCodec:
     """The server's codec state: tokenizer, encoding, conversion options, caches."""
 
     def __init__(self, config: ServerConfig, served_model_name: str, context_length: int,
-                 tokenizer: Any = None) -> None:
+                 tokenizer: Any = None, enforce_output_constraints: bool = False) -> None:
+        """``enforce_output_constraints``: compile the grammar of each request that carries an output
+        constraint (the backend enforces them and the configuration allows it)."""
         self.config = config
+        self.enforce_output_constraints = enforce_output_constraints
         self.tokenizer = tokenizer if tokenizer is not None else dr.Tokenizer.from_file(find_tokenizer(config.tokenizer))
         if config.model_version not in VERSIONS:
             raise ValueError(f"model_version must be one of {sorted(VERSIONS)}, not {config.model_version!r}")
@@ -138,6 +147,10 @@ class RequestCodec:
         include_usage = isinstance(stream_options, dict) and stream_options.get("include_usage") is True
         restored = self.reasoning.restore(api.name, body) if self.reasoning is not None else 0
         try:
+            enforce = take_enforce_field(body) and self.enforce_output_constraints
+        except ValueError as err:
+            raise invalid_request(str(err), "enforce_output_constraint") from None
+        try:
             req = api.request_cls(body)
         except (ValueError, TypeError, OverflowError, RecursionError) as err:
             raise invalid_request(str(err)) from None
@@ -165,8 +178,19 @@ class RequestCodec:
             stop_token_ids=(self.eos_id,),
             logprobs=(opts.top_logprobs or 0) if opts.logprobs else None,
         )
+        grammar = self.grammar(conv) if enforce else None
         return Prepared(api, model, conv, ids, prompt_tokens, sampling, n, conv.stream, include_usage, extras,
-                        restored, reused)
+                        restored, reused, grammar)
+
+    def grammar(self, conv: Any) -> Any:
+        """The request's compiled output grammar (``None``: no constraint); 501 when this codec build has no
+        grammars, 400 for a schema or pattern the grammar does not support."""
+        try:
+            return compile_output_grammar(conv, self.tokenizer)
+        except GrammarUnavailable as err:
+            raise APIError(501, str(err), "server_error", "output_constraint_unavailable") from None
+        except ValueError as err:
+            raise invalid_request(f"output constraint: {err}") from None
 
     def count_tokens(self, raw: bytes) -> int:
         """Messages ``count_tokens``: the ``input_tokens`` the same request is billed."""

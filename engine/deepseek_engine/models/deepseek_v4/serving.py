@@ -13,6 +13,7 @@ runs the decoder stack through the same ``models.deepseek_v4.model.run_layers`` 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import deepseek_kernels as ops
@@ -87,6 +88,17 @@ class BatchedDeepseekV4(nn.Module):
         if self.greedy_head is None:
             return torch.argmax(self.model.head(h).float(), dim=-1)
         return self.greedy_head(h)
+
+    def greedy_step(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx: StepContext
+                    ) -> tuple[torch.Tensor, Callable[[list[int]], torch.Tensor]]:
+        """``greedy_tokens``, and a function giving the float32 logits ``forward`` would return for some of those
+        rows (from the same hidden state): a constrained step checks each arg-max against its grammar and
+        computes the logits of the rows whose arg-max the grammar forbids only."""
+        h = self._hidden(input_ids, positions, ctx)
+        if h is None:
+            empty = torch.empty(0, dtype=torch.long, device=input_ids.device)
+            return empty, lambda rows: torch.empty(0, self.config.vocab_size, device=input_ids.device)
+        return self.greedy_head(h), lambda rows: self.model.head(h[rows]).float()
 
     def _hidden(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx: StepContext) -> torch.Tensor | None:
         """The normed final hidden state of the rows whose logits are wanted (``None``: no rows)."""

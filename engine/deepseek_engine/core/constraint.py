@@ -1,0 +1,207 @@
+"""Constrained decoding: the matcher contract, and one sequence's grammar state between steps.
+
+A request is constrained by ``SamplingParams(constraint=...)``: a :class:`TokenMatcher` (one request only),
+or a :class:`MatcherSource` such as the codec's ``deepseek_recipe.OutputGrammar``, compiled once per request,
+whose ``matcher()`` gives every sequence of it (each prompt of a ``generate`` call, each choice of ``n > 1``)
+a matcher of its own. The engine drives the matcher; it never looks inside it:
+
+* before a constrained row is sampled, ``fill_bitmask`` writes the row of allowed tokens (bit ``i % 32`` of
+  int32 word ``i // 32`` set: token ``i`` allowed) and the logits of every other token become ``-inf``
+  (``deepseek_kernels.apply_token_bitmask_``), before temperature, top-k and top-p, greedy rows included.
+  Log probabilities are still taken from the model's raw logits.
+* the tokens that end the sequence (EOS unless ``ignore_eos``, and ``stop_token_ids``) are allowed exactly
+  when ``is_accepting()``: the output may end only where the grammar's language may. They are never fed to
+  the matcher; the sequence ends on them.
+* every other sampled token is fed to ``accept_token``; a matcher that ``is_terminated()`` afterwards (its
+  language allows nothing more) ends the sequence with ``finish_reason`` "stop".
+* speculative decoding walks the matcher through its drafts and ``rollback``s the ones the verifier
+  rejects (:mod:`deepseek_engine.speculative.decoding`).
+
+The matcher state follows the sequence's output tokens: preemption keeps them (only the cache is
+recomputed), and a prefix-cache hit concerns the prompt only, so neither touches the matcher.
+
+Contract for a matcher: a token its last ``fill_bitmask`` allowed is accepted. A grammar at a dead end (no
+token allowed and not accepting, i.e. a broken grammar) gets the ending tokens allowed, so that the
+sequence ends instead of sampling from nothing; a token refused in spite of the bitmask ends the sequence
+too (``finish_reason`` "stop") and is logged.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import deepseek_kernels as ops
+import numpy as np
+import torch
+
+log = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class TokenMatcher(Protocol):
+    """A grammar's state over the tokens generated so far (``deepseek_recipe.GrammarMatcher`` has this shape)."""
+
+    def fill_bitmask(self, buf: Any, index: int = 0) -> None:
+        """Write the allowed next tokens into row ``index`` of the writable int32 array ``buf`` ``[n, words]``."""
+
+    def accept_token(self, token: int) -> bool:
+        """Advance by one token; ``False`` (state unchanged) when the grammar forbids it."""
+
+    def accept_tokens(self, tokens: Sequence[int]) -> int:
+        """Advance by a run of tokens; how many were accepted (it stops at the first forbidden one)."""
+
+    def rollback(self, n: int) -> None:
+        """Undo the last ``n`` accepted tokens."""
+
+    def is_accepting(self) -> bool:
+        """Whether the output may end here (EOS allowed)."""
+
+    def is_terminated(self) -> bool:
+        """Whether the grammar allows no further token."""
+
+
+@runtime_checkable
+class MatcherSource(Protocol):
+    """A compiled constraint that makes a fresh matcher per sequence (``deepseek_recipe.OutputGrammar``)."""
+
+    @property
+    def vocab_size(self) -> int:
+        """The vocabulary its bitmasks cover (``ceil(vocab_size / 32)`` words per row)."""
+
+    def matcher(self) -> TokenMatcher:
+        """A matcher at the start of the output."""
+
+
+def bitmask_words(vocab_size: int) -> int:
+    """Int32 words per bitmask row for ``vocab_size`` tokens."""
+    return -(-vocab_size // 32)
+
+
+def check_constraint(constraint: object) -> None:
+    """``ValueError`` unless ``constraint`` is a ``TokenMatcher`` or a ``MatcherSource``."""
+    if not isinstance(constraint, (TokenMatcher, MatcherSource)):
+        raise ValueError("constraint must be a token matcher (fill_bitmask, accept_token, accept_tokens, rollback, "
+                         "is_accepting, is_terminated) or a grammar with matcher() and vocab_size, got "
+                         f"{type(constraint).__name__}")
+
+
+class SequenceConstraint:
+    """One sequence's matcher, the width of its bitmask rows and the tokens that would end the sequence."""
+
+    __slots__ = ("matcher", "words", "end_tokens")
+
+    def __init__(self, matcher: TokenMatcher, words: int, end_tokens: Iterable[int]) -> None:
+        self.matcher = matcher
+        self.words = words
+        self.end_tokens = tuple(sorted({int(t) for t in end_tokens if 0 <= int(t) < 32 * words}))
+
+    @classmethod
+    def create(cls, constraint: TokenMatcher | MatcherSource, model_vocab: int,
+               end_tokens: Iterable[int]) -> SequenceConstraint:
+        """The state for a new sequence: a fresh matcher from a ``MatcherSource``, or the matcher itself."""
+        if isinstance(constraint, MatcherSource) and not isinstance(constraint, TokenMatcher):
+            return cls(constraint.matcher(), bitmask_words(int(constraint.vocab_size)), end_tokens)
+        vocab = getattr(constraint, "vocab_size", None)
+        return cls(constraint, bitmask_words(int(vocab) if vocab is not None else model_vocab), end_tokens)
+
+    def fill(self, rows: np.ndarray, index: int) -> None:
+        """Write the allowed tokens into ``rows[index]`` (a uint32 view of the int32 buffer): the matcher's
+        bitmask, with the ending tokens allowed exactly when it is accepting (and at a dead end, or when the
+        matcher fails: the sequence then ends instead of the engine)."""
+        row = rows[index]
+        try:
+            self.matcher.fill_bitmask(rows.view(np.int32), index)
+            accepting = self.matcher.is_accepting()
+        except Exception:  # noqa: BLE001 - a broken grammar ends its own sequence, never the engine step
+            log.exception("a matcher failed to fill its bitmask; the sequence ends")
+            row[:] = 0
+            accepting = True
+        if not self.end_tokens:
+            return
+        if accepting:
+            for t in self.end_tokens:
+                row[t >> 5] |= np.uint32(1 << (t & 31))
+            return
+        for t in self.end_tokens:
+            row[t >> 5] &= np.uint32(~(1 << (t & 31)) & 0xFFFFFFFF)
+        if not row.any():
+            log.warning("a grammar allows no token and is not accepting; the sequence ends")
+            for t in self.end_tokens:
+                row[t >> 5] |= np.uint32(1 << (t & 31))
+
+    def advance(self, token: int) -> bool:
+        """Feed a sampled token; ``True`` when the sequence must end after it (an ending token, a terminated
+        matcher, or a token the matcher refused)."""
+        if token in self.end_tokens:
+            return True
+        try:
+            if not self.matcher.accept_token(token):
+                log.warning("a matcher refused token %d that its bitmask allowed; the sequence ends", token)
+                return True
+            return self.matcher.is_terminated()
+        except Exception:  # noqa: BLE001 - a broken grammar ends its own sequence, never the engine step
+            log.exception("a matcher failed to accept token %d; the sequence ends", token)
+            return True
+
+
+class TokenMasks:
+    """The bitmask buffers of one engine's constrained rows, reused from step to step.
+
+    ``apply(logits, constraints)`` fills one int32 row per constrained row (``[rows, words]``, one buffer per
+    bitmask width, in practice one) and masks those rows of ``logits`` in place. Unconstrained rows are never
+    touched and cost nothing: nothing here runs for a step without constrained rows.
+    """
+
+    def __init__(self) -> None:
+        self._buffers: dict[int, torch.Tensor] = {}
+
+    def buffer(self, rows: int, words: int) -> torch.Tensor:
+        """An int32 CPU buffer with at least ``rows`` rows of ``words`` words (its first ``rows`` rows)."""
+        buf = self._buffers.get(words)
+        if buf is None or buf.shape[0] < rows:
+            buf = torch.empty((max(rows, 8 if buf is None else 2 * buf.shape[0]), words), dtype=torch.int32)
+            self._buffers[words] = buf
+        return buf[:rows]
+
+    def fill(self, constraints: Sequence[SequenceConstraint]) -> torch.Tensor:
+        """Row ``i`` of the returned int32 buffer ``[len(constraints), words]``: the bitmask of ``constraints[i]``
+        (all of one width)."""
+        buf = self.buffer(len(constraints), constraints[0].words)
+        rows = buf.numpy().view(np.uint32)
+        for i, c in enumerate(constraints):
+            c.fill(rows, i)
+        return buf
+
+    def apply(self, logits: torch.Tensor, constraints: Sequence[SequenceConstraint]) -> None:
+        """Mask row ``i`` of the float32 ``logits`` ``[len(constraints), vocab]`` by ``constraints[i]``."""
+        words = constraints[0].words
+        if all(c.words == words for c in constraints):
+            self._apply(logits, constraints, words)
+            return
+        for w in {c.words for c in constraints}:
+            picked = [i for i, c in enumerate(constraints) if c.words == w]
+            part = logits[picked]
+            self._apply(part, [constraints[i] for i in picked], w)
+            logits[picked] = part
+
+    def _apply(self, logits: torch.Tensor, constraints: Sequence[SequenceConstraint], words: int) -> None:
+        ops.apply_token_bitmask_(logits, self.fill(constraints).to(logits.device, non_blocking=True))
+
+    def greedy(self, picks: list[int], constraints: Sequence[SequenceConstraint],
+               logits_of: Callable[[list[int]], torch.Tensor]) -> list[int]:
+        """Greedy tokens of constrained rows from their unconstrained arg-maxes ``picks``: a pick the row's bitmask
+        allows is the masked arg-max too (the first maximum of all logits is the first of the allowed ones);
+        the other rows' logits (``logits_of(row indices)``) are masked and arg-maxed. The same tokens as masking
+        every row, without the logits of rows whose arg-max the grammar allows (most free-text positions)."""
+        buf = self.fill(constraints)
+        words = buf.numpy().view(np.uint32)
+        out = list(picks)
+        bad = [i for i, t in enumerate(picks) if t >= 32 * words.shape[1] or not (words[i, t >> 5] >> (t & 31)) & 1]
+        if bad:
+            logits = logits_of(bad).contiguous()
+            ops.apply_token_bitmask_(logits, buf[bad].to(logits.device, non_blocking=True))
+            for i, t in zip(bad, torch.argmax(logits, dim=-1).tolist()):
+                out[i] = t
+        return out
