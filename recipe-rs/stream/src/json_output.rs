@@ -329,11 +329,13 @@ impl JsonFilter {
                     if let Some(p) = fence_start {
                         // As in the reference, the whole unit whose end may begin a fence
                         // waits, its prose too (and the held units with it when the fence
-                        // may begin in them).
+                        // may begin in them). A unit that only goes on with a fence begun in
+                        // the held ones keeps its log probabilities for a delta of this push
+                        // alone: the held prose's space carries those of the held units only.
                         if p < held.len() {
                             self.held = t;
                             self.held_logprobs = held_logprobs;
-                            self.held_logprobs.extend(logprobs);
+                            self.logprobs.extend(logprobs);
                             return None;
                         }
                         self.held_prose(!held.is_empty(), held_logprobs, out);
@@ -483,8 +485,10 @@ impl JsonFilter {
         }
         // Before the value, a held start of a fence that never completed is prose.
         let mark = out.len();
-        let held_logprobs = std::mem::take(&mut self.held_logprobs);
-        self.logprobs.extend(held_logprobs);
+        // The held units' log probabilities come first, then those of this push.
+        let mut logprobs = std::mem::take(&mut self.held_logprobs);
+        logprobs.append(&mut self.logprobs);
+        self.logprobs = logprobs;
         if !std::mem::take(&mut self.held).is_empty() {
             self.prose(false, out);
         }
