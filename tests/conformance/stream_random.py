@@ -125,8 +125,12 @@ def draw_output(rng: random.Random, thinking: bool, stage, parse_tools: bool, d:
     if json_mode:
         value = rng.choice(['{"a": [1, {"b": "x}"}], "c": null}', '[1, 2, 3]', '{"k": "v"}', '{"s": "日本"}'])
         fence = rng.random() < 0.4
-        body = f"```json\n{value}\n```" if fence else value
-        parts.append(rng.choice(["", "Sure, here: ", "Here:\n"]) + body + rng.choice(["", " hope that helps", "\nDone."]))
+        # Fences the filter reads and look-alikes it does not (another case, a space, no newline).
+        opening = rng.choice(["```json\n"] * 4 + ["```\n", "```JSON\n", "``` json\n", "```json "])
+        body = f"{opening}{value}\n```" if fence else value
+        # Prose around the value, some of it with backticks that open no fence.
+        parts.append(rng.choice(["", "Sure, here: ", "Here:\n", "Use `x` and ``: ", "a ``` b\n"]) + body
+                     + rng.choice(["", " hope that helps", "\nDone.", "\n```", "```\nmore"]))
     else:
         parts.append(prose(rng, rng.randint(0, 5)))
     block_at = -1
