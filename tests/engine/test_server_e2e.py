@@ -229,8 +229,9 @@ def test_an_agent_turn_reports_the_engine_prefix_cache_hits_in_each_api(server):
     messages += [{"role": "assistant", "content": first.choices[0].message.content or "Done."},
                  {"role": "user", "content": "Turn two: open the first one."}]
     second = oai.chat.completions.create(model=MODEL, messages=messages, max_tokens=4, temperature=0, extra_body=off)
-    assert first.usage.prompt_tokens_details.cached_tokens == 0
-    assert second.usage.prompt_tokens_details.cached_tokens >= full_blocks(first.usage.prompt_tokens) > 0
+    # (a first turn may hit too: on a prompt opening that earlier requests shared)
+    assert second.usage.prompt_tokens_details.cached_tokens >= full_blocks(first.usage.prompt_tokens) \
+        > first.usage.prompt_tokens_details.cached_tokens
 
     system = "You are agent M. Work step by step and say what you did. " * 4
     messages = [{"role": "user", "content": "Turn one: list the files."}]
@@ -241,8 +242,7 @@ def test_an_agent_turn_reports_the_engine_prefix_cache_hits_in_each_api(server):
     second_m = claude.messages.create(model=MODEL, system=system, messages=messages, max_tokens=4,
                                       thinking={"type": "disabled"})
     prompt_m = first_m.usage.input_tokens + (first_m.usage.cache_read_input_tokens or 0)
-    assert not first_m.usage.cache_read_input_tokens
-    assert second_m.usage.cache_read_input_tokens >= full_blocks(prompt_m) > 0
+    assert second_m.usage.cache_read_input_tokens >= full_blocks(prompt_m) > (first_m.usage.cache_read_input_tokens or 0)
 
     system = "You are agent R. Work step by step and say what you did. " * 4
     items = [{"role": "user", "content": "Turn one: list the files."}]
@@ -250,8 +250,9 @@ def test_an_agent_turn_reports_the_engine_prefix_cache_hits_in_each_api(server):
     items += [{"role": "assistant", "content": first_r.output_text or "Done."},
               {"role": "user", "content": "Turn two: open the first one."}]
     second_r = oai.responses.create(model=MODEL, instructions=system, input=items, max_output_tokens=4, temperature=0)
-    assert first_r.usage.input_tokens_details.cached_tokens == 0
-    assert second_r.usage.input_tokens_details.cached_tokens >= full_blocks(first_r.usage.input_tokens) > 0
+    prompt_r = first_r.usage.input_tokens  # (Responses' input_tokens counts the cached ones too)
+    assert second_r.usage.input_tokens_details.cached_tokens >= full_blocks(prompt_r) \
+        > first_r.usage.input_tokens_details.cached_tokens
     assert second_r.usage.input_tokens_details.cache_write_tokens == 0
     wait_for(lambda: engine_is_idle(server), "the engine to finish")
 

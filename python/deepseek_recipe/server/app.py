@@ -117,6 +117,22 @@ async def read_body(scope: dict[str, Any], receive: Any, limit: int) -> bytes:
             return b"".join(parts)
 
 
+class _TrackedSend:
+    """An ASGI ``send`` that notes whether the status line went out (``started``: an error can then no
+    longer be an answer of its own); ``raw`` is the ASGI server's ``send``, which a started stream's
+    frames go to directly."""
+
+    __slots__ = ("raw", "started")
+
+    def __init__(self, raw: Any) -> None:
+        self.raw, self.started = raw, False
+
+    async def __call__(self, message: dict[str, Any]) -> None:
+        if message.get("type") == "http.response.start":
+            self.started = True
+        await self.raw(message)
+
+
 class _Endpoint:
     """Shared plumbing of the POST endpoints (a raw ASGI app, to own receive and send)."""
 
@@ -144,13 +160,7 @@ class _Endpoint:
         status = 500
         ticket: Ticket | None = None
         state.in_flight.add(rid)
-        started = False
-
-        async def send_tracked(message: dict[str, Any]) -> None:
-            nonlocal started
-            started = started or message.get("type") == "http.response.start"
-            await send(message)
-
+        send_tracked = _TrackedSend(send)
         try:
             if scope.get("method") != "POST":
                 headers["Allow"] = "POST"
@@ -169,7 +179,7 @@ class _Endpoint:
             status = CLIENT_CLOSED
         except Exception as err:  # noqa: BLE001 - a server bug still answers in the API's envelope
             logger.exception("request %s failed", rid)
-            if not started:
+            if not send_tracked.started:
                 status = await self.send_error(send, APIError(500, f"internal error: {type(err).__name__}: {err}",
                                                               "server_error", "internal_error"), headers)
         finally:
@@ -226,6 +236,7 @@ class GenerateEndpoint(_Endpoint):
         raw_headers = [(b"content-type", f"{SSE_MEDIA_TYPE}; charset=utf-8".encode())]
         raw_headers += [(k.lower().encode(), v.encode()) for k, v in {**SSE_HEADERS, **headers}.items()]
         await send({"type": "http.response.start", "status": 200, "headers": raw_headers})
+        send = getattr(send, "raw", send)  # started: the frames need no tracking
         done = done_frame(self.spec.sse_done)
         ended = False  # the last frame went with the end of the stream, in one write
         try:
