@@ -261,6 +261,8 @@ class LLM:
     def _check_matchers(self, params_list: Seq[SamplingParams], busy: bool = False) -> None:
         """A ``TokenMatcher`` given as a constraint serves one sequence: refuse one given twice (or, with
         ``busy``, one an unfinished request already uses); a grammar (``matcher()``) serves any number."""
+        if all(p.constraint is None or not isinstance(p.constraint, TokenMatcher) for p in params_list):
+            return
         seen: set[int] = set()
         if busy:
             seen = {id(s.constraint.matcher) for s in self._requests.values() if s.constraint is not None}

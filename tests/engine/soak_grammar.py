@@ -6,7 +6,7 @@ booleans, bounded strings, optional and required keys), every ``tool_choice`` (`
 function), ``parallel_tool_calls`` on and off, and ``response_format`` ``json_object`` / ``json_schema``
 without tools; thinking on and off (required and named choices without: the conversion refuses them in
 thinking mode, as the official API does); DeepSeek V4 (the tiny checkpoint with the real 129280-token vocabulary)
-and V4.1 (``write_tiny_v41(special_tokens=True)``); each request with and without speculative decoding (V4
+and V4.1 (``write_tiny_v41`` over ``byte_tokenizer_json``: a tokenizer that can spell any text); each request with and without speculative decoding (V4
 MTP with random ``mtp.0`` weights, V4.1 DSpark). Every request goes through the codec and the engine the way
 ``ProtocolEngine`` serves it (``prepare`` compiles its ``OutputGrammar``; ``finish`` parses the output), and
 then:
@@ -15,7 +15,9 @@ then:
   name tools of the request, ``parallel_tool_calls: false`` at most one call, and every call's arguments
   validate against the tool's schema (``jsonschema``); a JSON answer parses (and validates against its
   schema). Outputs cut by ``max_tokens`` count as failures unless they hold a complete shape.
-* **chunking**: the same token IDs parsed again under several random chunkings give the same response.
+* **chunking**: the same token IDs parsed again under several random chunkings give the same response;
+* **grammar**: a fresh matcher of the request's grammar accepts the output token for token (what the engine
+  guarantees; a shape failure where this holds is the grammar's, which allowed that output).
 
 Prints the counts per version, mode and speculation, and every failure (exit status 1 if there is one).
 Not run in CI except the small subset of ``test_soak_grammar_smoke.py``::
@@ -254,11 +256,17 @@ def v4_checkpoint(cache: Path) -> Path:
 
 
 def v41_checkpoint(cache: Path) -> Path:
-    from deepseek_engine.testing.tiny_checkpoint_v41 import write_tiny_v41
+    """The tiny V4.1 checkpoint (with DSpark) over a byte-level tokenizer with the control tokens
+    (``byte_tokenizer_json``): the grammar's JSON and DSML text must be spellable, which the word-level
+    tokenizer of ``write_tiny_v41(special_tokens=True)`` is not."""
+    from deepseek_engine.testing.tiny_checkpoint_v41 import byte_tokenizer_json, write_tiny_v41
 
-    out = cache / "tiny-deepseek-v41-special"
+    out = cache / "tiny-deepseek-v41-bytes"
     if not (out / "config.json").is_file():
-        write_tiny_v41(out, special_tokens=True)
+        cache.mkdir(parents=True, exist_ok=True)
+        tok = cache / "tiny-v41-byte-tokenizer.json"
+        tok.write_text(byte_tokenizer_json(), encoding="utf-8")
+        write_tiny_v41(out, tokenizer_json=tok)
     return out
 
 
@@ -267,6 +275,7 @@ def v41_checkpoint(cache: Path) -> Path:
 class Tally:
     runs: Counter
     failures: list[str]
+    engine_errors: int = 0
 
     def add(self, key: tuple, problems: list[str], label: str) -> None:
         self.runs[key + ("ok" if not problems else "failed",)] += 1
@@ -312,6 +321,11 @@ def run_version(version: str, folder: Path, cases: list[Case], speculative: bool
             tokens = list(out.token_ids)
             if out.stop_token_id is not None and tokens and tokens[-1] == out.stop_token_id:
                 tokens.pop()
+            # The engine's side: a fresh matcher of the request's grammar accepts the output token for token (a
+            # shape problem with this true is the grammar's: it allowed that output).
+            if prep.params.constraint.matcher().accept_tokens(tokens) != len(tokens):
+                problems.append("the output leaves the grammar (an engine bug)")
+                tally.engine_errors += 1
             whole = normalised(parse_chunked(eng, prep, tokens, [tokens], out.finish_reason))
             for chunks in chunkings(tokens, rng, cuts):
                 if normalised(parse_chunked(eng, prep, tokens, chunks, out.finish_reason)) != whole:
@@ -352,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     total = sum(tally.runs.values())
     ok = sum(n for k, n in tally.runs.items() if k[-1] == "ok")
     print(f"{ok} / {total} requests in the required shape, re-parsed identically under {args.cuts + 1} chunkings "
-          f"each ({time.perf_counter() - t0:.0f} s)")
+          f"each ({time.perf_counter() - t0:.0f} s); outputs outside their grammar: {tally.engine_errors}")
     for key in sorted({k[:-1] for k in tally.runs}):
         good, bad = tally.runs[key + ("ok",)], tally.runs[key + ("failed",)]
         print(f"  {key[0]:>3} {key[1]:>11} speculative={str(key[2]):<5}  {good:4d} ok  {bad:3d} failed")

@@ -253,3 +253,32 @@ def test_a_failing_matcher_ends_its_own_request_not_the_engine():
     outs = llm.generate(prompts, [SamplingParams(**GREEDY, constraint=Failing(dfa)), SamplingParams(**GREEDY)])
     assert len(outs[0].token_ids) == 3 and outs[0].finish_reason == "stop"
     assert outs[1].token_ids == llm.generate(prompts[1:], SamplingParams(**GREEDY))[0].token_ids
+
+
+def test_a_matcher_that_cannot_roll_back_is_replayed_from_its_grammar():
+    """llguidance refuses to roll back some grammars (a token budget): speculation then rebuilds the matcher
+    from its grammar and replays the output; with a bare matcher (no grammar to rebuild from) the request
+    ends instead of the engine."""
+    from deepseek_engine.speculative import SpeculativeConfig
+    from deepseek_engine.testing.token_dfa import DFAMatcher
+
+    class NoRollback(DFAMatcher):
+        def rollback(self, n):
+            if n:
+                raise RuntimeError("rollback not supported")
+
+    class Grammar(TokenDFA):
+        def matcher(self):
+            return NoRollback(self)
+
+    dfa = language(1024)
+    grammar = Grammar(dfa.vocab_size, dfa.transitions, dfa.accepting)
+    llm = llm_v41()
+    prompts = [prompt(9, 110 + i, 1024) for i in range(2)]
+    spec = SpeculativeConfig("dspark", num_speculative_tokens=3)
+    plain = llm.generate(prompts, SamplingParams(**GREEDY, constraint=dfa))
+    outs = llm.generate(prompts, SamplingParams(**GREEDY, constraint=grammar, speculative=spec))
+    assert [o.token_ids for o in outs] == [o.token_ids for o in plain]
+    assert sum(sum(o.spec_verify_lengths) - sum(o.spec_accepted_per_step) for o in outs) > 0  # drafts were rejected
+    bare = llm.generate(prompts[:1], SamplingParams(**GREEDY, constraint=NoRollback(dfa), speculative=spec))[0]
+    assert bare.finish_reason == "stop" and plain[0].token_ids[:len(bare.token_ids)] == bare.token_ids

@@ -90,10 +90,12 @@ def check_constraint(constraint: object) -> None:
 class SequenceConstraint:
     """One sequence's matcher, the width of its bitmask rows and the tokens that would end the sequence."""
 
-    __slots__ = ("matcher", "words", "end_tokens")
+    __slots__ = ("matcher", "words", "end_tokens", "source")
 
-    def __init__(self, matcher: TokenMatcher, words: int, end_tokens: Iterable[int]) -> None:
+    def __init__(self, matcher: TokenMatcher, words: int, end_tokens: Iterable[int],
+                 source: MatcherSource | None = None) -> None:
         self.matcher = matcher
+        self.source = source  # the grammar the matcher came from (``None``: a matcher given as it is)
         self.words = words
         self.end_tokens = tuple(sorted({int(t) for t in end_tokens if 0 <= int(t) < 32 * words}))
 
@@ -102,7 +104,7 @@ class SequenceConstraint:
                end_tokens: Iterable[int]) -> SequenceConstraint:
         """The state for a new sequence: a fresh matcher from a ``MatcherSource``, or the matcher itself."""
         if isinstance(constraint, MatcherSource) and not isinstance(constraint, TokenMatcher):
-            return cls(constraint.matcher(), bitmask_words(int(constraint.vocab_size)), end_tokens)
+            return cls(constraint.matcher(), bitmask_words(int(constraint.vocab_size)), end_tokens, constraint)
         vocab = getattr(constraint, "vocab_size", None)
         return cls(constraint, bitmask_words(int(vocab) if vocab is not None else model_vocab), end_tokens)
 
@@ -130,6 +132,31 @@ class SequenceConstraint:
             log.warning("a grammar allows no token and is not accepting; the sequence ends")
             for t in self.end_tokens:
                 row[t >> 5] |= np.uint32(1 << (t & 31))
+
+    def rollback(self, n: int, replay: Callable[[], Sequence[int]]) -> bool:
+        """Undo the last ``n`` accepted tokens. A matcher that cannot (llguidance refuses to roll back some
+        grammars, e.g. with a token budget) is replaced by a fresh one from its grammar fed ``replay()``, the
+        output tokens it must hold afterwards. ``False`` when neither works (the sequence should end)."""
+        if n == 0:
+            return True
+        try:
+            self.matcher.rollback(n)
+            return True
+        except Exception:  # noqa: BLE001 - replayed below, or the sequence ends
+            if self.source is None:
+                log.exception("a matcher failed to roll back %d tokens; the sequence ends", n)
+                return False
+        try:
+            tokens = [t for t in replay() if t not in self.end_tokens]
+            matcher = self.source.matcher()
+            if matcher.accept_tokens(tokens) != len(tokens):
+                log.warning("a fresh matcher refused the output it must hold; the sequence ends")
+                return False
+        except Exception:  # noqa: BLE001
+            log.exception("a fresh matcher failed to replay the output; the sequence ends")
+            return False
+        self.matcher = matcher
+        return True
 
     def advance(self, token: int) -> bool:
         """Feed a sampled token; ``True`` when the sequence must end after it (an ending token, a terminated

@@ -176,8 +176,8 @@ class SpeculativeDecoder:
         """The first half of a step: the drafts to verify and the target's input ``[last token, drafts...]``."""
         n = self.spec.num_speculative_tokens
         params, generator, tokens = run.params, run.generator, run.tokens
-        walk = None if run.constraint is None else _GrammarWalk(run.constraint, self.masks.buffer(n + 1,
-                                                                                                  run.constraint.words))
+        walk = None if run.constraint is None else \
+            _GrammarWalk(run.constraint, self.masks.buffer(n + 1, run.constraint.words), tokens[len(run.prompt):])
 
         def pick(row: torch.Tensor, j: int) -> int:
             if walk is not None:
@@ -204,6 +204,10 @@ class SpeculativeDecoder:
         start, drafts, draft_rows, b = step.start, step.drafts, step.draft_rows, step.budget
         result.target_forwards += 1
         constraint = run.constraint
+        if step.lost:  # the grammar state is lost: the run ends with the tokens it has
+            run.cache.num_tokens = start + 1
+            run.reason = "stop"
+            return
         if step.bitmask is not None:
             logits = logits.float().contiguous()
             ops.apply_token_bitmask_(logits, step.bitmask)  # the verifier's tokens obey the grammar too
@@ -215,8 +219,12 @@ class SpeculativeDecoder:
         m = len(emitted) - 1
         result.accepted_per_step.append(m)
         result.verify_lengths.append(b)
-        if constraint is not None and step.fed > m:
-            constraint.matcher.rollback(step.fed - m)  # the rejected drafts leave the matcher
+        output = tokens[len(run.prompt):]
+        if constraint is not None and step.fed > m and not constraint.rollback(
+                step.fed - m, lambda: output + drafts[:m]):  # the rejected drafts leave the matcher
+            run.cache.num_tokens = start + 1
+            run.reason = "stop"  # the grammar state is lost: the run ends with the tokens it has
+            return
         run.cache.num_tokens = start + 1 + m  # roll back: rows of rejected drafts are never read again
         for i, token in enumerate(emitted):
             tokens.append(token)
@@ -226,8 +234,8 @@ class SpeculativeDecoder:
                     else i == step.fed - 1 and step.terminal):  # a draft after which the grammar allows nothing
                 run.reason = "stop"
             if run.reason is not None:
-                if constraint is not None and min(step.fed, m) > i + 1:
-                    constraint.matcher.rollback(min(step.fed, m) - (i + 1))  # drafts cut off by the end
+                if constraint is not None and min(step.fed, m) > i + 1:  # drafts cut off by the end
+                    constraint.rollback(min(step.fed, m) - (i + 1), lambda: tokens[len(run.prompt):])
                 break
         if run.reason is None:
             run.ctx = self._absorb(aux[: m + 1], tokens[start + 1:start + 2 + m], start, run.dcache)
@@ -256,6 +264,7 @@ class PendingStep:
     bitmask: torch.Tensor | None = None
     fed: int = 0
     terminal: bool = False
+    lost: bool = False
 
 
 @dataclass
@@ -304,13 +313,15 @@ class _GrammarWalk:
     draft where the grammar terminates, and before a draft the matcher refuses.
     """
 
-    def __init__(self, constraint: SequenceConstraint, buf: torch.Tensor) -> None:
-        self.constraint, self.buf = constraint, buf
+    def __init__(self, constraint: SequenceConstraint, buf: torch.Tensor, output: list[int]) -> None:
+        self.constraint, self.buf, self.output = constraint, buf, output  # output: the run's tokens so far
         self.words = buf.numpy().view(np.uint32)
         self.rows: list[torch.Tensor] = []
+        self.drafts: list[int] = []  # the drafts the matcher accepted
         self._stop: int | None = None  # drafts kept, once drafting is over
         self.fed = 0
         self.terminal = False
+        self.lost = False  # the matcher could not be rolled back (nor rebuilt)
 
     def masked(self, row: torch.Tensor, j: int) -> torch.Tensor:
         if self._stop is not None:
@@ -331,6 +342,7 @@ class _GrammarWalk:
             self._stop = j
         else:
             self.fed += 1
+            self.drafts.append(token)
             if c.matcher.is_terminated():
                 self._stop, self.terminal = j + 1, True
 
@@ -338,17 +350,19 @@ class _GrammarWalk:
     def limit(self) -> int:
         return len(self.rows) if self._stop is None else self._stop
 
-    def verify_masks(self, b: int) -> tuple[torch.Tensor, int, bool]:
+    def verify_masks(self, b: int) -> tuple[torch.Tensor, int, bool, bool]:
         """For verifying ``b`` drafts: the target rows' bitmasks ``[b + 1, words]``, the drafts the matcher holds
-        and whether it terminated after them (drafts beyond ``b`` are rolled back first)."""
+        whether it terminated after them (drafts beyond ``b`` are rolled back first), and whether the matcher
+        was lost (it could not be rolled back)."""
         if self.fed > b:
-            self.constraint.matcher.rollback(self.fed - b)
+            if not self.constraint.rollback(self.fed - b, lambda: self.output + self.drafts[:b]):
+                self.lost = True  # settle ends the run
             self.fed, self.terminal = b, False
         if self.fed == b and not self.terminal:
             self.constraint.fill(self.words, b)  # the bonus row: the grammar after every draft
         else:
             self.buf[b] = -1  # after an ending or terminal draft: the run ends there, the row is not used
-        return self.buf[:b + 1].clone(), self.fed, self.terminal
+        return self.buf[:b + 1].clone(), self.fed, self.terminal, self.lost
 
 
 def _accepts(constraint: SequenceConstraint, token: int) -> bool:

@@ -69,6 +69,30 @@ def real_control_tokens() -> list[dict]:
     return found + [dict(t) for t in V41_ADDED_TOKENS if t["content"] not in have]
 
 
+def byte_tokenizer_json(vocab_size: int | None = None) -> str:
+    """A byte-level ``tokenizer.json`` that spells any text (one token per UTF-8 byte, no merges) and holds the
+    released control tokens (BOS, EOS and pad at IDs 0, 1 and 2, the others at the top IDs), for checks where
+    the output must be able to spell arbitrary text (a grammar's JSON and DSML). ``vocab_size`` (default: just
+    the bytes and the control tokens) puts unused pieces between the bytes and the control tokens."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+
+    added = real_control_tokens()
+    specials = [t["content"] for t in added]
+    char = _byte_level_chars()
+    pieces = specials[:3] + [char[b] for b in range(256)]
+    filler = 0 if vocab_size is None else vocab_size - len(pieces) - (len(specials) - 3)
+    if filler < 0:
+        raise ValueError(f"a vocabulary of {vocab_size} cannot hold 256 bytes and {len(specials)} control tokens")
+    pieces += [f"<unused{i}>" for i in range(filler)] + specials[3:]
+    tok = Tokenizer(models.BPE({p: k for k, p in enumerate(pieces)}, [], unk_token=None))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tokens = [AddedToken(t["content"], **{k: t[k] for k in _FLAGS}) for t in added]
+    tok.add_special_tokens([a for a, t in zip(tokens, added) if t["special"]])
+    tok.add_tokens([a for a, t in zip(tokens, added) if not t["special"]])
+    return tok.to_str()
+
+
 def tiny_tokenizer_json(vocab_size: int = 1024, special_tokens: bool = False) -> str:
     """A word-level ``tokenizer.json`` whose tokens collapse under engram normalisation in many ways.
 
