@@ -276,10 +276,14 @@ class Tally:
     runs: Counter
     failures: list[str]
     engine_errors: int = 0
+    dump: Any = None  # a file: one JSON line (request body, output tokens, problems) per failed request
 
-    def add(self, key: tuple, problems: list[str], label: str) -> None:
+    def add(self, key: tuple, problems: list[str], label: str, body: Any = None, tokens: Any = None) -> None:
         self.runs[key + ("ok" if not problems else "failed",)] += 1
         self.failures += [f"{label}: {p}" for p in problems]
+        if problems and self.dump is not None:
+            self.dump.write(json.dumps({"label": label, "body": body, "tokens": tokens, "problems": problems},
+                                       ensure_ascii=False) + "\n")
 
 
 def run_version(version: str, folder: Path, cases: list[Case], speculative: bool, tally: Tally, rng: random.Random,
@@ -333,7 +337,7 @@ def run_version(version: str, folder: Path, cases: list[Case], speculative: bool
                     break
             if problems:
                 problems[-1] += f" (finish {out.finish_reason}, {len(out.token_ids)} tokens)"
-            tally.add((version, case.mode, speculative), problems, label)
+            tally.add((version, case.mode, speculative), problems, label, case.body, list(out.token_ids))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -346,11 +350,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cuts", type=int, default=3, help="random chunkings per output (besides one token per chunk)")
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--cache", type=Path, default=ROOT / ".cache")
+    p.add_argument("--dump", type=Path, help="write each failed request (body, output tokens, problems) here, JSONL")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     rng = random.Random(args.seed)
     versions = args.versions.split(",")
-    tally = Tally(Counter(), [])
+    tally = Tally(Counter(), [], dump=args.dump.open("w", encoding="utf-8") if args.dump else None)
     per_run = max(1, args.requests // (2 * len(versions)))
     t0 = time.perf_counter()
     for version in versions:
@@ -370,6 +375,8 @@ def main(argv: list[str] | None = None) -> int:
     for key in sorted({k[:-1] for k in tally.runs}):
         good, bad = tally.runs[key + ("ok",)], tally.runs[key + ("failed",)]
         print(f"  {key[0]:>3} {key[1]:>11} speculative={str(key[2]):<5}  {good:4d} ok  {bad:3d} failed")
+    if tally.dump is not None:
+        tally.dump.close()
     for failure in tally.failures[:50]:
         print("FAIL", failure)
     return 0 if ok == total else 1
