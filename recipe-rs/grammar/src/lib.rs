@@ -19,6 +19,7 @@ pub mod lark;
 pub mod matcher;
 pub mod plan;
 pub mod schema;
+pub mod structural_tag;
 pub mod vocabulary;
 
 pub use error::{GrammarError, GrammarResult};

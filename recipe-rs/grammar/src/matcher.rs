@@ -26,6 +26,7 @@ pub struct OutputGrammar {
     vocabulary: Arc<GrammarVocabulary>,
     plan: GrammarPlan,
     tokens: GrammarTokens,
+    spellings: recipe_core::SpecialTokens,
     lark: String,
     start: Matcher,
 }
@@ -81,6 +82,7 @@ impl OutputGrammar {
             vocabulary: vocabulary.clone(),
             plan,
             tokens,
+            spellings: spellings.clone(),
             lark,
             start,
         })
@@ -110,6 +112,11 @@ impl OutputGrammar {
     /// What the grammar was built from.
     pub fn plan(&self) -> &GrammarPlan {
         &self.plan
+    }
+
+    /// The same shape as an xgrammar structural tag (JSON text).
+    pub fn structural_tag_json(&self) -> String {
+        crate::structural_tag::structural_tag(&self.plan, self.tokens, &self.spellings).to_string()
     }
 
     /// Control-token IDs the grammar places.

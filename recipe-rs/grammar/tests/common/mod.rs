@@ -70,3 +70,17 @@ pub fn run(grammar: &OutputGrammar, ids: &[u32]) -> Result<(), usize> {
     );
     Ok(())
 }
+
+/// The stock tokenizer plus `<｜System｜>` as ID 129280, which V4.1's header needs (as in the
+/// core crate's tests).
+pub fn system_tokenizer() -> Tokenizer {
+    let path = std::env::var("DEEPSEEK_TOKENIZER_JSON").expect("DEEPSEEK_TOKENIZER_JSON");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v["added_tokens"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+        "id": 129280, "content": "<｜System｜>", "single_word": false, "lstrip": false,
+        "rstrip": false, "normalized": false, "special": true}));
+    Tokenizer::from_json(&v.to_string()).expect("augmented tokenizer loads")
+}
