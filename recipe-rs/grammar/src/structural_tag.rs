@@ -112,14 +112,19 @@ impl Writer<'_> {
         }
         let mut block = vec![text(&format!("{}>\n<", self.d.calls)), token(self.dsml)];
         block.extend(list);
-        let block = seq(block);
         if c.required {
-            return seq(vec![text("\n\n<"), token(self.dsml), block]);
+            let mut all = vec![text("\n\n<"), token(self.dsml)];
+            all.extend(block);
+            return seq(all);
         }
+        // xgrammar wants a tag around unbounded text to end in a string: the block's closing
+        // `{calls}>` (after its DSML token) is the tag's end.
+        block.pop();
         json!({
             "type": "token_triggered_tags",
             "trigger_tokens": [self.dsml],
-            "tags": [{"type": "tag", "begin": token(self.dsml), "content": block, "end": ""}],
+            "tags": [{"type": "tag", "begin": token(self.dsml), "content": seq(block),
+                      "end": format!("{}>", self.d.calls)}],
             "at_least_one": false,
             "stop_after_first": true,
         })
