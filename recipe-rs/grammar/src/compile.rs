@@ -90,6 +90,7 @@ pub fn lark_text(plan: &GrammarPlan, ids: GrammarTokens, spellings: &SpecialToke
                 tools: &calls.tools,
                 parallel: calls.parallel,
                 json_options: &options,
+                json_rules: Default::default(),
             }
             .write(&mut out);
         }

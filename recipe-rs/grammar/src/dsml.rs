@@ -38,6 +38,9 @@ pub struct CallsBlock<'a> {
     pub parallel: bool,
     /// The `x-guidance` options every `string="false"` value's schema carries.
     pub json_options: &'a Value,
+    /// One `%json` rule per distinct value schema (schema text → rule name): tools that share
+    /// parameter schemas share their nested grammars.
+    pub json_rules: std::cell::RefCell<std::collections::HashMap<String, String>>,
 }
 
 /// Names of the rules [`CallsBlock::write`] defines.
@@ -168,9 +171,19 @@ impl CallsBlock<'_> {
             if let Value::Object(m) = &mut schema {
                 m.insert("x-guidance".to_owned(), self.json_options.clone());
             }
-            let _ = writeln!(out, "{rule}_json: %json {schema}");
+            let text = schema.to_string();
+            let mut rules = self.json_rules.borrow_mut();
+            let json_rule = match rules.get(&text) {
+                Some(r) => r.clone(),
+                None => {
+                    let r = format!("{rule}_json");
+                    let _ = writeln!(out, "{r}: %json {text}");
+                    rules.insert(text, r.clone());
+                    r
+                }
+            };
             alts.push(format!(
-                "{open} {} {rule}_json {} {close}",
+                "{open} {} {json_rule} {} {close}",
                 literal("\"false\">"),
                 literal("</")
             ));
