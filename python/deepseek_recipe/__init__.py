@@ -8,6 +8,7 @@ extension module; this package only re-exports it.
 # Incremental encoding of agent sessions (recipe-rs/core encoding::session).
 # Conformance checking of other encoders (recipe-rs/core check); reports are JSON text.
 # Images (recipe-rs/images).
+# Output grammars for constrained decoding (recipe-rs/grammar).
 from ._native import (
     IMAGE_SPECIAL_TOKEN_ID,
     AssistantMessage,
@@ -25,6 +26,8 @@ from ._native import (
     DeepseekV4Encoding,
     DeepseekV41Encoding,
     EncodingSession,
+    GrammarError,
+    GrammarMatcher,
     ImageError,
     ImageInfo,
     ImageQuota,
@@ -43,6 +46,7 @@ from ._native import (
     MultiModalData,
     OpenCvImagePreprocessor,
     OutputConstraint,
+    OutputGrammar,
     ParsingOptions,
     PreprocessOptions,
     PromptUsage,
@@ -64,6 +68,7 @@ from ._native import (
     ToolCall,
     ToolDefinition,
     ToolMessage,
+    UnsupportedSchemaError,
     UrlImageSource,
     UserMessage,
     WebSearchBehavior,
@@ -136,4 +141,8 @@ __all__ = [
     "SessionTurn",
     "check_prompt_text",
     "check_token_ids",
+    "OutputGrammar",
+    "GrammarMatcher",
+    "GrammarError",
+    "UnsupportedSchemaError",
 ]

@@ -56,6 +56,8 @@ __all__ = [
     "DeepseekV41Encoding",
     "DeepseekV4Encoding",
     "EncodingSession",
+    "GrammarError",
+    "GrammarMatcher",
     "IMAGE_SPECIAL_TOKEN_ID",
     "ImageError",
     "ImageInfo",
@@ -75,6 +77,7 @@ __all__ = [
     "MultiModalData",
     "OpenCvImagePreprocessor",
     "OutputConstraint",
+    "OutputGrammar",
     "ParsingOptions",
     "PreprocessOptions",
     "PromptUsage",
@@ -96,6 +99,7 @@ __all__ = [
     "ToolCall",
     "ToolDefinition",
     "ToolMessage",
+    "UnsupportedSchemaError",
     "UrlImageSource",
     "UserMessage",
     "WebSearchBehavior",
@@ -1370,3 +1374,76 @@ def sse_done_message(protocol: Literal["chat", "chat_completions"]) -> str:
 def sse_done_message(protocol: Literal["responses", "messages"]) -> None: ...
 @overload
 def sse_done_message(protocol: str) -> str | None: ...
+
+# ---------------------------------------------------------------------------------------------
+# Output grammars (recipe-rs/grammar)
+
+class GrammarError(ValueError):
+    """An output grammar could not be built (a malformed regex, schema or Lark grammar, a tokenizer without the needed control tokens) or a matcher call was given bad arguments."""
+
+class UnsupportedSchemaError(GrammarError):
+    """A tool parameter schema or response schema that the output grammar cannot express."""
+
+@final
+class OutputGrammar:
+    """The grammar of one request's valid outputs, compiled for one tokenizer.
+
+    Built by `OutputGrammar.compile`; `matcher()` gives one independent matcher per sequence.
+    """
+
+    @staticmethod
+    def compile(
+        request: ConversationRequest,
+        tokenizer: Tokenizer,
+        *,
+        thinking_budget: int | None = None,
+        lark: str | None = None,
+    ) -> OutputGrammar | None:
+        """The grammar of the request's output constraint, or `None` when it carries none.
+
+        Reasoning runs until `</think>` when the prompt opened it (at most `thinking_budget`
+        tokens, then `</think>` is forced); then tool calls in the version's DSML dialect (by
+        `tool_choice` and `parallel_tool_calls`), or the JSON, regex or `lark` (llguidance Lark,
+        replacing the request's answer constraint) answer. The tokenizer's grammar vocabulary is
+        built on first use and kept on `tokenizer`. Raises `UnsupportedSchemaError` for a schema
+        the grammar cannot express and `GrammarError` for other bad input.
+        """
+    @property
+    def vocab_size(self) -> int:
+        """Number of token IDs a bitmask covers (its row is `ceil(vocab_size / 32)` int32 words)."""
+    def lark(self) -> str:
+        """The grammar as llguidance Lark text."""
+    def structural_tag_json(self) -> str:
+        """The same output shape as an xgrammar structural tag (JSON text), for engines that
+        constrain with xgrammar.
+        """
+    def matcher(self) -> GrammarMatcher:
+        """A matcher at the start of the output."""
+
+@final
+class GrammarMatcher:
+    """Where one sequence stands in an `OutputGrammar`.
+
+    A rejected token leaves the matcher unchanged (`accept_token` answers `False`).
+    """
+
+    def fill_bitmask(self, buf: Any, index: int = 0) -> None:
+        """Write the tokens allowed next into row `index` of `buf` (an int32 array of shape
+        `[n, ceil(vocab_size / 32)]`): bit `i % 32` of word `i // 32` set when token `i` may
+        come next. Once the output is complete only EOS is set; after EOS, nothing.
+        """
+    def accept_token(self, token: int) -> bool:
+        """Accept `token` if the grammar allows it here (`True`); otherwise leave the matcher as it
+        was (`False`).
+        """
+    def accept_tokens(self, tokens: Sequence[int]) -> int:
+        """Accept the longest allowed prefix of `tokens`; returns how many were accepted."""
+    def rollback(self, n: int) -> None:
+        """Take back the last `n` accepted tokens (EOS included)."""
+    def is_accepting(self) -> bool:
+        """Whether the output may end here (EOS allowed now, or already accepted)."""
+    def is_terminated(self) -> bool:
+        """Whether EOS was accepted: the output is over."""
+    @property
+    def num_accepted(self) -> int:
+        """Number of tokens accepted so far."""

@@ -244,8 +244,32 @@ def instances(tokenizer) -> list[Any]:
                        tokenizer)
     objs += stream(dr.ResponsesChunkGenerator("r", "m", thinking_mode=True).with_echo_json("{}"),
                    dr.ParsingOptions(stop_sequences=["zz"]), tokenizer)
-    objs += session_objects(tokenizer) + image_objects()
+    objs += session_objects(tokenizer) + image_objects() + grammar_objects(tokenizer)
     return [o for o in objs if o is not None]
+
+
+def grammar_objects(tokenizer: Any) -> list[Any]:
+    """An output grammar and its matcher (methods with arguments called through `checked`)."""
+    request = dr.ChatCompletionRequest(chat_body()).convert(dr.ConversionOptions())
+    grammar = checked(dr.OutputGrammar, "compile", request, tokenizer)
+    matcher = grammar.matcher()
+    checked(matcher, "accept_tokens", tokenizer.encode("Hi"))
+    checked(matcher, "accept_token", tokenizer.encode("!")[0])
+    checked(matcher, "rollback", 1)
+    checked(matcher, "fill_bitmask", _mask_row(grammar))
+    objs: list[Any] = [grammar, matcher]
+    try:
+        dr.OutputGrammar.compile(request, tokenizer, lark="start: (")
+    except dr.GrammarError as e:
+        objs.append(e)
+    objs.append(dr.UnsupportedSchemaError("x"))
+    return objs
+
+
+def _mask_row(grammar: Any) -> Any:
+    import numpy as np
+
+    return np.zeros((1, (grammar.vocab_size + 31) // 32), dtype=np.int32)
 
 
 def session_objects(tokenizer: Any) -> list[Any]:

@@ -151,3 +151,24 @@ def resolve_images(sources: list[dr.ImageSource], png: bytes) -> int:
     assert_type(data.images, list[dr.ImageInfo])
     assert_type(quota.byte_size(), int)
     return data.image_token_adjustment() + dr.MultiModalData([info]).image_token_adjustment()
+
+
+def constrain(request: dr.ConversationRequest, tokenizer: dr.Tokenizer, mask: object) -> int:
+    try:
+        grammar = dr.OutputGrammar.compile(request, tokenizer, thinking_budget=256)
+    except dr.UnsupportedSchemaError:
+        return -1
+    except dr.GrammarError:
+        return -2
+    if grammar is None:
+        return 0
+    assert_type(grammar.vocab_size, int)
+    assert_type(grammar.structural_tag_json(), str)
+    matcher = grammar.matcher()
+    matcher.fill_bitmask(mask, 0)
+    assert_type(matcher.accept_token(1), bool)
+    assert_type(matcher.accept_tokens([1, 2]), int)
+    matcher.rollback(1)
+    assert_type(matcher.is_accepting(), bool)
+    assert_type(matcher.is_terminated(), bool)
+    return matcher.num_accepted

@@ -148,6 +148,11 @@ pub trait RequestFormat {
 
     /// The remaining sampling checks and settings (`max_tokens_bound` for this thinking mode).
     fn finish_sampling(&mut self, max_tokens_bound: u32) -> ConvResult<Sampling>;
+
+    /// Whether the request allows several tool calls in one answer (`None`: not said).
+    fn parallel_tool_calls(&self) -> Option<bool> {
+        None
+    }
 }
 
 /// Convert a request through the shared sequence (see the module documentation).
@@ -221,6 +226,7 @@ pub fn convert<F: RequestFormat>(
             stop: sampling.stop,
             stream: sampling.stream,
             include_usage: sampling.include_usage,
+            parallel_tool_calls: format.parallel_tool_calls(),
         },
         options,
     ))

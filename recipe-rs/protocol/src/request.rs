@@ -42,6 +42,8 @@ pub struct InferenceOptions {
     pub top_logprobs: Option<u32>,
     pub seed: Option<u64>,
     pub output_constraint: Option<OutputConstraint>,
+    /// The request's `parallel_tool_calls` (`None`: not given, several calls allowed).
+    pub parallel_tool_calls: Option<bool>,
 }
 
 /// A converted request.

@@ -10,6 +10,7 @@ mod args;
 mod check;
 pub mod conversation;
 pub mod encoding;
+mod grammar;
 pub mod images;
 pub mod protocol;
 mod py_json;
@@ -30,5 +31,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     session::register(m)?;
     check::register(m)?;
     images::register(m)?;
+    grammar::register(m)?;
     Ok(())
 }

@@ -324,6 +324,10 @@ impl PyParsingOptions {
 #[derive(Clone)]
 pub struct PyTokenizer {
     pub inner: Tokenizer,
+    /// The vocabulary as output grammars see it, built by the first `OutputGrammar.compile`
+    /// with this tokenizer and shared by every later one (see `grammar.rs`).
+    pub grammar_vocabulary:
+        std::sync::Arc<std::sync::OnceLock<std::sync::Arc<recipe_grammar::GrammarVocabulary>>>,
 }
 
 fn runtime_error(e: impl std::fmt::Display) -> PyErr {
@@ -344,7 +348,10 @@ impl PyTokenizer {
     #[staticmethod]
     fn from_str(#[pyo3(from_py_with = crate::args::string)] text: String) -> PyResult<Self> {
         Tokenizer::from_json(&text)
-            .map(|inner| PyTokenizer { inner })
+            .map(|inner| PyTokenizer {
+                inner,
+                grammar_vocabulary: Default::default(),
+            })
             .map_err(|e| match e {
                 recipe_core::tokenizer::TokenizerError::Load(msg) => PyRuntimeError::new_err(msg),
                 other => runtime_error(other),

@@ -5,8 +5,10 @@ vLLM is in the reasoning phase and reports reasoning (and any answer text in the
 tool parser feeds it afterwards and reports answer text and tool calls. Both declare
 `engine_based_streaming`, so vLLM passes each delta's token IDs as they come and lets the parser
 say when reasoning has ended. Required and named tool choices are parsed like `auto`
-(`supports_required_and_named = False`): the model writes DSML, not JSON; the structural tag of
-vLLM's built-in V4.1 parser keeps grammar-constrained tool calls working.
+(`supports_required_and_named = False`): the model writes DSML, not JSON. `adjust_request`
+attaches the codec's own output grammar (`structured.py`) as the request's structural tag, so
+`vllm serve … --tool-call-parser deepseek_recipe` constrains calls with the encoder's tables;
+vLLM's built-in `deepseek_v4_1` tag (`structural_tag_model`) is the fallback.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from vllm.reasoning import ReasoningParser
 from vllm.tool_parsers.abstract_tool_parser import ToolParser
 
 from .codec import codec_for, model_name
-from .request import thinking_requested
+from .request import chat_body, thinking_requested
 from .stream import THINK_END, THINK_START, Piece, StreamSession, session_for
+from .structured import structural_tag_for
 
 
 def _session(tokenizer, kwargs) -> StreamSession:
@@ -120,9 +123,26 @@ class DeepseekRecipeToolParser(ToolParser):
 
     def __init__(self, tokenizer, tools=None, **kwargs):
         super().__init__(tokenizer, tools)
+        self._codec = codec_for(tokenizer, model_name(kwargs.get("model_config")))
         self._session = _session(tokenizer, kwargs)
         self._session.has_tool_parser = True
         self._session.tools_declared = bool(tools)
+
+    def adjust_request(self, request):
+        """Constrain the request's output with the codec's grammar (its structural tag), unless
+        the request brings its own structured output; otherwise vLLM's default handling."""
+        tools = getattr(request, "tools", None)
+        if tools and getattr(request, "structured_outputs", None) is None:
+            from vllm.sampling_params import StructuredOutputsParams
+
+            kwargs = {**(getattr(request, "chat_template_kwargs", None) or {}), "tools": tools}
+            body = chat_body(list(request.messages), kwargs, request.tool_choice, None, self._codec.model)
+            tag = structural_tag_for(self._codec, body)
+            if tag is not None:
+                request.structured_outputs = StructuredOutputsParams(structural_tag=tag)
+                request.skip_special_tokens = False
+                return request
+        return super().adjust_request(request)
 
     @property
     def skip_reasoning_parsing(self) -> bool:

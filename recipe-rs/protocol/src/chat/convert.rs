@@ -247,6 +247,10 @@ impl RequestFormat for ChatConversion {
                 == Some(true),
         })
     }
+
+    fn parallel_tool_calls(&self) -> Option<bool> {
+        self.req.parallel_tool_calls
+    }
 }
 
 /// One request message as a conversation message (`i` is its index in the request).

@@ -72,6 +72,7 @@ pub struct Assembly {
     pub stop: Vec<String>,
     pub stream: bool,
     pub include_usage: bool,
+    pub parallel_tool_calls: Option<bool>,
 }
 
 /// The converted request: the output constraint (tool calls first, else the response format),
@@ -124,6 +125,7 @@ pub fn assemble(a: Assembly, options: &ConversionOptions) -> ConversationRequest
         top_logprobs: a.top_logprobs,
         seed: a.seed,
         output_constraint,
+        parallel_tool_calls: a.parallel_tool_calls,
     };
     let conversation = Conversation {
         messages: a.messages,

@@ -1,0 +1,121 @@
+"""Output grammars through the Python API: compile from a converted request, then a matcher
+that fills int32 bitmask rows, accepts, rejects and rolls back tokens.
+
+The grammar itself (every mode, the fixture and mutation corpora) is tested in Rust
+(`recipe-rs/grammar/tests/`); these tests check the binding: shapes, the bitmask layout,
+errors, and that the answers agree with the Rust side's on a few outputs.
+"""
+
+import json
+
+import deepseek_recipe as dr
+import numpy as np
+import pytest
+
+TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+        "required": ["city"]}}},
+]
+CALL = ("\n\n<｜DSML｜ calls>\n<｜DSML｜ invoke name=\"get_weather\">\n"
+        "<｜DSML｜ parameter name=\"city\" string=\"true\">Oslo</｜DSML｜ parameter>\n"
+        "<｜DSML｜ parameter name=\"days\" string=\"false\">2</｜DSML｜ parameter>\n"
+        "</｜DSML｜ invoke>\n</｜DSML｜ calls>")
+EOS = 1
+
+
+def convert(**extra):
+    body = {"model": "DeepSeek-V4.1-Flash", "messages": [{"role": "user", "content": "weather? json"}],
+            "thinking": {"type": "disabled"}} | extra
+    return dr.ChatCompletionRequest(body).convert(dr.ConversionOptions())
+
+
+def allowed(row: np.ndarray, token: int) -> bool:
+    return bool((int(row[token // 32]) >> (token % 32)) & 1)
+
+
+def test_no_constraint_compiles_to_none(tokenizer):
+    assert dr.OutputGrammar.compile(convert(), tokenizer) is None
+
+
+def test_mask_and_accept_agree_token_by_token(tokenizer):
+    grammar = dr.OutputGrammar.compile(convert(tools=TOOLS), tokenizer)
+    assert grammar is not None and grammar.vocab_size >= 129280
+    matcher = grammar.matcher()
+    mask = np.zeros((3, (grammar.vocab_size + 31) // 32), dtype=np.int32)
+    for token in tokenizer.encode("Let me check." + CALL) + [EOS]:
+        matcher.fill_bitmask(mask, 2)
+        assert allowed(mask[2], token)
+        assert matcher.accept_token(token)
+    assert matcher.is_terminated() and matcher.is_accepting()
+    assert not mask[:2].any()  # other rows untouched
+    matcher.fill_bitmask(mask, 0)
+    assert not mask[0].any()  # nothing after EOS
+
+
+def test_rejected_tokens_leave_the_matcher_unchanged(tokenizer):
+    grammar = dr.OutputGrammar.compile(convert(tools=TOOLS, tool_choice="required"), tokenizer)
+    matcher = grammar.matcher()
+    body = CALL.split("calls>\n", 1)[1]
+    ids = tokenizer.encode(body)
+    assert matcher.accept_tokens(tokenizer.encode("Sure")) == 0
+    assert not matcher.accept_token(EOS)
+    assert matcher.accept_tokens(ids) == len(ids)
+    assert matcher.num_accepted == len(ids)
+    matcher.rollback(3)
+    assert matcher.accept_tokens(ids[-3:]) == 3
+    assert matcher.accept_token(EOS) and matcher.is_terminated()
+    # A second call to an unknown tool after the first is refused at the tool name.
+    matcher.rollback(1 + len(tokenizer.encode("\n</｜DSML｜ calls>")))
+    rest = tokenizer.encode("\n<｜DSML｜ invoke name=\"nope\">")
+    assert matcher.accept_tokens(rest) < len(rest)
+
+
+def test_json_schema_answer_after_reasoning(tokenizer):
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    request = convert(thinking={"type": "enabled"},
+                      response_format={"type": "json_schema", "json_schema": {"name": "s", "schema": schema}})
+    grammar = dr.OutputGrammar.compile(request, tokenizer, thinking_budget=64)
+    matcher = grammar.matcher()
+    ids = tokenizer.encode('Thinking.</think>{"n": 7}')
+    assert matcher.accept_tokens(ids) == len(ids)
+    assert matcher.is_accepting()
+    bad = grammar.matcher()
+    ids = tokenizer.encode('Thinking.</think>{"n": "7"}')
+    assert bad.accept_tokens(ids) < len(ids)
+
+
+def test_caller_lark_and_structural_tag(tokenizer):
+    grammar = dr.OutputGrammar.compile(convert(), tokenizer, lark='start: "yes" | "no"')
+    matcher = grammar.matcher()
+    assert matcher.accept_tokens(tokenizer.encode("yes") + [EOS]) == 2
+    tag = json.loads(dr.OutputGrammar.compile(convert(tools=TOOLS), tokenizer).structural_tag_json())
+    assert tag["type"] == "structural_tag"
+    text = json.dumps(tag, ensure_ascii=False)
+    assert ' invoke name=\\"get_weather\\">\\n' in text
+    assert '{"type": "token", "token": 128825}' in text  # the marker by ID, never as a string
+
+
+def test_errors_are_value_errors(tokenizer):
+    with pytest.raises(dr.GrammarError):
+        dr.OutputGrammar.compile(convert(), tokenizer, lark="start: (")
+    with pytest.raises(dr.GrammarError):
+        dr.OutputGrammar.compile(convert(response_format={"type": "regex", "regex": "(a"}), tokenizer)
+    many = {f"p{i}": {"type": "string"} for i in range(70)}
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": many}}}]
+    with pytest.raises(dr.UnsupportedSchemaError, match="at most 64"):
+        dr.OutputGrammar.compile(convert(tools=tools), tokenizer)
+    assert issubclass(dr.UnsupportedSchemaError, dr.GrammarError) and issubclass(dr.GrammarError, ValueError)
+    matcher = dr.OutputGrammar.compile(convert(tools=TOOLS), tokenizer).matcher()
+    with pytest.raises(dr.GrammarError):
+        matcher.rollback(1)
+    with pytest.raises(dr.GrammarError):
+        matcher.accept_token(10**9)
+    with pytest.raises(TypeError):
+        matcher.fill_bitmask(np.zeros((1, 4041), dtype=np.float32))
+    with pytest.raises(ValueError):
+        matcher.fill_bitmask(np.zeros((1, 4041), dtype=np.int32), 1)
+    readonly = np.zeros((1, 4041), dtype=np.int32)
+    readonly.flags.writeable = False
+    with pytest.raises(ValueError):
+        matcher.fill_bitmask(readonly)
