@@ -54,7 +54,7 @@ BOUNDED = textwrap.dedent(r'''
     import deepseek_recipe as d
     r = d.ImageResolver(d.ReqwestImageFetcher(), d.OpenCvImagePreprocessor())
     many = [d.BytesImageSource(b"x", path="m")] * 100_000
-    huge = [d.DataUrlImageSource("data:image/png;base64," + "A" * (128 << 20), path="u")]
+    huge = [d.DataUrlImageSource("data:image/png;base64," + "A" * (1 << 30), path="u")]
     out = []
     for sources in (many, huge):
         reset_peak()
@@ -68,7 +68,7 @@ BOUNDED = textwrap.dedent(r'''
 
 
 def test_limits_are_checked_in_bounded_memory():
-    """100,000 images are refused by their count, a 128 MiB data URL (96 MiB decoded) by the
+    """100,000 images are refused by their count, a 1 GiB data URL (768 MiB decoded) by the
     size its length allows, each before any source is copied or decoded: resolving adds a few MB
     at most, whatever the input's size."""
     out = subprocess.run([sys.executable, "-c", BOUNDED], capture_output=True, text=True, check=True).stdout
