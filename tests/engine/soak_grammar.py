@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 import shutil
 import sys
@@ -220,10 +219,7 @@ def parse_chunked(eng, prep, tokens: list[int], chunks: list[list[int]], finish_
 # -- checkpoints ------------------------------------------------------------------------------------------
 def v4_checkpoint(cache: Path) -> Path:
     """The tiny V4 checkpoint (real vocabulary) plus random ``mtp.0`` weights (for MTP speculation)."""
-    from deepseek_engine.models.loader import load_model
-    from deepseek_engine.speculative.mtp import DeepseekV4MTP
-    from deepseek_engine.testing.tiny_checkpoint import ensure_tiny_checkpoint
-    from safetensors.torch import load_file, save_file
+    from deepseek_engine.testing.tiny_checkpoint import add_random_mtp_layer, ensure_tiny_checkpoint
 
     out = cache / "tiny-deepseek-v4-mtp"
     if (out / "config.json").is_file():
@@ -232,25 +228,7 @@ def v4_checkpoint(cache: Path) -> Path:
     tmp = cache / "tiny-deepseek-v4-mtp.partial"
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.copytree(base, tmp)
-    shard = next(tmp.glob("*.safetensors"))
-    target = load_model(base)
-    mtp = DeepseekV4MTP(target.config)
-    g = torch.Generator().manual_seed(7)
-    state = load_file(str(shard))
-    for name, p in mtp.named_parameters():
-        if name.endswith("norm.weight"):
-            v = 1 + 0.1 * torch.randn(p.shape, generator=g)
-        elif p.dim() >= 2:
-            v = torch.randn(p.shape, generator=g) / math.sqrt(p.shape[-1])
-        else:
-            v = 0.2 * torch.randn(p.shape, generator=g)
-        key = "mtp.0." + (name[len("block."):] if name.startswith("block.") else name)
-        if key.endswith((".experts.w1", ".experts.w2", ".experts.w3")):
-            for e in range(v.shape[0]):
-                state[f"{key[:-3]}.{e}.{key[-2:]}.weight"] = v[e].contiguous()
-        else:
-            state[key] = v.contiguous()
-    save_file(state, str(shard), metadata={"format": "pt"})
+    add_random_mtp_layer(tmp)
     tmp.rename(out)
     return out
 

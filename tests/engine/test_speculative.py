@@ -22,7 +22,7 @@ from deepseek_engine.sampling_params import SamplingParams
 from deepseek_engine.speculative import SpeculativeConfig, SpeculativeLLM, load_drafter
 from deepseek_engine.speculative.dspark import adaptive_budget
 from deepseek_engine.speculative.rejection import verify_greedy, verify_sampling
-from safetensors.torch import load_file, save_file
+from deepseek_engine.testing.tiny_checkpoint import add_random_mtp_layer
 
 DATA = Path(__file__).resolve().parent / "data"
 TINY_V41 = DATA / "tiny_v41"
@@ -173,28 +173,9 @@ def test_verify_greedy():
 @cache
 def v4_with_mtp(folder: str) -> Path:
     """The tiny V4 checkpoint plus random ``mtp.0.*`` weights (native names)."""
-    from deepseek_engine.speculative.mtp import DeepseekV4MTP
-
     out = Path(folder)
     shutil.copytree(TINY_V4, out)
-    target = load_model(TINY_V4)
-    mtp = DeepseekV4MTP(target.config)
-    g = torch.Generator().manual_seed(7)
-    state = load_file(str(out / "model.safetensors"))
-    for name, p in mtp.named_parameters():
-        if name.endswith("norm.weight"):
-            v = 1 + 0.1 * torch.randn(p.shape, generator=g)
-        elif p.dim() >= 2:
-            v = torch.randn(p.shape, generator=g) / math.sqrt(p.shape[-1])
-        else:
-            v = 0.2 * torch.randn(p.shape, generator=g)
-        key = "mtp.0." + (name[len("block."):] if name.startswith("block.") else name)
-        if key.endswith((".experts.w1", ".experts.w2", ".experts.w3")):
-            for e in range(v.shape[0]):
-                state[f"{key[:-3]}.{e}.{key[-2:]}.weight"] = v[e].contiguous()
-        else:
-            state[key] = v.contiguous()
-    save_file(state, str(out / "model.safetensors"))
+    add_random_mtp_layer(out)
     return out
 
 

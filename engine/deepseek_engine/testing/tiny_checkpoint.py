@@ -69,3 +69,33 @@ def ensure_tiny_checkpoint(folder: str | Path, vocab_size: int = 129280, seed: i
     model.save_pretrained(tmp)
     tmp.rename(folder)
     return folder
+
+
+@torch.no_grad()
+def add_random_mtp_layer(folder: str | Path, seed: int = 7) -> None:
+    """Write seeded random ``mtp.0.*`` weights (native names, routed experts one tensor per expert) into the
+    checkpoint in ``folder``'s first shard, in place, so that MTP speculation can run on it."""
+    from safetensors.torch import load_file, save_file
+
+    from deepseek_engine.models.loader import load_model
+    from deepseek_engine.speculative.mtp import DeepseekV4MTP
+
+    folder = Path(folder)
+    shard = sorted(folder.glob("*.safetensors"))[0]
+    mtp = DeepseekV4MTP(load_model(folder).config)
+    g = torch.Generator().manual_seed(seed)
+    state = load_file(str(shard))
+    for name, p in mtp.named_parameters():
+        if name.endswith("norm.weight"):
+            v = 1 + 0.1 * torch.randn(p.shape, generator=g)
+        elif p.dim() >= 2:
+            v = torch.randn(p.shape, generator=g) / math.sqrt(p.shape[-1])
+        else:
+            v = 0.2 * torch.randn(p.shape, generator=g)
+        key = "mtp.0." + (name[len("block."):] if name.startswith("block.") else name)
+        if key.endswith((".experts.w1", ".experts.w2", ".experts.w3")):
+            for e in range(v.shape[0]):
+                state[f"{key[:-3]}.{e}.{key[-2:]}.weight"] = v[e].contiguous()
+        else:
+            state[key] = v.contiguous()
+    save_file(state, str(shard), metadata={"format": "pt"})
