@@ -8,7 +8,7 @@ turn it off: the body field ``enforce_output_constraint: false`` (any of the thr
 and an entry point's ``--no-grammar`` flag for all of them.
 
 The grammar itself is the codec's (``OutputGrammar.compile``, Rust); this module only decides whether to
-compile it, and says clearly when this build of the codec has no grammar (``GrammarUnavailable``).
+compile it.
 Nothing here imports torch.
 """
 
@@ -20,11 +20,6 @@ from . import _native
 
 #: The per-request switch in a request body (``false``: generate without enforcing the constraint).
 ENFORCE_FIELD = "enforce_output_constraint"
-
-
-class GrammarUnavailable(RuntimeError):
-    """The request carries an output constraint to enforce, but this build of the codec has no
-    ``OutputGrammar``."""
 
 
 def take_enforce_field(body: dict[str, Any]) -> bool:
@@ -39,16 +34,8 @@ def take_enforce_field(body: dict[str, Any]) -> bool:
 
 
 def compile_output_grammar(request: Any, tokenizer: Any, *, thinking_budget: int | None = None) -> Any:
-    """The request's ``OutputGrammar`` (``None`` when it carries no constraint).
-
-    ``GrammarUnavailable`` when it carries one and the codec cannot build grammars; the grammar's own
+    """The request's ``OutputGrammar`` (``None`` when it carries no constraint); the grammar's own
     ``ValueError`` when its schema or pattern is not supported."""
     if request.inference_options.output_constraint is None:
         return None
-    grammar = getattr(_native, "OutputGrammar", None)
-    if grammar is None:
-        raise GrammarUnavailable(
-            "this request's output constraint (tools, response_format or a pattern) cannot be enforced: this "
-            f"build of deepseek_recipe has no OutputGrammar; send `\"{ENFORCE_FIELD}\": false` to generate "
-            "without enforcing it, or start the server with --no-grammar")
-    return grammar.compile(request, tokenizer, thinking_budget=thinking_budget)
+    return _native.OutputGrammar.compile(request, tokenizer, thinking_budget=thinking_budget)

@@ -56,11 +56,6 @@ def grammar(monkeypatch):
     return ForcedText
 
 
-@pytest.fixture
-def no_grammar(monkeypatch):
-    monkeypatch.delattr(_native, "OutputGrammar", raising=False)
-
-
 def chat(**kw) -> dict:
     return {"model": "DeepSeek-V4-Pro", "messages": [{"role": "user", "content": "Answer in json, please."}],
             "thinking": {"type": "disabled"}, "max_tokens": 12, "temperature": 0, **kw}
@@ -91,16 +86,6 @@ def test_protocol_engine_generates_under_the_grammar_by_default(grammar):
     with pytest.raises(ProtocolError) as err:
         eng.chat_completions(chat(**JSON, **{ENFORCE_FIELD: "no"}))
     assert err.value.status_code == 400 and ENFORCE_FIELD in err.value.message
-
-
-def test_without_grammars_a_constrained_request_is_a_clear_501(no_grammar):
-    eng = ProtocolEngine(toy_llm(MODEL))
-    results = eng.run([("chat.completions", chat(**JSON)), ("chat.completions", chat()),
-                       ("chat.completions", chat(**JSON, **{ENFORCE_FIELD: False}))])
-    assert isinstance(results[0], ProtocolError) and results[0].status_code == 501
-    assert results[0].code == "output_constraint_unavailable" and ENFORCE_FIELD in results[0].message
-    assert "--no-grammar" in results[0].message
-    assert all(r["choices"][0]["finish_reason"] == "length" for r in results[1:])  # served, unconstrained
 
 
 def test_batch_cli_applies_the_grammar_unless_no_grammar(grammar, tmp_path, monkeypatch):
@@ -145,17 +130,6 @@ def test_server_flag_and_backend_capability_decide(grammar):
     backend = EngineBackend(toy_llm(MODEL), "tiny")
     assert ServerState(backend, ServerConfig(), TOKENIZER).codec.enforce_output_constraints
     assert not ServerState(backend, off, TOKENIZER).codec.enforce_output_constraints
-
-
-def test_server_codec_without_grammars_is_a_501(no_grammar):
-    from deepseek_recipe.server.errors import APIError
-
-    codec = RequestCodec(ServerConfig(), "tiny", 4096, TOKENIZER, enforce_output_constraints=True)
-    with pytest.raises(APIError) as err:
-        codec.prepare(CHAT, json.dumps(chat(model="tiny", **JSON)).encode())
-    assert err.value.status == 501 and ENFORCE_FIELD in err.value.message
-    assert codec.prepare(CHAT, json.dumps(chat(model="tiny", **JSON, **{ENFORCE_FIELD: False})).encode()).grammar \
-        is None
 
 
 def test_engine_backend_gives_each_choice_its_own_matcher():
@@ -205,6 +179,3 @@ def test_http_server_generates_under_the_grammar(grammar, monkeypatch):
         assert len(grammar.calls) == 1  # compiled once for the request, a matcher per choice
         off = post(chat(model="tiny", **JSON, **{ENFORCE_FIELD: False})).json()
         assert off["choices"][0]["message"]["content"] != FORCED
-        monkeypatch.delattr(_native, "OutputGrammar")
-        refused = post(chat(model="tiny", **JSON))
-        assert refused.status_code == 501 and refused.json()["error"]["code"] == "output_constraint_unavailable"

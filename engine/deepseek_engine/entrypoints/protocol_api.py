@@ -33,7 +33,6 @@ import deepseek_recipe as dr
 from deepseek_recipe.apis import BY_NAME, BY_PATH, AnyApi
 from deepseek_recipe.output_constraints import (
     ENFORCE_FIELD,
-    GrammarUnavailable,
     compile_output_grammar,
     take_enforce_field,
 )
@@ -186,11 +185,9 @@ class ProtocolEngine:
 
     def _grammar(self, conv: dr.ConversationRequest) -> Any:
         """The request's compiled output grammar (``None``: no constraint); ``ProtocolError`` when it cannot be
-        built (501 when this codec has no grammars, 400 for a schema or pattern it does not support)."""
+        built (400: a schema or pattern it does not support)."""
         try:
             return compile_output_grammar(conv, self.tokenizer, thinking_budget=self.thinking_budget)
-        except GrammarUnavailable as err:
-            raise ProtocolError(501, "output_constraint_unavailable", str(err)) from None
         except ValueError as err:
             raise ProtocolError(400, "invalid_request_error", f"output constraint: {err}") from None
 

@@ -16,7 +16,6 @@ from typing import Any
 
 import deepseek_recipe as dr
 from deepseek_recipe.output_constraints import (
-    GrammarUnavailable,
     compile_output_grammar,
     take_enforce_field,
 )
@@ -183,12 +182,10 @@ class RequestCodec:
                         restored, reused, grammar)
 
     def grammar(self, conv: Any) -> Any:
-        """The request's compiled output grammar (``None``: no constraint); 501 when this codec build has no
-        grammars, 400 for a schema or pattern the grammar does not support."""
+        """The request's compiled output grammar (``None``: no constraint); 400 for a schema or pattern the
+        grammar does not support."""
         try:
             return compile_output_grammar(conv, self.tokenizer)
-        except GrammarUnavailable as err:
-            raise APIError(501, str(err), "server_error", "output_constraint_unavailable") from None
         except ValueError as err:
             raise invalid_request(f"output constraint: {err}") from None
 
