@@ -22,19 +22,23 @@ Projections kept in the checkpoint's format (:mod:`deepseek_engine.layers.packed
 ``wo_linear`` instead: the fused input product stacks them by format (``stack_rows``), and a layer with packed
 projections runs ``attn_front`` / ``attn_back``'s steps as kernel ops around its packed products
 (:func:`_front_packed`, :func:`_back_packed`); ``decode_stack`` does not take such layers.
+
+Every product over the step's token rows is ``row_linear`` or ``wo_linear`` (:func:`product`), never BLAS, whose
+blocking (and so a row's bits) depends on how many rows share the call: a sequence gives the same bits alone
+and in a batch, in prefill, decode and mixed steps alike.
 """
 
 from __future__ import annotations
 
 import deepseek_kernels as ops
 import torch
-import torch.nn.functional as F
 from deepseek_kernels.step_layout import closing_windows
 
 from deepseek_engine.core.int_tensors import long_tensor, padded_rows
 from deepseek_engine.core.padded_queries import PaddedQueries
 from deepseek_engine.layers.packed_linear import group_matrices, is_packed, matrix
 from deepseek_engine.layers.rotary_embedding import apply_rotary_tables, rotary_tables
+from deepseek_engine.layers.row_invariant import linear
 from deepseek_engine.models.deepseek_v4.kv_cache import read_rows, write_rows
 
 #: Positions up to which the rotary tables are kept whole (beyond, each step evaluates its own rows).
@@ -258,13 +262,14 @@ class FusedLinears:
     def full(self, x: torch.Tensor) -> torch.Tensor:
         """All projections side by side, ``[T, sum(splits)]``."""
         if self.weight is not None:
-            return F.linear(x, self.weight)
+            return linear(x, self.weight)
         return torch.cat([product(x, m) for m in self.parts], dim=-1)
 
 
 def product(x: torch.Tensor, m) -> torch.Tensor:
-    """``x @ m.T`` for a float matrix or a packed one (``wo_linear``)."""
-    return ops.packed_linear(x, m) if is_packed(m) else F.linear(x, m)
+    """``x @ m.T`` for a float matrix (``row_linear``) or a packed one (``wo_linear``): every row on its own
+    (:mod:`deepseek_engine.layers.row_invariant`)."""
+    return linear(x, m)
 
 
 def _stacked_runs(mats: list) -> list:
