@@ -38,7 +38,7 @@ from deepseek_engine.core.int_tensors import long_tensor, padded_rows
 from deepseek_engine.core.padded_queries import PaddedQueries
 from deepseek_engine.layers.packed_linear import group_matrices, is_packed, matrix
 from deepseek_engine.layers.rotary_embedding import apply_rotary_tables, rotary_tables
-from deepseek_engine.layers.row_invariant import linear
+from deepseek_engine.layers.row_invariant import linear, rotary
 from deepseek_engine.models.deepseek_v4.kv_cache import read_rows, write_rows
 
 #: Positions up to which the rotary tables are kept whole (beyond, each step evaluates its own rows).
@@ -60,7 +60,7 @@ class PositionTables:
             kept = None
         if kept is None or kept[1] < needed:
             size = max(needed, 1024, 2 * kept[1] if kept is not None else 0)
-            cos, sin = module(torch.arange(size, device=device), dtype)
+            cos, sin = rotary(module, torch.arange(size, device=device), dtype)
             c, s = rotary_tables(cos, sin)
             kept = self._tables[id(module)] = (module, size, dtype, torch.stack((c, s, -s)))
         return kept[3]
@@ -151,7 +151,7 @@ class StepLayout(PaddedQueries):
         key = (id(module), rate, dtype, "windows")
         found = self._tables.get(key)
         if found is None:
-            found = self._tables[key] = rotary_tables(*module(self.rate_info(rate)["w"] * rate, dtype))
+            found = self._tables[key] = rotary_tables(*rotary(module, self.rate_info(rate)["w"] * rate, dtype))
         return found
 
     def rank_ends_list(self, rate: int) -> list[int]:
@@ -162,10 +162,11 @@ class StepLayout(PaddedQueries):
         return found
 
     def rope(self, module, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-        """``module(positions, dtype)`` for the step's tokens, computed once per step."""
+        """``module(positions, dtype)`` for the step's tokens, computed once per step (``row_invariant.rotary``:
+        a position's values never depend on which other positions share the step)."""
         key = (id(module), dtype)
         if key not in self._rope:
-            self._rope[key] = module(self.positions, dtype)
+            self._rope[key] = rotary(module, self.positions, dtype)
         return self._rope[key]
 
     def rope_tables(self, module, dtype: torch.dtype, inverse: bool = False) -> tuple[torch.Tensor, torch.Tensor]:

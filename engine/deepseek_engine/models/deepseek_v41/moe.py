@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import deepseek_kernels as ops
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from deepseek_engine.layers.moe import DeepseekV4MoE
