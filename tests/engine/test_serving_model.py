@@ -11,6 +11,7 @@ import torch
 from deepseek_engine import LLM, SamplingParams
 from deepseek_engine.models.loader import load_model
 from model_fixtures import PLAIN, greedy, model, reference
+from row_coupling import coupling_ops
 
 REF = reference("tiny_v4")
 GREEDY = SamplingParams(temperature=0, max_tokens=40, ignore_eos=True)
@@ -279,3 +280,30 @@ def test_v41_steps_build_no_derived_weights_and_follow_reload_weights(monkeypatc
     assert plans == [1]  # steps build no plan
     assert after == LLM.from_model(m, max_model_len=256).generate([prompt], params)[0].token_ids
     assert after != before
+
+
+@pytest.mark.parametrize("decode_stack", [True, False])
+def test_no_operation_couples_the_rows_of_a_served_step(decode_stack):
+    """Structurally, on any CPU: the served V4 model's steps (prefill chunks next to decodes, decode steps in the
+    layer loop or in ``decode_stack``, the head) make no BLAS product, no float reduction and no transcendental
+    elementwise call on a tensor that is not whole vectors; every product goes through ``row_linear`` (or a
+    kernel op with a fixed order per row). (This machine's BLAS may well give the same bits for a row alone and
+    in a batch; another CPU's need not, which is what this test rules out.)"""
+    llm = engine(max_num_batched_tokens=37, block_size=8)
+    served = llm.runner.model
+    served.use_decode_stack = decode_stack
+    found: list[str] = []
+
+    def recorded(fn):
+        def call(*args):
+            out = []
+            found.extend(coupling_ops(lambda: out.append(fn(*args))))
+            return out[0]
+        return call
+
+    served.forward, served.greedy_tokens = recorded(served.forward), recorded(served.greedy_tokens)
+    rng = random.Random(2)
+    prompts = [[rng.randrange(2, 128) for _ in range(rng.randint(5, 40))] for _ in range(5)]
+    sampled = SamplingParams(temperature=0.8, seed=3, max_tokens=6, logprobs=2)
+    llm.generate(prompts, [sampled, GREEDY, sampled, GREEDY, sampled])
+    assert found == []
