@@ -60,7 +60,8 @@ static inline v16f rl_load8x2(const uint16_t *a, const uint16_t *b) {
 #if defined(__AVX512F__)
     const __m256i h = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
                                               _mm_loadu_si128((const __m128i *)b), 1);
-    return (v16f)_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    /* (the masked forms: GCC 12 warns about the _mm512_undefined inside the unmasked ones) */
+    return (v16f)((v16i)_mm512_maskz_cvtepu16_epi32((__mmask16)0xFFFF, h) << 16);
 #else
     return __builtin_shufflevector(rl_load8(a), rl_load8(b), 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
 #endif
