@@ -5,6 +5,7 @@ preemption and batch invariance."""
 from __future__ import annotations
 
 import random
+from functools import cache
 
 import pytest
 import torch
@@ -89,11 +90,18 @@ def test_request_output_does_not_depend_on_the_batch(params):
     assert batched.logprobs == alone.logprobs
 
 
-@pytest.mark.parametrize("sampled", [False, True])
-def test_real_vocabulary_alone_and_in_a_batch_of_16_give_identical_tokens_and_logprobs(tiny_v4_checkpoint, sampled):
-    """The tiny V4 checkpoint with the real vocabulary (its head is 129280 rows): alone and among 15 others, with
-    prefill chunks next to decodes and decode-stack steps, the same tokens and the same log probability floats."""
-    m = load_model(tiny_v4_checkpoint)
+@cache
+def real_vocab_model(folder, dtype: torch.dtype):
+    return load_model(folder, dtype=dtype)
+
+
+@pytest.mark.parametrize("sampled, dtype", [(False, torch.float32), (True, torch.float32), (True, torch.bfloat16)])
+def test_real_vocabulary_alone_and_in_a_batch_of_16_give_identical_tokens_and_logprobs(tiny_v4_checkpoint, sampled,
+                                                                                       dtype):
+    """The tiny V4 checkpoint with the real vocabulary (its head is 129280 rows; float32, and loaded in bfloat16:
+    bf16 weights and head through ``row_linear``'s bf16 path): alone and among 15 others, with prefill chunks next
+    to decodes and decode-stack steps, the same tokens and the same log probability floats."""
+    m = real_vocab_model(tiny_v4_checkpoint, dtype)
     rng = random.Random(4)
     target = [rng.randrange(3, 129000) for _ in range(23)]
     others = [[rng.randrange(3, 129000) for _ in range(4 + 3 * i)] for i in range(15)]
