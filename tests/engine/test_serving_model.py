@@ -5,12 +5,14 @@ preemption and batch invariance."""
 from __future__ import annotations
 
 import random
+from functools import cache
 
 import pytest
 import torch
 from deepseek_engine import LLM, SamplingParams
 from deepseek_engine.models.loader import load_model
 from model_fixtures import PLAIN, greedy, model, reference
+from row_coupling import coupling_ops
 
 REF = reference("tiny_v4")
 GREEDY = SamplingParams(temperature=0, max_tokens=40, ignore_eos=True)
@@ -83,10 +85,32 @@ def test_request_output_does_not_depend_on_the_batch(params):
     others[7] = params
     batched = engine(max_num_batched_tokens=96, block_size=8).generate(prompts, others)[7]
     assert batched.token_ids == alone.token_ids
-    if params.logprobs is not None:
-        for a, b in zip(alone.logprobs, batched.logprobs):
-            assert a.logprob == pytest.approx(b.logprob, abs=1e-4)
-            assert [t for t, _ in a.top] == [t for t, _ in b.top]
+    # Every product over the step's rows is row_linear (the layer loop of mixed prefill + decode steps, the
+    # decode stack and the head): a row's floats never depend on the other rows, so they compare equal.
+    assert batched.logprobs == alone.logprobs
+
+
+@cache
+def real_vocab_model(folder, dtype: torch.dtype):
+    return load_model(folder, dtype=dtype)
+
+
+@pytest.mark.parametrize("sampled, dtype", [(False, torch.float32), (True, torch.float32), (True, torch.bfloat16)])
+def test_real_vocabulary_alone_and_in_a_batch_of_16_give_identical_tokens_and_logprobs(tiny_v4_checkpoint, sampled,
+                                                                                       dtype):
+    """The tiny V4 checkpoint with the real vocabulary (its head is 129280 rows; float32, and loaded in bfloat16:
+    bf16 weights and head through ``row_linear``'s bf16 path): alone and among 15 others, with prefill chunks next
+    to decodes and decode-stack steps, the same tokens and the same log probability floats."""
+    m = real_vocab_model(tiny_v4_checkpoint, dtype)
+    rng = random.Random(4)
+    target = [rng.randrange(3, 129000) for _ in range(23)]
+    others = [[rng.randrange(3, 129000) for _ in range(4 + 3 * i)] for i in range(15)]
+    params = SamplingParams(temperature=0.8 if sampled else 0, seed=5, max_tokens=8, ignore_eos=True, logprobs=3)
+    alone = LLM.from_model(m, block_size=8, max_model_len=128).generate([target], params)[0]
+    llm = LLM.from_model(m, block_size=8, max_model_len=128, max_num_batched_tokens=40)
+    batch = llm.generate(others[:7] + [target] + others[7:], params)[7]
+    assert alone.token_ids == batch.token_ids
+    assert alone.logprobs == batch.logprobs  # every float equal
 
 
 def test_eos_stops_generation():
@@ -264,3 +288,30 @@ def test_v41_steps_build_no_derived_weights_and_follow_reload_weights(monkeypatc
     assert plans == [1]  # steps build no plan
     assert after == LLM.from_model(m, max_model_len=256).generate([prompt], params)[0].token_ids
     assert after != before
+
+
+@pytest.mark.parametrize("decode_stack", [True, False])
+def test_no_operation_couples_the_rows_of_a_served_step(decode_stack):
+    """Structurally, on any CPU: the served V4 model's steps (prefill chunks next to decodes, decode steps in the
+    layer loop or in ``decode_stack``, the head) make no BLAS product, no float reduction and no transcendental
+    elementwise call on a tensor that is not whole vectors; every product goes through ``row_linear`` (or a
+    kernel op with a fixed order per row). (This machine's BLAS may well give the same bits for a row alone and
+    in a batch; another CPU's need not, which is what this test rules out.)"""
+    llm = engine(max_num_batched_tokens=37, block_size=8)
+    served = llm.runner.model
+    served.use_decode_stack = decode_stack
+    found: list[str] = []
+
+    def recorded(fn):
+        def call(*args):
+            out = []
+            found.extend(coupling_ops(lambda: out.append(fn(*args))))
+            return out[0]
+        return call
+
+    served.forward, served.greedy_tokens = recorded(served.forward), recorded(served.greedy_tokens)
+    rng = random.Random(2)
+    prompts = [[rng.randrange(2, 128) for _ in range(rng.randint(5, 40))] for _ in range(5)]
+    sampled = SamplingParams(temperature=0.8, seed=3, max_tokens=6, logprobs=2)
+    llm.generate(prompts, [sampled, GREEDY, sampled, GREEDY, sampled])
+    assert found == []

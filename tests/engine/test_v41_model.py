@@ -35,6 +35,7 @@ from deepseek_engine.testing.tiny_checkpoint_v41 import (
     random_state,
     write_tiny_v41,
 )
+from row_coupling import coupling_ops
 
 DATA = Path(__file__).resolve().parent / "data"
 TINY = DATA / "tiny_v41"
@@ -309,40 +310,6 @@ def test_real_vocabulary_checkpoint(tmp_path_factory, caplog):
             layer.ffn.gate.bias_vl.data -= 5 * torch.arange(layer.ffn.gate.bias_vl.numel()).float()
     assert torch.equal(before[:6], after[:6]) and not torch.equal(before[6:], after[6:])
     torch.testing.assert_close(text_only, m.forward_full(ids), atol=0, rtol=0)
-
-
-#: Products whose blocking, and so order of additions, a BLAS picks from the row count.
-BLAS_OPS = {"mm", "bmm", "addmm", "baddbmm", "matmul", "mv", "addmv", "dot", "vdot", "linear", "einsum",
-            "_addmm_activation", "tensordot"}
-#: Float reductions that may be split across threads by the tensor's size.
-FLOAT_REDUCTIONS = {"sum", "mean", "var", "std", "prod", "norm", "linalg_vector_norm", "cumsum", "logsumexp",
-                    "nansum", "_softmax", "_log_softmax"}
-#: Elementwise functions whose vector and scalar (tail) code can round differently.
-TRANSCENDENTAL = {"exp", "exp2", "expm1", "log", "log1p", "log2", "sigmoid", "silu", "softplus", "tanh", "cos", "sin",
-                  "erf", "gelu", "pow_"}
-
-
-def coupling_ops(run) -> list[str]:
-    """The ATen calls ``run()`` makes whose result for one row could depend on the rest of the tensor."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    found = []
-
-    class Recorder(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            name = func.overloadpacket.__name__
-            first = args[0] if args and isinstance(args[0], torch.Tensor) else None
-            if name in BLAS_OPS:
-                found.append(name)
-            elif name in FLOAT_REDUCTIONS and first is not None and first.is_floating_point():
-                found.append(name)
-            elif name in TRANSCENDENTAL and first is not None and first.numel() % 64:
-                found.append(f"{name}[{first.numel()} elements]")
-            return func(*args, **(kwargs or {}))
-
-    with Recorder():
-        run()
-    return found
 
 
 def test_no_operation_couples_the_rows_of_a_step(tmp_path_factory):

@@ -4,6 +4,12 @@ tensor operations), and every row the same bits alone as in a call with any numb
 The row-independence check does not lean on this machine's BLAS: each row is computed in a call of its own and
 in calls of 2 to 65 rows (sizes on both sides of the blockings a BLAS would pick), with the other rows random,
 zero or huge, and the results must be ``torch.equal``.
+
+The CPU kernel has three paths (sixteen-lane vectors holding two outputs each, the AVX-512 one; eight-lane
+vectors, the AVX2 one; scalar code), for float32 and bfloat16 weights (read as stored, converted in registers).
+``row_linear_path`` forces each: all give the reference's bits, whatever the machine builds natively (a path
+wider than the machine's vectors still runs, on narrower instructions, with the same operations), and so does
+any split of the outputs across threads.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from deepseek_kernels.mhc_mixes.reference import mhc_mixes_reference
 from deepseek_kernels.row_linear.reference import row_linear_reference
 
 ROWS = (1, 2, 7, 8, 16, 17, 33, 65)
+PATHS = ("avx512", "avx2", "scalar")
 
 
 def gen(seed: int) -> torch.Generator:
@@ -94,3 +101,55 @@ def test_mhc_mixes_is_its_reference_and_row_independent(t, hc, d, m):
     for i in range(t):
         assert torch.equal(ops.mhc_mixes(streams[i:i + 1], fn, 1e-6)[0], out[i])
     assert torch.equal(ops.mhc_mixes(streams.bfloat16(), fn, 1e-6), mhc_mixes_reference(streams.bfloat16(), fn, 1e-6))
+
+
+def by_path(x: torch.Tensor, w: torch.Tensor, path: str) -> torch.Tensor:
+    return torch.ops.deepseek_kernels.row_linear_path(x, w, path)
+
+
+@pytest.mark.parametrize("wdtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("n", [3, 8, 13, 16, 40, 136])
+@pytest.mark.parametrize("m", [1, 2, 3, 9, 17, 40])
+def test_every_path_is_the_reference_bit_for_bit(wdtype, n, m):
+    """Row tiles of 1 to 3 rows and output tiles of 1, 2, 4 and 8 outputs (and their tails) all meet."""
+    g = gen(n * 1000 + m)
+    x = torch.randn(11, n, generator=g) * 3
+    w = torch.randn(m, n, generator=g).to(wdtype)
+    want = row_linear_reference(x, w)
+    for path in PATHS:
+        assert torch.equal(by_path(x, w, path), want), path
+    assert torch.equal(ops.row_linear(x, w), want)
+    torch.testing.assert_close(ops.row_linear(x, w), x @ w.float().T, atol=1e-4, rtol=1e-4)
+
+
+def test_bf16_weights_are_read_as_stored_and_match_their_float32_copy():
+    """A bfloat16 weight converts exactly to float32: the same sums as its float32 copy, for float32 and
+    bfloat16 inputs (the output in the input's dtype)."""
+    g = gen(11)
+    x, w = torch.randn(37, 72, generator=g), torch.randn(50, 72, generator=g).bfloat16()
+    for path in PATHS:
+        assert torch.equal(by_path(x, w, path), by_path(x, w.float(), path)), path
+    xb = x.bfloat16()
+    assert torch.equal(ops.row_linear(xb, w), row_linear_reference(xb, w))
+    assert ops.row_linear(xb, w).dtype == torch.bfloat16
+
+
+def test_the_default_path_is_named_and_unknown_paths_are_refused():
+    assert torch.ops.deepseek_kernels.row_linear_default_path() in PATHS
+    with pytest.raises(RuntimeError, match="unknown path"):
+        by_path(torch.randn(2, 8), torch.randn(3, 8), "avx9000")
+
+
+def test_threads_split_outputs_without_changing_a_bit():
+    """A product large enough to run on several threads gives the bits of one thread, on every path."""
+    g = gen(5)
+    x, w = torch.randn(64, 520, generator=g), torch.randn(300, 520, generator=g).bfloat16()
+    want = row_linear_reference(x, w)
+    threads = torch.get_num_threads()
+    try:
+        for count in (1, 2, 3):
+            torch.set_num_threads(count)
+            for path in PATHS:
+                assert torch.equal(by_path(x, w, path), want), (count, path)
+    finally:
+        torch.set_num_threads(threads)

@@ -15,6 +15,11 @@ Routed and shared experts stored quantised (FP8, MXFP4, int8) stay packed in tha
 Few float experts (at most twice ``top_k``) run as one dense product over all of them; its stacked weights are
 derived tensors, built by :meth:`DeepseekV4MoE.process_weights_after_loading` once the weights are loaded
 (and again only when told that they changed, e.g. ``LLM.reload_weights``).
+
+Every token row is computed on its own (:mod:`deepseek_engine.layers.row_invariant`): the products are
+``row_linear`` (BLAS over an expert's group of tokens would pick its blocking from the group's size) and the
+SiLU is :func:`~deepseek_engine.layers.row_invariant.lanewise`, so a row's bits never depend on the other rows
+of the step, nor on which tokens share its experts.
 """
 
 from __future__ import annotations
@@ -24,12 +29,18 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from deepseek_engine.layers.row_invariant import lanewise, linear
 from deepseek_engine.models.deepseek_v4.config import DeepseekV4ModelConfig
 
 
 def clamped_swiglu(gate: torch.Tensor, up: torch.Tensor, limit: float) -> torch.Tensor:
     """``silu(min(gate, limit)) * clamp(up, -limit, limit)``."""
     return F.silu(gate.clamp(max=limit)) * up.clamp(min=-limit, max=limit)
+
+
+def row_swiglu(gate: torch.Tensor, up: torch.Tensor, limit: float) -> torch.Tensor:
+    """``clamped_swiglu`` with a SiLU whose bits do not depend on an element's offset (``row_invariant``)."""
+    return lanewise(F.silu, gate.clamp(max=limit)) * up.clamp(min=-limit, max=limit)
 
 
 class SharedExpert(nn.Module):
@@ -43,7 +54,8 @@ class SharedExpert(nn.Module):
         self.limit = limit
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.w2(clamped_swiglu(self.w1(x), self.w3(x), self.limit))
+        """Every row on its own (``row_linear``, :func:`row_swiglu`)."""
+        return linear(row_swiglu(linear(x, self.w1.weight), linear(x, self.w3.weight), self.limit), self.w2.weight)
 
 
 class RoutedExperts(nn.Module):
@@ -57,11 +69,12 @@ class RoutedExperts(nn.Module):
         self.limit = limit
 
     def forward(self, x: torch.Tensor, experts: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        """Each token's chosen experts added in increasing expert order; every product row by row."""
         out = torch.zeros_like(x)
         for e in torch.unique(experts).tolist():
             tok, slot = torch.where(experts == e)
             h = x[tok]
-            y = F.linear(clamped_swiglu(F.linear(h, self.w1[e]), F.linear(h, self.w3[e]), self.limit), self.w2[e])
+            y = linear(row_swiglu(linear(h, self.w1[e]), linear(h, self.w3[e]), self.limit), self.w2[e])
             out.index_add_(0, tok, (y * weights[tok, slot, None]).to(out.dtype))
         return out
 
@@ -103,7 +116,7 @@ class PackedSharedExpert(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         gate, up = ops.packed_linear(x, self.w1), ops.packed_linear(x, self.w3)
-        return ops.packed_linear(clamped_swiglu(gate, up, self.limit), self.w2)
+        return ops.packed_linear(row_swiglu(gate, up, self.limit), self.w2)
 
 
 class Router(nn.Module):
@@ -122,7 +135,7 @@ class Router(nn.Module):
             self.bias = nn.Parameter(torch.zeros(config.n_routed_experts))
 
     def forward(self, x: torch.Tensor, input_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.route(F.linear(x, self.weight), input_ids)
+        return self.route(linear(x, self.weight), input_ids)
 
     def route(self, logits: torch.Tensor, input_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Experts and weights from the router logits ``x @ weight.T``."""
@@ -165,7 +178,7 @@ class DeepseekV4MoE(nn.Module):
         Same result as routing (each token sums its chosen experts in increasing
         expert order, then adds the shared expert) for at most twice the expert work.
         """
-        y = F.linear(x, p.up)
+        y = linear(x, p.up)
         return ops.moe_dense_experts(y, p.n, p.inter, p.top_k, p.score_func, p.tid2eid,
                                      input_ids if p.hashed else None, p.bias, p.scale, p.limit, p.down).to(x.dtype)
 

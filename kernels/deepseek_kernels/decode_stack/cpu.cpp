@@ -2,7 +2,8 @@
 //
 // It builds the step's layout (decode_layout's gather indices, the windows the step closes, the rotary rows of
 // the positions and of the closing windows) and calls the CPU implementations of the other ops (hc_step,
-// attn_front, compress_windows, indexer_select, sink_attention_paged, attn_back, moe_dense_experts, hc_merge)
+// attn_front, compress_windows, indexer_select, sink_attention_paged, attn_back, moe_dense_experts, hc_merge;
+// the fused input and expert products through row_linear, so a row's bits never depend on the step's other rows)
 // in the order of the reference composition (reference.py: decode_stack_reference; the engine's run_layers
 // writes the same order), with the same arguments, so the results are those ops' bits; what it saves is the
 // Python between them: per layer about a dozen dispatcher calls, their argument conversions and the glue
@@ -17,6 +18,7 @@
 #include "../hyper_connection/cpu.h"
 #include "../indexer/cpu.h"
 #include "../moe/cpu.h"
+#include "../row_linear/cpu.h"
 #include "../step_layout/cpu.h"
 
 #include <algorithm>
@@ -151,7 +153,7 @@ static at::Tensor decode_stack_cpu(const at::Tensor &streams_in, const at::Tenso
                         comb.defined() ? std::optional<at::Tensor>(comb) : std::nullopt, W(W_HC_ATTN_FN, "hc_attn_fn"),
                         W(W_HC_ATTN_BASE, "hc_attn_base"), W(W_HC_ATTN_SCALE, "hc_attn_scale"), hc, iters, hc_eps,
                         norm_eps, W(W_ATTN_NORM, "attn_norm"), f[F_ATTN_NORM_EPS]);
-        const at::Tensor y = at::linear(x, W(W_FUSED, "fused input weight"));
+        const at::Tensor y = row_linear_cpu(x, W(W_FUSED, "fused input weight"));
         const at::Tensor &rope = rows_of(n[I_ROPE]);
         const at::Tensor c = rope[0], s = rope[1], s_inv = rope[2];
         const int64_t rate = n[I_RATE];
@@ -219,7 +221,7 @@ static at::Tensor decode_stack_cpu(const at::Tensor &streams_in, const at::Tenso
                         f[F_FFN_NORM_EPS]);
         const bool hashed = maybe_w(W_TID2EID).has_value();
         dk::expect(n[I_SCORE_FUNC] >= 0 && n[I_SCORE_FUNC] < 3, op, "unknown score function index");
-        block = moe_dense_experts_cpu(at::linear(x, W(W_MOE_UP, "moe_up")), n[I_MOE_EXPERTS], n[I_MOE_INTER],
+        block = moe_dense_experts_cpu(row_linear_cpu(x, W(W_MOE_UP, "moe_up")), n[I_MOE_EXPERTS], n[I_MOE_INTER],
                                       n[I_MOE_TOPK], SCORE_FUNCS[n[I_SCORE_FUNC]], maybe_w(W_TID2EID),
                                       hashed ? std::optional<at::Tensor>(input_ids) : std::nullopt, maybe_w(W_MOE_BIAS),
                                       f[F_MOE_SCALE], f[F_MOE_LIMIT], W(W_MOE_DOWN, "moe_down"));

@@ -6,7 +6,8 @@ the rotary rows of the positions and of those windows' first positions, looked u
 Then per layer: the hyper-connection boundary before attention (``hc_step``), the fused input product,
 ``attn_front``, the compressor's and the indexer compressor's closing windows (``compress_windows``), the
 indexer's choice (``indexer_select``), ``sink_attention_paged``, ``attn_back``; then the boundary before the MoE
-and ``moe_dense_experts`` after the stacked up-projection. The last block is merged into the streams
+and ``moe_dense_experts`` after the stacked up-projection (both products ``row_linear``: a row's bits never
+depend on the step's other rows). The last block is merged into the streams
 (``hc_merge``), which are returned.
 
 The per-layer arguments are flat lists with a fixed stride per layer, indexed by the enums of ``layout.py``
@@ -26,7 +27,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import torch
-import torch.nn.functional as F
 
 from ..step_layout.reference import closing_windows
 from .layout import FLOATS, INTS, MAX_COPIES, POOLS, SCORE_FUNCS, WEIGHTS, Float, Int, Pool, Weight
@@ -67,6 +67,7 @@ def decode_stack_reference(streams: torch.Tensor, input_ids: torch.Tensor, posit
         decode_layout,
         indexer_select,
         moe_dense_experts,
+        row_linear,
         sink_attention_paged,
     )
     b = streams.shape[0]
@@ -98,7 +99,7 @@ def decode_stack_reference(streams: torch.Tensor, input_ids: torch.Tensor, posit
         w, n = record(weights, layer, WEIGHTS), record(ints, layer, INTS)
         f, p = record(floats, layer, FLOATS), record(pools, layer, POOLS)
         c, s, s_inv = rope_rows(n[Int.ROPE], positions)
-        y = F.linear(x, w[Weight.FUSED])
+        y = row_linear(x, w[Weight.FUSED])
         rate, indexed = n[Int.RATE], bool(n[Int.HAS_INDEXER])
         copy_pools = ([p[Pool.COMP_KV], p[Pool.COMP_GATE]] if rate else []) + \
             ([p[Pool.IDX_KV], p[Pool.IDX_GATE]] if indexed else [])
@@ -140,7 +141,7 @@ def decode_stack_reference(streams: torch.Tensor, input_ids: torch.Tensor, posit
     def feed(layer: int, x: torch.Tensor) -> torch.Tensor:
         w, n, f = record(weights, layer, WEIGHTS), record(ints, layer, INTS), record(floats, layer, FLOATS)
         hashed = w[Weight.TID2EID] is not None
-        return moe_dense_experts(F.linear(x, w[Weight.MOE_UP]), n[Int.MOE_EXPERTS], n[Int.MOE_INTER], n[Int.MOE_TOPK],
+        return moe_dense_experts(row_linear(x, w[Weight.MOE_UP]), n[Int.MOE_EXPERTS], n[Int.MOE_INTER], n[Int.MOE_TOPK],
                                  SCORE_FUNCS[n[Int.SCORE_FUNC]], w[Weight.TID2EID], input_ids if hashed else None,
                                  w[Weight.MOE_BIAS], f[Float.MOE_SCALE], f[Float.MOE_LIMIT], w[Weight.MOE_DOWN])
 

@@ -4,8 +4,10 @@ For an input width ``n >= 8``, output ``j`` of a row is eight running sums (colu
 8``, for the columns below the last multiple of eight) added up in lane order onto ``+0``, then the remaining
 columns one by one; for ``n < 8`` one running sum from ``+0``. Every sum depends on that row and ``weight``
 only, so a row's result is the same whatever other rows share the call (a BLAS product picks its blocking, and
-so its order of additions, from the number of rows). Written with elementwise tensor operations, so this
-definition rounds exactly as the CPU kernel does.
+so its order of additions, from the number of rows). Each product is rounded to float32 before it is added
+(no fused multiply-add: the same bits on every instruction set, and in elementwise tensor operations here).
+A bfloat16 weight enters as its exact float32 value. Written with elementwise tensor operations, so this
+definition rounds exactly as the CPU kernel does, on each of its paths.
 """
 
 from __future__ import annotations

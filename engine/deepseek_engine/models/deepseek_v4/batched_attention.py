@@ -22,19 +22,23 @@ Projections kept in the checkpoint's format (:mod:`deepseek_engine.layers.packed
 ``wo_linear`` instead: the fused input product stacks them by format (``stack_rows``), and a layer with packed
 projections runs ``attn_front`` / ``attn_back``'s steps as kernel ops around its packed products
 (:func:`_front_packed`, :func:`_back_packed`); ``decode_stack`` does not take such layers.
+
+Every product over the step's token rows is ``row_linear`` or ``wo_linear`` (:func:`product`), never BLAS, whose
+blocking (and so a row's bits) depends on how many rows share the call: a sequence gives the same bits alone
+and in a batch, in prefill, decode and mixed steps alike.
 """
 
 from __future__ import annotations
 
 import deepseek_kernels as ops
 import torch
-import torch.nn.functional as F
 from deepseek_kernels.step_layout import closing_windows
 
 from deepseek_engine.core.int_tensors import long_tensor, padded_rows
 from deepseek_engine.core.padded_queries import PaddedQueries
 from deepseek_engine.layers.packed_linear import group_matrices, is_packed, matrix
 from deepseek_engine.layers.rotary_embedding import apply_rotary_tables, rotary_tables
+from deepseek_engine.layers.row_invariant import linear, rotary
 from deepseek_engine.models.deepseek_v4.kv_cache import read_rows, write_rows
 
 #: Positions up to which the rotary tables are kept whole (beyond, each step evaluates its own rows).
@@ -56,7 +60,7 @@ class PositionTables:
             kept = None
         if kept is None or kept[1] < needed:
             size = max(needed, 1024, 2 * kept[1] if kept is not None else 0)
-            cos, sin = module(torch.arange(size, device=device), dtype)
+            cos, sin = rotary(module, torch.arange(size, device=device), dtype)
             c, s = rotary_tables(cos, sin)
             kept = self._tables[id(module)] = (module, size, dtype, torch.stack((c, s, -s)))
         return kept[3]
@@ -147,7 +151,7 @@ class StepLayout(PaddedQueries):
         key = (id(module), rate, dtype, "windows")
         found = self._tables.get(key)
         if found is None:
-            found = self._tables[key] = rotary_tables(*module(self.rate_info(rate)["w"] * rate, dtype))
+            found = self._tables[key] = rotary_tables(*rotary(module, self.rate_info(rate)["w"] * rate, dtype))
         return found
 
     def rank_ends_list(self, rate: int) -> list[int]:
@@ -158,10 +162,11 @@ class StepLayout(PaddedQueries):
         return found
 
     def rope(self, module, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-        """``module(positions, dtype)`` for the step's tokens, computed once per step."""
+        """``module(positions, dtype)`` for the step's tokens, computed once per step (``row_invariant.rotary``:
+        a position's values never depend on which other positions share the step)."""
         key = (id(module), dtype)
         if key not in self._rope:
-            self._rope[key] = module(self.positions, dtype)
+            self._rope[key] = rotary(module, self.positions, dtype)
         return self._rope[key]
 
     def rope_tables(self, module, dtype: torch.dtype, inverse: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
@@ -258,13 +263,14 @@ class FusedLinears:
     def full(self, x: torch.Tensor) -> torch.Tensor:
         """All projections side by side, ``[T, sum(splits)]``."""
         if self.weight is not None:
-            return F.linear(x, self.weight)
+            return linear(x, self.weight)
         return torch.cat([product(x, m) for m in self.parts], dim=-1)
 
 
 def product(x: torch.Tensor, m) -> torch.Tensor:
-    """``x @ m.T`` for a float matrix or a packed one (``wo_linear``)."""
-    return ops.packed_linear(x, m) if is_packed(m) else F.linear(x, m)
+    """``x @ m.T`` for a float matrix (``row_linear``) or a packed one (``wo_linear``): every row on its own
+    (:mod:`deepseek_engine.layers.row_invariant`)."""
+    return linear(x, m)
 
 
 def _stacked_runs(mats: list) -> list:

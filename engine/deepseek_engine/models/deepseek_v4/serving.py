@@ -22,6 +22,7 @@ from torch import nn
 
 from deepseek_engine.core.model_runner import StepContext
 from deepseek_engine.layers.packed_linear import is_packed, matrix
+from deepseek_engine.layers.row_invariant import linear
 from deepseek_engine.models.deepseek_v4.batched_attention import (
     AttentionPlan,
     PositionTables,
@@ -62,6 +63,8 @@ class BatchedDeepseekV4(nn.Module):
         #: ``ops.decode_stack``'s per-model arguments, or ``None`` when some layer needs a path the op lacks.
         self.decode_plan = DecodeStackPlan.build(layers, *self.plans, self.config.sliding_window, self.position_tables)
         head = matrix(self.model.head)
+        #: The head's matrix (float or packed): logits are ``row_linear`` / ``wo_linear`` of it, every row on its own.
+        self.head_matrix = head
         #: Blocked and 8-bit copies of a float head (``None``: the head is kept packed; its logits' arg-max).
         self.greedy_head = None if is_packed(head) else ops.GreedyHead(head)
 
@@ -78,7 +81,13 @@ class BatchedDeepseekV4(nn.Module):
         h = self._hidden(input_ids, positions, ctx)
         if h is None:  # a step of unfinished prefill chunks only
             return torch.empty(0, self.config.vocab_size, device=input_ids.device)
-        return self.model.head(h).float()
+        return self.logits(h)
+
+    def logits(self, h: torch.Tensor) -> torch.Tensor:
+        """Float32 logits of the final hidden rows ``h``: the head through ``row_linear`` (``wo_linear`` for a
+        packed head), so a row's log probabilities never depend on the other rows of the step (a BLAS product's
+        blocking would: n > 1 choices and a sequence alone or in a batch then differ in the last bits)."""
+        return linear(h, self.head_matrix).float()
 
     def greedy_tokens(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx: StepContext) -> torch.Tensor:
         """The arg-max token of each row ``forward`` would return, without the full logits on the CPU."""
@@ -86,7 +95,7 @@ class BatchedDeepseekV4(nn.Module):
         if h is None:
             return torch.empty(0, dtype=torch.long, device=input_ids.device)
         if self.greedy_head is None:
-            return torch.argmax(self.model.head(h).float(), dim=-1)
+            return torch.argmax(self.logits(h), dim=-1)
         return self.greedy_head(h)
 
     def greedy_step(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx: StepContext
@@ -98,7 +107,7 @@ class BatchedDeepseekV4(nn.Module):
         if h is None:
             empty = torch.empty(0, dtype=torch.long, device=input_ids.device)
             return empty, lambda rows: torch.empty(0, self.config.vocab_size, device=input_ids.device)
-        return self.greedy_head(h), lambda rows: self.model.head(h[rows]).float()
+        return self.greedy_head(h), lambda rows: self.logits(h[rows])
 
     def _hidden(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx: StepContext) -> torch.Tensor | None:
         """The normed final hidden state of the rows whose logits are wanted (``None``: no rows)."""

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import deepseek_kernels as ops
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from deepseek_engine.layers.moe import DeepseekV4MoE, PackedRoutedExperts, PackedSharedExpert
-from deepseek_engine.layers.row_invariant import lanewise, linear
+from deepseek_engine.layers.moe import DeepseekV4MoE
+from deepseek_engine.layers.row_invariant import linear
 from deepseek_engine.models.deepseek_v41.config import (
     IMAGE_SENTINEL_BASE_ID,
     IMAGE_SENTINEL_COUNT,
@@ -93,29 +92,4 @@ class DeepseekV41MoE(DeepseekV4MoE):
             vl_experts, vl_weights = ops.route(logits, gate.top_k, gate.score_func, None, None, bias_vl, gate.scale)
             experts = torch.where(image[:, None], vl_experts, experts)
             weights = torch.where(image[:, None], vl_weights, weights)
-        return routed_experts(self.experts, x, experts, weights) + shared_expert(self.shared_experts, x)
-
-
-def row_swiglu(gate: torch.Tensor, up: torch.Tensor, limit: float) -> torch.Tensor:
-    """``clamped_swiglu`` with a SiLU whose bits do not depend on an element's offset (``row_invariant``)."""
-    return lanewise(F.silu, gate.clamp(max=limit)) * up.clamp(min=-limit, max=limit)
-
-
-def shared_expert(mlp: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    if isinstance(mlp, PackedSharedExpert):
-        gate, up = ops.packed_linear(x, mlp.w1), ops.packed_linear(x, mlp.w3)
-        return ops.packed_linear(row_swiglu(gate, up, mlp.limit), mlp.w2)
-    return linear(row_swiglu(linear(x, mlp.w1.weight), linear(x, mlp.w3.weight), mlp.limit), mlp.w2.weight)
-
-
-def routed_experts(experts: nn.Module, x: torch.Tensor, chosen: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-    """Each token's chosen experts added in increasing expert order; every product row by row."""
-    if isinstance(experts, PackedRoutedExperts):  # one wo_experts call: the same order, in the kernel
-        return experts(x, chosen, weights)
-    out = torch.zeros_like(x)
-    for e in torch.unique(chosen).tolist():
-        tok, slot = torch.where(chosen == e)
-        h = x[tok]
-        y = linear(row_swiglu(linear(h, experts.w1[e]), linear(h, experts.w3[e]), experts.limit), experts.w2[e])
-        out.index_add_(0, tok, (y * weights[tok, slot, None]).to(out.dtype))
-    return out
+        return self.experts(x, experts, weights) + self.shared_experts(x)  # each row on its own (layers.moe)
