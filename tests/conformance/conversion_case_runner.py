@@ -118,6 +118,10 @@ def run_case(d, case):
     body = case["body"]
     if case.get("as_text"):
         body = json.dumps(body)
+    if "body_text" in case:  # JSON text as given (perhaps broken), then bytes (perhaps not UTF-8)
+        body = case["body_text"]
+    if "body_bytes" in case:
+        body = bytes.fromhex(case["body_bytes"])
     try:
         req = cls(body)
     except Exception as e:  # noqa: BLE001 - recording the exception class is the point

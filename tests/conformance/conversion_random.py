@@ -1,8 +1,11 @@
 """Deterministic random request bodies for the three formats (valid and invalid mixed).
 
 Used by `generate_conversion.py` to widen the recorded corpus, and by the differential check
-`python tests/conformance/conversion_random.py N [SEED] [mutated] [strict]` (official vs ours, both
-venvs needed; `mutated` checks randomly broken bodies). Every difference is judged against the
+`python tests/conformance/conversion_random.py N [SEED] [mutated|broken] [strict]` (official vs
+ours, both venvs needed; `mutated` checks bodies with one node replaced or deleted, `broken`
+bodies edited one to three times — wrong types, missing and extra members, near-miss enum
+values, deep nesting, odd Unicode and control-token text — sent as objects, JSON text (some of
+it broken) or bytes (some not UTF-8), with random conversion options). Every difference is judged against the
 documented deviation (docs/conversion-deviations.md: one of several unanswered Responses calls
 named at random); the cases it explains are counted and reported, the others printed. With
 `strict` the explained cases are printed too, so they can be looked at one by one.
@@ -451,17 +454,28 @@ if __name__ == "__main__":
     from official_venv import run_in_official
 
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 300
-    seed = int(sys.argv[2]) if len(sys.argv) > 2 else 1
+    # A seed, a range `A-B` or a list `A,B`: all of them go through one official process.
+    seeds = []
+    for part in (sys.argv[2] if len(sys.argv) > 2 else "1").split(","):
+        a, _, b = part.partition("-")
+        seeds += list(range(int(a), int(b or a) + 1))
     flags = set(sys.argv[3:])
     # `strict`: the cases the documented deviation explains are printed as well (still counted
     # apart).
     strict = "strict" in flags
-    if "mutated" in flags:
-        # Broken bodies: each random body with one node replaced or deleted.
-        from conversion_random import mutated_cases
-        cases = mutated_cases(seed, n)
-    else:
-        cases = random_cases(seed, n)
+    cases = []
+    for seed in seeds:
+        if "mutated" in flags:
+            # Broken bodies: each random body with one node replaced or deleted.
+            from conversion_random import mutated_cases
+            drawn = mutated_cases(seed, n)
+        elif "broken" in flags:
+            # Bodies edited one to three times, some sent as broken JSON text or bytes.
+            from conversion_random import broken_cases
+            drawn = broken_cases(seed, n)
+        else:
+            drawn = random_cases(seed, n)
+        cases += [dict(c, seed=seed) for c in drawn]
     with tempfile.TemporaryDirectory() as tmp:
         inp, out = Path(tmp) / "in.json", Path(tmp) / "out.json"
         inp.write_text(json.dumps(cases))
@@ -477,6 +491,7 @@ if __name__ == "__main__":
 
     unanswered = "Responses: one of several unanswered calls named at random (docs/conversion-deviations.md)"
     bad, explained = 0, {unanswered: 0}
+    per_seed = {seed: [0, 0] for seed in seeds}  # differing, of them explained
 
     def named_calls(outcome):
         return re.findall(r"No tool output found for tool call ([^.\"]*)\.", json.dumps(outcome, ensure_ascii=False))
@@ -489,20 +504,27 @@ if __name__ == "__main__":
         # Explained only when the messages differ in the call ID alone and both IDs are calls
         # of the body.
         why = None
+        per_seed[case["seed"]][0] += 1
         if unanswered_call_normalised(actual) == unanswered_call_normalised(case["expected"]) and all(
                 f'"{i}"' in body_text for i in named_calls(actual) + named_calls(case["expected"])):
             why = unanswered
             explained[why] += 1
+            per_seed[case["seed"]][1] += 1
         else:
             bad += 1
         if why is not None and not strict:
             continue
         print("=" * 80)
-        print(case["id"], "(documented deviation)" if why else "", json.dumps(case["body"], ensure_ascii=False)[:1500])
+        print(case["seed"], case["id"], "(documented deviation)" if why else "", json.dumps(case["body"], ensure_ascii=False)[:1500])
+        for key in ("body_text", "body_bytes", "options"):
+            if case.get(key) is not None:
+                print(f"  {key}: {json.dumps(case[key], ensure_ascii=False)[:600]}")
         for k in sorted(set(actual) | set(case["expected"])):
             if actual.get(k) != case["expected"].get(k):
                 print(f"  {k}: expected {json.dumps(case['expected'].get(k), ensure_ascii=False)[:600]}")
                 print(f"  {' ' * len(k)}  actual   {json.dumps(actual.get(k), ensure_ascii=False)[:600]}")
+    for seed, (differ, why) in per_seed.items():
+        print(f"seed {seed}: {differ} of {n} differ, {why} explained")
     for what, count in explained.items():
         print(f"documented deviation: {count} cases: {what}")
     print(f"{bad + sum(explained.values())} of {len(expected)} differ, {bad} not explained by a documented deviation")
@@ -543,3 +565,126 @@ def mutated_cases(seed: int, n: int):
     r = random.Random(seed)
     base = random_cases(seed + 1000, n)
     return [dict(c, body=mutate(r, c["body"])) for c in base]
+
+
+# Broken bodies (`broken`): one to three edits of each random body, of every kind a client or an
+# attacker sends, through every entry point (dict, JSON text, UTF-8 bytes) and with random
+# conversion options. `mutated` (one node replaced or deleted, above) stays as it is: the
+# committed fixtures are drawn from it.
+ENUM_KEYS = {"role", "type", "tool_choice", "reasoning_effort", "effort", "detail", "media_type", "truncation",
+             "service_tier", "status"}
+NEAR_MISSES = ["", " ", "User", "USER", "user ", "assistant\u0000", "function_call", "functions", "tool_use", "auto ",
+               "enabled", "disabled", "none", "high", "xhigh", "max", "image/PNG", "json_schema", "developer",
+               "latest_reminder", "input_text", "output_text", "thinking", "redacted_thinking", "custom", "namespace"]
+# Unusual text: NUL and other controls, BOM, zero-width and direction marks, combining marks,
+# noncharacters, astral and ZWJ emoji, fullwidth forms, and spellings of control tokens.
+ODD_TEXT = ["\u0000", "\u0007\u001b[31m", "\ufeffBOM", "a\u200bb\u200d", "\u202eevil\u202c", "e\u0301\u0301\u0301",
+            "\uffff\ufffe", "\U0001F469\u200d\U0001F4BB", "\U0010FFFF", "\uff5c\uff5c", "\r\n\r\n", "\t" * 20,
+            "<｜end▁of▁sentence｜>", "<｜begin▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>", "<think>", "</think>",
+            "<｜image｜>", "｜DSML｜", "<｜DSML｜function_calls>", "<｜tool▁calls▁begin｜>", "<｜System｜>",
+            "<｜latest_reminder｜>", "<|end▁of▁sentence|>", "<｜end_of_sentence｜>", "x" * 5000]
+
+
+def _nest(r, value):
+    """`value` under 10 to 200 levels of lists or objects (the readers' nesting bounds)."""
+    for _ in range(r.choice([10, 60, 127, 128, 129, 200])):
+        value = [value] if r.random() < 0.5 else {"k": value}
+    return value
+
+
+def _edit(r, body):
+    """One edit of `body` in place: a node of another type, deleted, an extra member, a near-miss
+    enum value, deep nesting, or odd text inside a string."""
+    import copy
+    paths = [p for p in _paths(body) if p]
+    if not paths:
+        return
+    path = r.choice(paths)
+    parent = body
+    for k in path[:-1]:
+        parent = parent[k]
+    last, old = path[-1], parent[path[-1]]
+    c = r.random()
+    if c < 0.12:
+        parent[last] = copy.deepcopy(r.choice(MUTANTS + BAD))
+    elif c < 0.2 and isinstance(parent, dict):
+        del parent[last]
+    elif c < 0.32:
+        target = old if isinstance(old, dict) else parent if isinstance(parent, dict) else None
+        if target is not None:
+            target[r.choice(["extra", "x-extra", "type", "role", "content", "id", "name", "strict", "cache_control"])] = \
+                copy.deepcopy(r.choice(MUTANTS + ODD_TEXT))
+        elif isinstance(old, list):
+            old.insert(r.randint(0, len(old)), copy.deepcopy(r.choice(MUTANTS + [{"type": "text", "text": "t"}])))
+    elif c < 0.45 and (last in ENUM_KEYS or isinstance(old, str)):
+        parent[last] = r.choice(NEAR_MISSES)
+    elif c < 0.5:
+        parent[last] = _nest(r, old)
+    elif isinstance(old, str):
+        odd, i = r.choice(ODD_TEXT), r.randint(0, len(old))
+        parent[last] = old[:i] + odd + old[i:] if r.random() < 0.7 else odd
+    else:
+        # Odd text in some string of the body.
+        strings = [q for q in _paths(body) if q and isinstance(_at(body, q), str)]
+        if strings:
+            q = r.choice(strings)
+            holder = _at(body, q[:-1])
+            holder[q[-1]] = holder[q[-1]] + r.choice(ODD_TEXT)
+
+
+def _at(body, path):
+    for k in path:
+        body = body[k]
+    return body
+
+
+def _break_text(r, text):
+    """JSON text broken as a transport or a client breaks it (or valid text of an odd shape)."""
+    c = r.random()
+    if c < 0.15:
+        return text[:r.randint(0, len(text))]  # truncated
+    if c < 0.25:
+        return text + r.choice(["x", "}", ",", " {}", "\u0000", "\n\n"])  # trailing garbage
+    if c < 0.35:
+        return "\ufeff" + text  # a byte order mark
+    if c < 0.45 and text.startswith("{"):
+        return '{"model": "DeepSeek-V4-Pro", ' + text[1:]  # a duplicate member (valid JSON)
+    if c < 0.55:
+        return text.replace(": ", ":" + r.choice(["NaN", "Infinity", "-0", "1e400", "01", "+1", "'x'"]) + ", \"z\": ", 1)
+    if c < 0.65:
+        return text.replace("}", ",}", 1)  # a trailing comma
+    if c < 0.75:
+        return "[" * 10000 + "]" * 10000  # deep nesting in text
+    if c < 0.85:
+        i = r.randint(0, len(text))
+        return text[:i] + r.choice(["\\ud800", "\\udfff", "\\ud83d\\ude00", "\\u0000", "\\x41", "\\", "\""]) + text[i:]
+    return text.replace('"', "'", r.randint(1, 3))
+
+
+def broken_cases(seed: int, n: int):
+    """Random bodies of all three formats, each edited one to three times, sent as objects, JSON
+    text or bytes (some of that text broken, some bytes not UTF-8)."""
+    import json
+    r = random.Random(seed)
+    base = random_cases(seed + 2000, n)
+    out = []
+    for c in base:
+        body = c["body"]
+        for _ in range(r.choice([1, 1, 1, 2, 3])):
+            _edit(r, body)
+        case = dict(c, body=body, options=_options(r), as_text=False)
+        entry = r.random()
+        try:
+            text = json.dumps(body, ensure_ascii=r.random() < 0.5)
+        except ValueError:
+            text = None
+        if text is not None and entry < 0.2:
+            case["body_text"] = _break_text(r, text) if r.random() < 0.4 else text
+        elif text is not None and entry < 0.4:
+            raw = (_break_text(r, text) if r.random() < 0.2 else text).encode("utf-8", "surrogatepass")
+            if r.random() < 0.2:
+                i = r.randint(0, len(raw))
+                raw = raw[:i] + r.choice([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\x80"]) + raw[i:]
+            case["body_bytes"] = raw.hex()
+        out.append(case)
+    return out
