@@ -119,3 +119,67 @@ def test_errors_are_value_errors(tokenizer):
     readonly.flags.writeable = False
     with pytest.raises(ValueError):
         matcher.fill_bitmask(readonly)
+
+
+# -- parallel_tool_calls, from each API --------------------------------------------------------------------
+PARALLEL_OFF = {
+    "chat": (dr.ChatCompletionRequest, lambda off: {
+        "messages": [{"role": "user", "content": "weather?"}], "thinking": {"type": "disabled"}, "tools": TOOLS}
+        | ({} if off is None else {"parallel_tool_calls": not off})),
+    "responses": (dr.ResponsesRequest, lambda off: {
+        "input": "weather?",
+        "tools": [{"type": "function", "name": "get_weather", "parameters": TOOLS[0]["function"]["parameters"]}]}
+        | ({} if off is None else {"parallel_tool_calls": not off})),
+    "messages": (dr.MessagesRequest, lambda off: {
+        "max_tokens": 100, "messages": [{"role": "user", "content": "weather?"}], "thinking": {"type": "disabled"},
+        "tools": [{"name": "get_weather", "input_schema": TOOLS[0]["function"]["parameters"]}],
+        "tool_choice": {"type": "auto"} | ({} if off is None else {"disable_parallel_tool_use": off})}),
+}
+ONE_CALL = CALL.split("\n</｜DSML｜ calls>")[0]
+SECOND_CALL = ONE_CALL.split("calls>", 1)[1]  # "\n<｜DSML｜ invoke …>…</｜DSML｜ invoke>"
+
+
+NO_THINKING = dr.ConversionOptions().with_default_thinking_mode(False)
+
+
+def convert_api(api: str, off: bool | None):
+    cls, body = PARALLEL_OFF[api]
+    return cls({"model": "DeepSeek-V4.1-Flash"} | body(off)).convert(NO_THINKING)
+
+
+@pytest.mark.parametrize("api", sorted(PARALLEL_OFF))
+def test_parallel_tool_calls_off_allows_one_call_in_every_api(api, tokenizer, sys_tokenizer):
+    """Chat ``parallel_tool_calls: false``, Responses ``parallel_tool_calls: false`` and Messages
+    ``tool_choice.disable_parallel_tool_use: true`` all reach the grammar: one call, then the block closes. Not
+    saying, or saying the opposite, allows two. The prompt is the same in every case (only the constraint
+    reads the field, as the official package, which drops it, renders the prompt)."""
+    enc = dr.DeepseekV41Encoding().with_tokenizer(sys_tokenizer)
+    prompts = set()
+    for off in (None, False, True):
+        cr = convert_api(api, off)
+        prompts.add(tuple(enc.encode(cr.conversation)))
+        matcher = dr.OutputGrammar.compile(cr, tokenizer).matcher()
+        first = tokenizer.encode("Sure." + ONE_CALL)
+        assert matcher.accept_tokens(first) == len(first)
+        second = tokenizer.encode(SECOND_CALL)
+        taken = matcher.accept_tokens(second)
+        assert (taken < len(second)) == bool(off), (api, off)
+        if not off:
+            close = tokenizer.encode("\n</｜DSML｜ calls>")
+            assert matcher.accept_tokens(close) == len(close) and matcher.accept_token(EOS)
+    assert len(prompts) == 1
+
+
+def test_parallel_tool_calls_field_types_follow_the_official_package():
+    """The official package types Chat ``parallel_tool_calls`` and Messages ``disable_parallel_tool_use`` as
+    booleans (anything else is a 400-class error) and ignores Responses ``parallel_tool_calls`` whatever its
+    type: so do we (a non-boolean there leaves calls parallel)."""
+    for api, patch in (("chat", {"parallel_tool_calls": "no"}),
+                       ("messages", {"tool_choice": {"type": "auto", "disable_parallel_tool_use": "yes"}})):
+        cls, body = PARALLEL_OFF[api]
+        with pytest.raises(ValueError):
+            cls({"model": "DeepSeek-V4.1-Flash"} | body(None) | patch).convert(NO_THINKING)
+    cls, body = PARALLEL_OFF["responses"]
+    cr = cls({"model": "DeepSeek-V4.1-Flash"} | body(None) | {"parallel_tool_calls": "no"}).convert(NO_THINKING)
+    assert cr is not None
+

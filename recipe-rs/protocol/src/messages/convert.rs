@@ -25,6 +25,8 @@ pub(super) struct MessagesConversion {
     announced: Vec<(usize, Vec<String>)>,
     /// Whether a server tool (web search) was declared, even if it is left out.
     server_tools: bool,
+    /// `tool_choice.disable_parallel_tool_use`, negated (read when the choice is taken).
+    parallel_tool_calls: Option<bool>,
 }
 
 impl MessagesConversion {
@@ -33,6 +35,7 @@ impl MessagesConversion {
             req,
             announced: Vec::new(),
             server_tools: false,
+            parallel_tool_calls: None,
         }
     }
 }
@@ -182,13 +185,23 @@ impl RequestFormat for MessagesConversion {
     }
 
     fn tool_choice(&mut self, _cx: &Context) -> ConvResult<Option<RequestToolChoice>> {
-        Ok(self.req.tool_choice.take().map(|c| match c {
-            MessagesToolChoice::Auto => RequestToolChoice::Auto,
+        let choice = self.req.tool_choice.take();
+        self.parallel_tool_calls = choice
+            .as_ref()
+            .and_then(MessagesToolChoice::parallel_tool_calls);
+        Ok(choice.map(|c| match c {
+            MessagesToolChoice::Auto { .. } => RequestToolChoice::Auto,
             // `any` is accepted but served as `auto`.
-            MessagesToolChoice::Any => RequestToolChoice::Auto,
-            MessagesToolChoice::Tool { name } => RequestToolChoice::Named(name),
+            MessagesToolChoice::Any { .. } => RequestToolChoice::Auto,
+            MessagesToolChoice::Tool { name, .. } => RequestToolChoice::Named(name),
             MessagesToolChoice::None => RequestToolChoice::None,
         }))
+    }
+
+    /// `tool_choice.disable_parallel_tool_use: true` allows one call (the prompt is the same
+    /// either way: only the output grammar reads it).
+    fn parallel_tool_calls(&self) -> Option<bool> {
+        self.parallel_tool_calls
     }
 
     fn after_tools(

@@ -63,10 +63,40 @@ pub struct MessagesOutputConfig {
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", rename = "MessagesToolChoice")]
 pub enum MessagesToolChoice {
-    Auto,
-    Any,
-    Tool { name: String },
+    Auto {
+        #[serde(default)]
+        disable_parallel_tool_use: Option<bool>,
+    },
+    Any {
+        #[serde(default)]
+        disable_parallel_tool_use: Option<bool>,
+    },
+    Tool {
+        name: String,
+        #[serde(default)]
+        disable_parallel_tool_use: Option<bool>,
+    },
     None,
+}
+
+impl MessagesToolChoice {
+    /// Whether several tool calls may come in one answer (`disable_parallel_tool_use`
+    /// negated; `None`: not said).
+    pub fn parallel_tool_calls(&self) -> Option<bool> {
+        match self {
+            MessagesToolChoice::Auto {
+                disable_parallel_tool_use: d,
+            }
+            | MessagesToolChoice::Any {
+                disable_parallel_tool_use: d,
+            }
+            | MessagesToolChoice::Tool {
+                disable_parallel_tool_use: d,
+                ..
+            } => d.map(|d| !d),
+            MessagesToolChoice::None => None,
+        }
+    }
 }
 
 fn de_system<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {

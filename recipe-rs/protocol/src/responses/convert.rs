@@ -101,6 +101,15 @@ impl RequestFormat for ResponsesConversion {
         })
     }
 
+    /// `parallel_tool_calls: false` allows one call (the prompt is the same either way: only
+    /// the output grammar reads it).
+    fn parallel_tool_calls(&self) -> Option<bool> {
+        self.req
+            .parallel_tool_calls
+            .as_ref()
+            .and_then(Value::as_bool)
+    }
+
     fn response_format(&mut self) -> FormatRequest {
         let format = match self.req.text.take().and_then(|t| t.format) {
             None | Some(ResponsesTextFormat::Text) => RequestedFormat::Text,

@@ -37,6 +37,10 @@ pub struct ResponsesRequest {
     pub stream: Option<bool>,
     #[serde(default)]
     pub user: Option<String>,
+    /// Read only when it is a boolean (the official package ignores the field, whatever its
+    /// type): `false` allows one tool call per answer.
+    #[serde(default)]
+    pub parallel_tool_calls: Option<Value>,
     /// Raw JSON of the echoed settings.
     #[serde(skip)]
     pub raw_reasoning: Option<Value>,
