@@ -581,6 +581,18 @@ def found_by_random_cases() -> list:
                     "parts": [{"type": "data_url", "input": wide}], "repeat": 14})
         out.append({"name": f"found convert_resolve {fmt} http prefix", "op": "convert_resolve", "format": fmt,
                     "parts": [{"type": "url", "url": "httpx://a"}, {"type": "data_url", "input": tiny}]})
+    # images_random.py 1000 309: the inline source that takes the total over 64 MiB does not
+    # count in what a download before it may use (4 MiB left after 60: 3 MiB fit, 5 MiB not).
+    mib = 1 << 20
+
+    def url(u):
+        return {"type": "url", "url": "{base}/" + u, "path": "m"}
+
+    thirty = src(tiny, "p", pad=30 * mib)
+    add("total crossing after url 3 MiB", [[url(f"zeros/{3 * mib}"), thirty, thirty, thirty]])
+    add("total crossing after url 5 MiB", [[url(f"zeros/{5 * mib}"), thirty, thirty, thirty]])
+    add("total crossing, url between", [[thirty, thirty, url(f"zeros/{3 * mib}"), thirty]])
+    add("total crossing after tiny url", [[url("img/size_1x1.png"), thirty, thirty, thirty]])
     return out
 
 

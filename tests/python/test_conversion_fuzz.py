@@ -200,3 +200,43 @@ def test_50_mb_body_is_converted_with_bounded_memory():
     # The body (50 MB) is held as bytes, a parsed copy and the converted message: a few copies
     # at most, never an unbounded blow-up.
     assert growth < 400, f"peak RSS grew by {growth:.0f} MB"
+
+
+# Recorded from the official package (`conversion_random.py 300 801 broken`: bodies sent as bytes
+# with an invalid UTF-8 sequence in a string): the column is that of the string's closing quote,
+# as serde_json 1.0.151 reports it (later releases point at the bad byte).
+INVALID_UTF8 = [
+    (b'{"model": "\xff"}', "line 1 column 13"),
+    (b'{"model": "\xc3\xa9\xff"}', "line 1 column 15"),
+    (b'{"model": "ab\xff"}', "line 1 column 15"),
+    (b'{"model": "\xf0\x9f\x9a\x80\xff"}', "line 1 column 17"),
+    (b'{"a":1,\n "model": "abc\xffdef"}', "line 2 column 19"),
+    (b'{"model": "\xed\xa0\x80"}', "line 1 column 15"),
+    (b'{"model": "x", "\xff": 1}', "line 1 column 18"),
+]
+
+
+def test_invalid_utf8_in_a_string_is_placed_at_its_closing_quote():
+    for body, where in INVALID_UTF8:
+        for cls in CLASSES:
+            try:
+                cls(body)
+            except ValueError as e:
+                assert str(e) == f"invalid JSON request: invalid unicode code point at {where}", (body, str(e))
+            else:
+                raise AssertionError(f"{body!r} was accepted")
+
+
+def test_broken_request_bodies():
+    """The differential's `broken` draw (edits of every kind, JSON text and bytes, broken text)
+    never crashes a constructor or a conversion."""
+    from conversion_random import broken_cases
+
+    for case in broken_cases(5, 60):
+        cls = {"chat": d.ChatCompletionRequest, "responses": d.ResponsesRequest, "messages": d.MessagesRequest}[case["format"]]
+        body = case["body"]
+        if "body_text" in case:
+            body = case["body_text"]
+        if "body_bytes" in case:
+            body = bytes.fromhex(case["body_bytes"])
+        _convert(cls, body)

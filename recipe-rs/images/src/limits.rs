@@ -15,7 +15,8 @@
 //!    * bytes and data URLs: the running total with the quota's bytes at most
 //!      [`MAX_TOTAL_BYTES`] (`TotalSizeTooLarge`);
 //! 3. **the URLs before that failure are fetched**, each cut off while it streams at the
-//!    smallest of the fetcher's limit, [`MAX_IMAGE_BYTES`] and what is left of the total; the
+//!    smallest of the fetcher's limit, [`MAX_IMAGE_BYTES`] and what is left of the total (the
+//!    inline bytes before a source that took the total over do not count that source); the
 //!    failure of the earliest source is reported (a fetch failure before the failure of step 2
 //!    wins);
 //! 4. **decoding**, image by image: the header's dimensions are checked before pixels are

@@ -187,15 +187,20 @@ impl ImageResolver {
         let mut total = quota.byte_size;
         let mut first_failure: Option<(usize, ImageError)> = None;
         for (k, source) in sources.iter().enumerate() {
+            // The source that takes the total over the limit is not counted in what the
+            // downloads before it may use (as officially: 30 MiB, 30 MiB, then a 3 MiB URL and
+            // another 30 MiB is `TotalSizeTooLarge`, got 90 MB; a 5 MiB URL there fails to
+            // download, the 4 MiB left being too few).
             let checked = load_inline(Borrow::<ImageSource>::borrow(source)).and_then(|l| {
                 if let Loaded::Bytes(b) = &l {
-                    total = total.saturating_add(b.len() as u64);
-                    if total > MAX_TOTAL_BYTES {
+                    let next = total.saturating_add(b.len() as u64);
+                    if next > MAX_TOTAL_BYTES {
                         return Err(request_wide(
                             ImageErrorKind::TotalSizeTooLarge,
-                            total_too_large(total),
+                            total_too_large(next),
                         ));
                     }
+                    total = next;
                 }
                 Ok(l)
             });
