@@ -46,6 +46,97 @@ pub fn json_options() -> Value {
     })
 }
 
+/// The Lark terminal of any text without `marker` in it.
+///
+/// For a marker whose first character does not recur before its last (`｜DSML｜`), this is one
+/// plain regex, the marker's match automaton written out: text is a run of pieces, each a
+/// character other than the first one, or the first one followed by a partial match (which a
+/// further first character restarts) and the character that breaks it; a partial match may end
+/// the text. A plain regex is what lets llguidance take the precomputed `[^｜]+` vocabulary slice
+/// at a position in free text instead of walking the whole token trie (`vocabulary.rs`); a
+/// negated lexeme (`.* & ~(.*｜DSML｜.*)`, the fallback for other markers) defeats that check.
+pub fn text_without(marker: &str) -> String {
+    let c: Vec<char> = marker.chars().collect();
+    let n = c.len();
+    if n < 2 || c[1..n - 1].contains(&c[0]) {
+        let m = regex_escaped(marker);
+        return format!("/(?s:.*)/ & ~/(?s:.*){m}(?s:.*)/");
+    }
+    let e = |ch: char| regex_escaped(&ch.to_string());
+    let word = |k: usize| -> String { c[1..=k].iter().map(|&x| e(x)).collect() };
+    let first = e(c[0]);
+    // Partial matches c[1..=k] (k = 0: none) that a first character restarts: all but the
+    // one a first character would complete.
+    let restart: Vec<String> = (0..n - 1)
+        .filter(|&k| !(k + 1 == n - 1 && c[n - 1] == c[0]))
+        .map(|k| format!("{}{first}", word(k)))
+        .collect();
+    // Partial matches broken by a character that neither goes on nor restarts.
+    let broken: Vec<String> = (0..n - 1)
+        .map(|k| format!("{}[^{first}{}]", word(k), e(c[k + 1])))
+        .collect();
+    let partial: Vec<String> = (1..n - 1).map(word).collect();
+    let run = format!("(?:{})*", restart.join("|"));
+    let tail = if partial.is_empty() {
+        String::new()
+    } else {
+        format!("(?:{})?", partial.join("|"))
+    };
+    format!(
+        "/(?:[^{first}]|{first}{run}(?:{}))*(?:{first}{run}{tail})?/",
+        broken.join("|")
+    )
+}
+
+/// The Lark terminal of one piece of a raw string value: text without `marker` and without
+/// `</`, then `</`. A raw value is one or more pieces before the DSML token of its closing
+/// tag (`raw_value: RAW_CHUNK+`), which is exactly "text without the marker, then `</`": the
+/// marker, having neither `<` nor `/`, cannot straddle two pieces.
+///
+/// Why pieces: as one lexeme (`TEXT "</"`) the value could end at every `</` and go on, and
+/// at such a position llguidance cannot take a vocabulary slice (a lexeme that may end there
+/// is not a plain repetition), so the mask walked the whole token trie. A piece cannot go on
+/// past its `</`; the next piece starts fresh, where the `[^｜<]+` slice applies. `None` for
+/// a marker this construction does not cover (then `TEXT "</"` is the value).
+pub fn raw_chunk(marker: &str) -> Option<String> {
+    let c: Vec<char> = marker.chars().collect();
+    let n = c.len();
+    if n < 2 || c[1..n - 1].contains(&c[0]) || c.contains(&'<') || c.contains(&'/') {
+        return None;
+    }
+    let e = |ch: char| regex_escaped(&ch.to_string());
+    let first = e(c[0]);
+    // After `<` (state B) or after the marker's first j + 1 characters (state P_j), written
+    // as segments: "<", and c0 c1..cj.
+    let seg = |j: usize| -> String { c[..=j].iter().map(|&x| e(x)).collect() };
+    let restarts = |j: usize| c[j + 1] != c[0];
+    let mut walk: Vec<String> = vec!["<".to_owned()];
+    for j in 0..n - 1 {
+        walk.push(if restarts(j) {
+            seg(j)
+        } else {
+            format!("{}<", seg(j))
+        });
+    }
+    // The character that leaves a pending state for plain text.
+    let mut end: Vec<String> = vec![format!("<[^\\/<{first}]")];
+    let mut last: Vec<String> = vec!["<".to_owned()];
+    for j in 0..n - 1 {
+        end.push(format!("{}[^{first}<{}]", seg(j), e(c[j + 1])));
+        last.push(seg(j));
+        if !restarts(j) {
+            end.push(format!("{}<[^\\/<{first}]", seg(j)));
+            last.push(format!("{}<", seg(j)));
+        }
+    }
+    let walk = format!("(?:{})*", walk.join("|"));
+    Some(format!(
+        "/(?:[^{first}<]|{walk}(?:{}))*(?:{walk}(?:{}))?<\\//",
+        end.join("|"),
+        last.join("|")
+    ))
+}
+
 /// The Lark text of `plan`.
 pub fn lark_text(plan: &GrammarPlan, ids: GrammarTokens, spellings: &SpecialTokens) -> String {
     let dialect = &EncodingVersion::for_model(plan.version).profile().dsml;
@@ -63,8 +154,11 @@ pub fn lark_text(plan: &GrammarPlan, ids: GrammarTokens, spellings: &SpecialToke
         }
         Start::Answer => out.push_str("start: answer\n"),
     }
-    let marker = regex_escaped(spellings.get(SpecialToken::Dsml));
-    let _ = writeln!(out, "TEXT: /(?s:.*)/ & ~/(?s:.*){marker}(?s:.*)/");
+    let _ = writeln!(
+        out,
+        "TEXT: {}",
+        text_without(spellings.get(SpecialToken::Dsml))
+    );
     let options = json_options();
     match &plan.answer {
         Answer::Calls(calls) => {
@@ -82,7 +176,18 @@ pub fn lark_text(plan: &GrammarPlan, ids: GrammarTokens, spellings: &SpecialToke
                 out.push_str("CONTENT: TEXT\n");
                 let _ = writeln!(out, "CONTENT_LEAD: TEXT {}", literal("\n\n<"));
             }
-            let _ = writeln!(out, "RAW_VALUE: TEXT {}", literal("</"));
+            match raw_chunk(spellings.get(SpecialToken::Dsml)) {
+                Some(chunk) => {
+                    let _ = writeln!(out, "raw_value: RAW_CHUNK+\nRAW_CHUNK: {chunk}");
+                }
+                None => {
+                    let _ = writeln!(
+                        out,
+                        "raw_value: RAW_VALUE\nRAW_VALUE: TEXT {}",
+                        literal("</")
+                    );
+                }
+            }
             out.push_str("EXTRA_KEY: /[A-Za-z_$][A-Za-z0-9_.$\\-]*/\n");
             CallsBlock {
                 dialect,
@@ -91,6 +196,7 @@ pub fn lark_text(plan: &GrammarPlan, ids: GrammarTokens, spellings: &SpecialToke
                 parallel: calls.parallel,
                 json_options: &options,
                 json_rules: Default::default(),
+                raw_terminals: Default::default(),
             }
             .write(&mut out);
         }
@@ -109,4 +215,78 @@ pub fn lark_text(plan: &GrammarPlan, ids: GrammarTokens, spellings: &SpecialToke
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use llguidance::derivre::RegexBuilder;
+
+    /// The body of a `/…/` Lark regex, unescaped back to the regex syntax.
+    fn body(lark: &str) -> String {
+        let inner = lark.strip_prefix('/').unwrap().strip_suffix('/').unwrap();
+        inner.replace("\\/", "/")
+    }
+
+    #[test]
+    fn raw_chunks_are_exactly_text_without_the_marker_or_a_close() {
+        for marker in ["｜DSML｜", "abc", "aXa"] {
+            let chunk = body(&raw_chunk(marker).unwrap());
+            let m = regex_escaped(marker);
+            let bad = format!("(?s:.*)(?:{m}|</)(?s:.*)");
+            let rx = chunk.strip_suffix("</").unwrap().to_owned();
+            let mut b = RegexBuilder::new();
+            let inter = b.mk_regex_and(&[&rx, &bad]).unwrap();
+            assert!(
+                b.clone()
+                    .to_regex_limited(inter, 100_000)
+                    .unwrap()
+                    .always_empty(),
+                "{marker}: {rx} matches text with the marker or `</`"
+            );
+            assert!(
+                b.is_contained_in("(?s:.*)", &format!("(?:{rx})|(?:{bad})"), 100_000)
+                    .unwrap(),
+                "{marker}: {rx} misses text without the marker and `</`"
+            );
+        }
+        assert_eq!(raw_chunk("a<b"), None);
+        assert_eq!(raw_chunk("|x|y|"), None);
+    }
+
+    #[test]
+    fn text_without_a_marker_is_exactly_the_negation() {
+        for marker in ["｜DSML｜", "<tool>", "ab", "aXa", "|x|y|", "abcab"] {
+            let plain = text_without(marker);
+            let m = regex_escaped(marker);
+            let negated = format!("(?s:.*)&~((?s:.*){m}(?s:.*))");
+            if !plain.starts_with('/') || plain.contains(" & ~") {
+                // Markers whose first character recurs keep the negated form.
+                assert!(plain.contains(" & ~"), "{marker}: {plain}");
+                continue;
+            }
+            let rx = body(&plain);
+            let mut b = RegexBuilder::new();
+            let not_marker = format!("(?s:.*){m}(?s:.*)");
+            // rx has no string with the marker, and every string without it is in rx.
+            let inter = b.mk_regex_and(&[&rx, &not_marker]).unwrap();
+            assert!(
+                b.clone()
+                    .to_regex_limited(inter, 100_000)
+                    .unwrap()
+                    .always_empty(),
+                "{marker}: {rx} matches text with the marker"
+            );
+            let _ = negated;
+            assert!(
+                b.is_contained_in(
+                    &format!("(?s:.*)"),
+                    &format!("(?:{rx})|(?:{not_marker})"),
+                    100_000
+                )
+                .unwrap(),
+                "{marker}: {rx} misses text without the marker"
+            );
+        }
+    }
 }

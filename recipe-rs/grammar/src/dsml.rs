@@ -24,9 +24,9 @@ use std::fmt::Write;
 use recipe_core::profile::DsmlDialect;
 use serde_json::Value;
 
-use crate::lark::literal;
+use crate::lark::{literal, regex};
 use crate::plan::ToolSpec;
-use crate::schema::{RawText, ValueForms};
+use crate::schema::{RawText, TextBounds, ValueForms};
 
 /// Writes the rules of a calls block.
 pub struct CallsBlock<'a> {
@@ -41,6 +41,24 @@ pub struct CallsBlock<'a> {
     /// One `%json` rule per distinct value schema (schema text → rule name): tools that share
     /// parameter schemas share their nested grammars.
     pub json_rules: std::cell::RefCell<std::collections::HashMap<String, String>>,
+    /// One terminal per distinct bounded raw text (its Lark expression → terminal name).
+    pub raw_terminals: std::cell::RefCell<std::collections::HashMap<String, String>>,
+}
+
+/// One [`TextBounds`] as a Lark terminal expression: the length and the pattern, both.
+fn bounds_lark(b: &TextBounds) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    if b.min_length > 0 || b.max_length.is_some() {
+        let max = b.max_length.map(|m| m.to_string()).unwrap_or_default();
+        parts.push(format!("/(?s:.{{{},{max}}})/", b.min_length));
+    }
+    if let Some(rx) = &b.regex {
+        parts.push(regex(rx));
+    }
+    if parts.is_empty() {
+        parts.push("/(?s:.*)/".to_owned());
+    }
+    format!("({})", parts.join(" & "))
 }
 
 /// Names of the rules [`CallsBlock::write`] defines.
@@ -155,13 +173,28 @@ impl CallsBlock<'_> {
         let mut alts: Vec<String> = Vec::new();
         if let Some(raw) = &forms.raw {
             let value = match raw {
-                RawText::Any => "RAW_VALUE".to_owned(),
+                RawText::Any => "raw_value".to_owned(),
                 RawText::OneOf(options) => {
                     let terminal = rule.to_uppercase() + "_RAW";
                     let lits: Vec<String> =
                         options.iter().map(|o| literal(&format!("{o}</"))).collect();
                     let _ = writeln!(out, "{terminal}: {}", lits.join(" | "));
                     terminal
+                }
+                RawText::Bounded(bounds) => {
+                    let alts: Vec<String> = bounds.iter().map(bounds_lark).collect();
+                    let text = format!("TEXT & ({})", alts.join(" | "));
+                    let mut terminals = self.raw_terminals.borrow_mut();
+                    match terminals.get(&text) {
+                        Some(t) => t.clone(),
+                        None => {
+                            let terminal = rule.to_uppercase() + "_RAW";
+                            let _ = writeln!(out, "{terminal}_TEXT: {text}");
+                            let _ = writeln!(out, "{terminal}: {terminal}_TEXT {}", literal("</"));
+                            terminals.insert(text, terminal.clone());
+                            terminal
+                        }
+                    }
                 }
             };
             alts.push(format!("{open} {} {value} {close}", literal("\"true\">")));

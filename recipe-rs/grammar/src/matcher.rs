@@ -2,7 +2,8 @@
 //!
 //! [`OutputGrammar::compile`] runs once per request: it reads the request into a plan, writes
 //! the Lark text and lets llguidance compile it against the tokenizer's shared
-//! [`GrammarVocabulary`]. [`OutputGrammar::matcher`] then hands out independent matchers (one per
+//! [`GrammarVocabulary`], which keeps the grammars it lately compiled: a request whose tools,
+//! tool choice and format were seen before gets a clone of the compiled start state. [`OutputGrammar::matcher`] then hands out independent matchers (one per
 //! sequence, e.g. per sample of `n`), each a clone of the compiled start state.
 //!
 //! A matcher never enters an error state on a rejected token: [`GrammarMatcher::accept_token`]
@@ -11,7 +12,6 @@
 
 use std::sync::Arc;
 
-use llguidance::api::TopLevelGrammar;
 use llguidance::Matcher;
 use recipe_core::SpecialToken;
 use recipe_protocol::ConversationRequest;
@@ -73,11 +73,7 @@ impl OutputGrammar {
             thinking_end: vocabulary.control_token(spellings, SpecialToken::ThinkingEnd)?,
         };
         let lark = lark_text(&plan, tokens, spellings);
-        let parser = vocabulary
-            .factory()
-            .create_parser(TopLevelGrammar::from_lark(lark.clone()))
-            .map_err(|e| GrammarError::Invalid(e.to_string()))?;
-        let start = Matcher::new(Ok(parser));
+        let start = vocabulary.start_state(&lark)?;
         Ok(OutputGrammar {
             vocabulary: vocabulary.clone(),
             plan,

@@ -18,13 +18,29 @@ use crate::error::{GrammarError, GrammarResult};
 /// 64-bit set (llguidance's parametric rules).
 pub const MAX_PARAMETERS: usize = 64;
 
-/// What the raw text of a `string="true"` value may be.
+/// What the raw text of a `string="true"` value may be. Every form is free text too: no
+/// control token, no spelled-out DSML marker.
 #[derive(Clone, Debug, PartialEq)]
 pub enum RawText {
-    /// Any text (without control tokens or the DSML marker's spelling).
+    /// Any text.
     Any,
     /// Exactly one of these strings (an `enum` or `const` of strings).
     OneOf(Vec<String>),
+    /// Text within one of these bounds (a string schema's `minLength` / `maxLength` /
+    /// `pattern`; several for a union of bounded string schemas).
+    Bounded(Vec<TextBounds>),
+}
+
+/// The bounds a string schema puts on its value: the length in Unicode scalar values (as JSON
+/// Schema counts it) and a `pattern`, which the raw text carries unescaped, so each bound is a
+/// bound on the raw text itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TextBounds {
+    pub min_length: u64,
+    pub max_length: Option<u64>,
+    /// The `pattern` as an llguidance (derivre) regex the *whole* text must match: JSON
+    /// Schema's search semantics written out by [`search_regex`].
+    pub regex: Option<String>,
 }
 
 /// The two ways a value can be written.
@@ -272,21 +288,64 @@ impl<'a> Ctx<'a> {
         }
         match s.get("type") {
             Some(Value::String(t)) => Ok(if t == "string" {
-                (Some(RawText::Any), false)
+                (self.raw_text(s)?, false)
             } else {
                 (None, true)
             }),
             Some(Value::Array(types)) => {
                 let string = types.iter().any(|t| t == "string");
                 let others = types.iter().any(|t| t != "string");
-                Ok((string.then_some(RawText::Any), others))
+                let raw = if string { self.raw_text(s)? } else { None };
+                Ok((raw, others))
             }
             Some(_) => Err(unsupported(
                 self.tool,
                 "`type` must be a string or an array",
             )),
-            None => Ok((Some(RawText::Any), true)),
+            None => Ok((self.raw_text(s)?, true)),
         }
+    }
+
+    /// The raw text a schema admitting strings allows: its `minLength`, `maxLength` and
+    /// `pattern` (`format` is not enforced); `None` when the bounds contradict each other.
+    fn raw_text(&self, s: &Map<String, Value>) -> GrammarResult<Option<RawText>> {
+        let count = |key: &str| -> GrammarResult<Option<u64>> {
+            let Some(v) = s.get(key) else {
+                return Ok(None);
+            };
+            let n = v.as_u64().or_else(|| {
+                v.as_f64()
+                    .filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f < u64::MAX as f64)
+                    .map(|f| f as u64)
+            });
+            n.map(Some).ok_or_else(|| {
+                unsupported(
+                    self.tool,
+                    format!("`{key}` must be a non-negative integer, not {v}"),
+                )
+            })
+        };
+        let min_length = count("minLength")?.unwrap_or(0);
+        let max_length = count("maxLength")?;
+        let regex = match s.get("pattern") {
+            None => None,
+            Some(Value::String(p)) => Some(
+                search_regex(p)
+                    .map_err(|e| unsupported(self.tool, format!("`pattern` {p:?}: {e}")))?,
+            ),
+            Some(_) => return Err(unsupported(self.tool, "`pattern` must be a string")),
+        };
+        if max_length.is_some_and(|m| m < min_length) {
+            return Ok(None);
+        }
+        if min_length == 0 && max_length.is_none() && regex.is_none() {
+            return Ok(Some(RawText::Any));
+        }
+        Ok(Some(RawText::Bounded(vec![TextBounds {
+            min_length,
+            max_length,
+            regex,
+        }])))
     }
 
     /// `s` as a self-contained schema for a `string="false"` value: the root's definitions
@@ -334,7 +393,105 @@ fn union(a: Option<RawText>, b: Option<RawText>) -> Option<RawText> {
             }
             Some(RawText::OneOf(x))
         }
+        (Some(RawText::Bounded(mut x)), Some(RawText::Bounded(y))) => {
+            for v in y {
+                if !x.contains(&v) {
+                    x.push(v);
+                }
+            }
+            Some(RawText::Bounded(x))
+        }
+        (Some(RawText::OneOf(strings)), Some(RawText::Bounded(mut bounds)))
+        | (Some(RawText::Bounded(mut bounds)), Some(RawText::OneOf(strings))) => {
+            bounds.extend(strings.iter().map(|v| TextBounds {
+                min_length: 0,
+                max_length: None,
+                regex: Some(crate::lark::regex_escaped(v)),
+            }));
+            Some(RawText::Bounded(bounds))
+        }
     }
+}
+
+/// A JSON Schema `pattern` (ECMA-262 syntax, matched *anywhere* in the string) as an
+/// llguidance regex the whole string must match: each top-level alternative gets `(?s:.*)`
+/// before it unless it starts with `^`, and after it unless it ends with `$`; `\d` and `\w`
+/// keep their ASCII meaning (llguidance's `regex_to_lark`, as its JSON compiler reads
+/// patterns). Refused: `^` / `$` anywhere else, `[]` / `[^]` (which differ between the two
+/// syntaxes), unbalanced groups, and whatever llguidance's regex syntax lacks (look-arounds,
+/// back-references).
+pub fn search_regex(pattern: &str) -> Result<String, String> {
+    let mut branches: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut anchors: Vec<usize> = Vec::new();
+    let (mut depth, mut class, mut escaped, mut start) = (0usize, false, false, 0usize);
+    let mut prev: Option<char> = None;
+    for (i, c) in pattern.char_indices() {
+        let before = prev;
+        prev = Some(c);
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match c {
+            '\\' => escaped = true,
+            '[' if !class => class = true,
+            ']' if class => {
+                if before == Some('[') || (before == Some('^') && pattern[..i].ends_with("[^")) {
+                    return Err("`[]` and `[^]` are not supported".to_owned());
+                }
+                class = false;
+            }
+            '(' if !class => depth += 1,
+            ')' if !class => {
+                depth = depth
+                    .checked_sub(1)
+                    .ok_or_else(|| "unbalanced `)`".to_owned())?;
+            }
+            '|' if !class && depth == 0 => {
+                branches.push(start..i);
+                start = i + 1;
+            }
+            '^' | '$' if !class => anchors.push(i),
+            _ => {}
+        }
+    }
+    if escaped || class || depth != 0 {
+        return Err("unterminated escape, class or group".to_owned());
+    }
+    branches.push(start..pattern.len());
+    let mut out: Vec<String> = Vec::with_capacity(branches.len());
+    for b in branches {
+        let mut body = &pattern[b.clone()];
+        let anchored_start = anchors.contains(&b.start) && body.starts_with('^');
+        if anchored_start {
+            body = &body[1..];
+        }
+        let end = b.end.wrapping_sub(1);
+        let anchored_end = b.end > b.start
+            && anchors.contains(&end)
+            && body.ends_with('$')
+            && (!anchored_start || end > b.start);
+        if anchored_end {
+            body = &body[..body.len() - 1];
+        }
+        let used = |p: usize| (anchored_start && p == b.start) || (anchored_end && p == end);
+        if anchors.iter().any(|&p| b.contains(&p) && !used(p)) {
+            return Err(
+                "`^` and `$` are supported only at the start and end of an alternative".to_owned(),
+            );
+        }
+        let body = llguidance::regex_to_lark(body, "dw");
+        out.push(format!(
+            "(?:{}(?:{body}){})",
+            if anchored_start { "" } else { "(?s:.*)" },
+            if anchored_end { "" } else { "(?s:.*)" }
+        ));
+    }
+    let regex = out.join("|");
+    llguidance::derivre::RegexBuilder::new()
+        .mk_regex(&regex)
+        .map_err(|e| format!("not supported by the grammar's regex syntax ({e})"))?;
+    Ok(regex)
 }
 
 #[cfg(test)]

@@ -176,7 +176,9 @@ impl Writer<'_> {
         let mut alts = Vec::new();
         if let Some(raw) = &forms.raw {
             let value = match raw {
-                RawText::Any => self.text_until("</"),
+                // xgrammar's formats cannot intersect a pattern with "text until `</`":
+                // bounded text is exported as any text.
+                RawText::Any | RawText::Bounded(_) => self.text_until("</"),
                 RawText::OneOf(v) => or(v.iter().map(|s| text(&format!("{s}</"))).collect()),
             };
             let mut e = vec![open.clone(), text("\"true\">"), value];

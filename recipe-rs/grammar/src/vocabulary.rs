@@ -11,19 +11,40 @@
 //! a noticeable fraction of a second, so a [`GrammarVocabulary`] is meant to be built once per
 //! tokenizer and shared (`Arc`) by every grammar compiled for it.
 
-use std::sync::Arc;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
 
-use llguidance::toktrie::{ApproximateTokEnv, TokEnv, TokRxInfo, TokTrie};
+use llguidance::api::TopLevelGrammar;
+use llguidance::Matcher;
+
+use llguidance::earley::SlicedBiasComputer;
+use llguidance::toktrie::{ApproximateTokEnv, InferenceCapabilities, TokEnv, TokRxInfo, TokTrie};
 use llguidance::ParserFactory;
 use recipe_core::{SpecialToken, SpecialTokens, Tokenizer};
 
 use crate::error::{GrammarError, GrammarResult};
 
-/// The token environment and parser factory of one tokenizer.
+/// The token environment and parser factory of one tokenizer, and the grammars lately
+/// compiled for it.
 pub struct GrammarVocabulary {
     tokenizer: Tokenizer,
     factory: ParserFactory,
     eos: u32,
+    compiled: Mutex<CompiledCache>,
+}
+
+/// Most compiled grammars kept per vocabulary, and most Lark text they may hold in all.
+pub const CACHED_GRAMMARS: usize = 64;
+pub const CACHED_LARK_BYTES: usize = 16 << 20;
+
+/// Compiled start states by Lark text, oldest first out. Requests of one client usually carry
+/// the same tools request after request, so their grammar is compiled once; a hit costs a
+/// clone of the start state.
+#[derive(Default)]
+struct CompiledCache {
+    order: VecDeque<Arc<str>>,
+    by_text: HashMap<Arc<str>, Matcher>,
+    bytes: usize,
 }
 
 impl std::fmt::Debug for GrammarVocabulary {
@@ -45,13 +66,14 @@ impl GrammarVocabulary {
         let info = TokRxInfo::new(words.len() as u32, eos);
         let trie = TokTrie::from(&info, &words);
         let env: TokEnv = Arc::new(ApproximateTokEnv::new(trie));
-        let mut factory = ParserFactory::new_simple(&env)
+        let mut factory = ParserFactory::new(&env, InferenceCapabilities::default(), &slices())
             .map_err(|e| GrammarError::Vocabulary(format!("cannot index the vocabulary: {e}")))?;
         factory.quiet();
         Ok(Arc::new(GrammarVocabulary {
             tokenizer: tokenizer.clone(),
             factory,
             eos,
+            compiled: Mutex::default(),
         }))
     }
 
@@ -69,8 +91,41 @@ impl GrammarVocabulary {
         &self.tokenizer
     }
 
-    pub(crate) fn factory(&self) -> &ParserFactory {
-        &self.factory
+    /// The start state of the grammar `lark`, compiled now or taken from the cache of
+    /// grammars lately compiled for this vocabulary.
+    pub(crate) fn start_state(&self, lark: &str) -> GrammarResult<Matcher> {
+        if let Some(m) = self.cache().by_text.get(lark) {
+            return Ok(m.deep_clone());
+        }
+        let parser = self
+            .factory
+            .create_parser(TopLevelGrammar::from_lark(lark.to_owned()))
+            .map_err(|e| GrammarError::Invalid(e.to_string()))?;
+        let start = Matcher::new(Ok(parser));
+        if lark.len() <= CACHED_LARK_BYTES {
+            let mut cache = self.cache();
+            let key: Arc<str> = Arc::from(lark);
+            if !cache.by_text.contains_key(&key) {
+                while cache.order.len() >= CACHED_GRAMMARS
+                    || cache.bytes + lark.len() > CACHED_LARK_BYTES
+                {
+                    let Some(old) = cache.order.pop_front() else {
+                        break;
+                    };
+                    cache.bytes -= old.len();
+                    cache.by_text.remove(&old);
+                }
+                cache.bytes += lark.len();
+                cache.order.push_back(key.clone());
+                cache.by_text.insert(key, start.deep_clone());
+            }
+        }
+        Ok(start)
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, CompiledCache> {
+        // The cache holds no invariant a panicking holder could break half-way.
+        self.compiled.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The ID of control token `kind` as `tokens` spells it; an error when the tokenizer does not
@@ -78,6 +133,30 @@ impl GrammarVocabulary {
     pub fn control_token(&self, tokens: &SpecialTokens, kind: SpecialToken) -> GrammarResult<u32> {
         single_token(&self.tokenizer, tokens.get(kind))
     }
+}
+
+/// The vocabulary slices behind llguidance's mask fast path: the tokens that match a slice's
+/// regex are precomputed once, and at a position where every such token is allowed (the
+/// lexer state's language contains the slice) the mask takes the whole slice at once and walks
+/// only the tokens outside it. llguidance's JSON slices (string bodies, whitespace) serve
+/// `string="false"` values; free text gets two of its own:
+/// * `(?s:.+)`: whole characters, for reasoning, which allows every text;
+/// * `[^｜]+`: text without the DSML marker's first character, for content, which excludes
+///   the spelled-out marker (`compile.rs`'s `TEXT`). Containing that character, a token may
+///   spell part of the marker, so those few are walked one by one;
+/// * `[^｜<]+`: the same without `<`, for the pieces of a raw string value, which end at `</`
+///   (`compile.rs`'s `RAW_CHUNK`).
+///
+/// The slices only speed the mask up; the grammar alone decides what is allowed.
+fn slices() -> Vec<String> {
+    let marker = SpecialToken::Dsml.default_str();
+    let first = marker.chars().next().unwrap_or('|');
+    let mut out = SlicedBiasComputer::json_slices();
+    out.push("(?s:.+)".to_owned());
+    let first = crate::lark::regex_escaped(&first.to_string());
+    out.push(format!("[^{first}]+"));
+    out.push(format!("[^{first}<]+"));
+    out
 }
 
 fn single_token(tokenizer: &Tokenizer, spelling: &str) -> GrammarResult<u32> {

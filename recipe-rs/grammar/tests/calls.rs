@@ -291,3 +291,86 @@ fn rollback_returns_to_an_earlier_state() {
     assert!(m.rollback(out.len() + 1).is_err());
     assert!(m.accept_tokens(&[u32::MAX]).is_err());
 }
+
+#[test]
+fn string_parameters_honour_length_and_pattern() {
+    let tools = json!([{"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "additionalProperties": false, "required": ["code"],
+        "properties": {
+            "code": {"type": "string", "pattern": "^[A-Z]{3}$"},
+            "note": {"type": "string", "minLength": 2, "maxLength": 4},
+            "tag": {"type": "string", "pattern": "x[0-9]"},
+            "either": {"anyOf": [{"type": "string", "pattern": "^a+$"}, {"const": "none"},
+                                 {"type": "integer"}]}}}}}]);
+    let g = grammar(&request(
+        V41,
+        json!({"tools": tools, "tool_choice": "required"}),
+    ));
+    let call = |args: &[(&str, &str)]| {
+        let params: String = args
+            .iter()
+            .map(|(k, v)| {
+                format!(
+                    "\n<｜DSML｜ parameter name=\"{k}\" string=\"true\">{v}</｜DSML｜ parameter>"
+                )
+            })
+            .collect();
+        format!(
+            "<｜DSML｜ invoke name=\"f\">\n{}\n</｜DSML｜ invoke>\n</｜DSML｜ calls>",
+            &params[1..]
+        )
+    };
+    let ok: &[&[(&str, &str)]] = &[
+        &[("code", "ABC")],
+        &[("code", "XYZ"), ("note", "ab")],
+        &[("code", "XYZ"), ("note", "日本語!")],
+        &[("code", "ABC"), ("tag", "see x1 here")],
+        &[("code", "ABC"), ("tag", "x0")],
+        &[("code", "ABC"), ("either", "aaa")],
+        &[("code", "ABC"), ("either", "none")],
+        &[("code", "ABC"), ("note", "a</b")],
+    ];
+    for args in ok {
+        assert_eq!(run(&g, &ids(&call(args))), Ok(()), "{args:?} rejected");
+    }
+    let bad: &[&[(&str, &str)]] = &[
+        &[("code", "AB")],
+        &[("code", "ABCD")],
+        &[("code", "abc")],
+        &[("code", "ABC"), ("note", "a")],
+        &[("code", "ABC"), ("note", "abcde")],
+        &[("code", "ABC"), ("tag", "x")],
+        &[("code", "ABC"), ("tag", "y1")],
+        &[("code", "ABC"), ("either", "ab")],
+        &[("code", "ABC"), ("either", "nonE")],
+    ];
+    for args in bad {
+        assert!(run(&g, &ids(&call(args))).is_err(), "{args:?} accepted");
+    }
+    // The spelled-out marker stays out of bounded text too.
+    let text = call(&[("code", "ABC"), ("tag", "x1 ")]);
+    let (head, tail) = text.split_at(text.find("x1 ").unwrap() + 3);
+    let mut spelled = ids(head);
+    spelled.extend(common::tokenizer().encode_ordinary("｜DSML｜").unwrap());
+    spelled.extend(ids(tail));
+    assert!(
+        run(&g, &spelled).is_err(),
+        "BPE-spelled marker in a bounded value accepted"
+    );
+}
+
+#[test]
+fn unsupported_string_patterns_are_refused_with_the_tool_named() {
+    for pattern in ["(?=a)b", "a^b", "\\1(a)"] {
+        let tools = json!([{"type": "function", "function": {"name": "f", "parameters": {
+            "type": "object", "properties": {"s": {"type": "string", "pattern": pattern}}}}}]);
+        let r = request(V41, json!({"tools": tools}));
+        let e = recipe_grammar::OutputGrammar::compile(&r, common::vocabulary(), None, None)
+            .unwrap_err();
+        assert!(
+            matches!(e, recipe_grammar::GrammarError::UnsupportedSchema(_))
+                && e.to_string().contains("tool \"f\""),
+            "{pattern}: {e}"
+        );
+    }
+}
