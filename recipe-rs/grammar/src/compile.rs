@@ -279,12 +279,8 @@ mod tests {
             );
             let _ = negated;
             assert!(
-                b.is_contained_in(
-                    &format!("(?s:.*)"),
-                    &format!("(?:{rx})|(?:{not_marker})"),
-                    100_000
-                )
-                .unwrap(),
+                b.is_contained_in("(?s:.*)", &format!("(?:{rx})|(?:{not_marker})"), 100_000)
+                    .unwrap(),
                 "{marker}: {rx} misses text without the marker"
             );
         }
