@@ -122,11 +122,12 @@ def test_logprobs_reach_the_stream_processor():
 
 def test_responses_and_messages_use_their_own_shapes():
     eng = engine()
-    r = eng.responses({"model": "DeepSeek-V4-Pro", "input": "hi", "max_output_tokens": 3, "temperature": 0})
+    # Reasoning effort "none" (thinking off) for both APIs: in thinking mode the codec samples at temperature 1
+    # whatever the request says, and an unseeded sample may end on EOS before three tokens.
+    r = eng.responses({"model": "DeepSeek-V4-Pro", "input": "hi", "max_output_tokens": 3, "temperature": 0,
+                       "reasoning": {"effort": "none"}})
     assert r["object"] == "response" and r["id"].startswith("resp_")
     assert r["usage"]["output_tokens"] == 3
-    # Thinking off: in thinking mode the codec samples Messages at temperature 1 whatever the request
-    # says, and an unseeded sample may end on EOS before three tokens.
     m = eng.messages({"model": "DeepSeek-V4-Pro", "max_tokens": 3, "temperature": 0,
                       "thinking": {"type": "disabled"}, "messages": [{"role": "user", "content": "hi"}]})
     assert m["type"] == "message" and m["id"].startswith("msg_")
