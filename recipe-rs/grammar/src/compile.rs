@@ -228,27 +228,32 @@ mod tests {
         inner.replace("\\/", "/")
     }
 
+    /// `rx` is exactly the complement of `excluded`: no string in both, and every string in one of them.
+    fn assert_complement(rx: &str, excluded: &str, marker: &str) {
+        let mut b = RegexBuilder::new();
+        let inter = b.mk_regex_and(&[rx, excluded]).unwrap();
+        assert!(
+            b.clone()
+                .to_regex_limited(inter, 100_000)
+                .unwrap()
+                .always_empty(),
+            "{marker}: {rx} matches a string of {excluded}"
+        );
+        assert!(
+            b.is_contained_in("(?s:.*)", &format!("(?:{rx})|(?:{excluded})"), 100_000)
+                .unwrap(),
+            "{marker}: {rx} misses a string outside {excluded}"
+        );
+    }
+
     #[test]
     fn raw_chunks_are_exactly_text_without_the_marker_or_a_close() {
         for marker in ["｜DSML｜", "abc", "aXa"] {
             let chunk = body(&raw_chunk(marker).unwrap());
             let m = regex_escaped(marker);
             let bad = format!("(?s:.*)(?:{m}|</)(?s:.*)");
-            let rx = chunk.strip_suffix("</").unwrap().to_owned();
-            let mut b = RegexBuilder::new();
-            let inter = b.mk_regex_and(&[&rx, &bad]).unwrap();
-            assert!(
-                b.clone()
-                    .to_regex_limited(inter, 100_000)
-                    .unwrap()
-                    .always_empty(),
-                "{marker}: {rx} matches text with the marker or `</`"
-            );
-            assert!(
-                b.is_contained_in("(?s:.*)", &format!("(?:{rx})|(?:{bad})"), 100_000)
-                    .unwrap(),
-                "{marker}: {rx} misses text without the marker and `</`"
-            );
+            let rx = chunk.strip_suffix("</").unwrap();
+            assert_complement(rx, &bad, marker);
         }
         assert_eq!(raw_chunk("a<b"), None);
         assert_eq!(raw_chunk("|x|y|"), None);
@@ -259,30 +264,12 @@ mod tests {
         for marker in ["｜DSML｜", "<tool>", "ab", "aXa", "|x|y|", "abcab"] {
             let plain = text_without(marker);
             let m = regex_escaped(marker);
-            let negated = format!("(?s:.*)&~((?s:.*){m}(?s:.*))");
             if !plain.starts_with('/') || plain.contains(" & ~") {
                 // Markers whose first character recurs keep the negated form.
                 assert!(plain.contains(" & ~"), "{marker}: {plain}");
                 continue;
             }
-            let rx = body(&plain);
-            let mut b = RegexBuilder::new();
-            let not_marker = format!("(?s:.*){m}(?s:.*)");
-            // rx has no string with the marker, and every string without it is in rx.
-            let inter = b.mk_regex_and(&[&rx, &not_marker]).unwrap();
-            assert!(
-                b.clone()
-                    .to_regex_limited(inter, 100_000)
-                    .unwrap()
-                    .always_empty(),
-                "{marker}: {rx} matches text with the marker"
-            );
-            let _ = negated;
-            assert!(
-                b.is_contained_in("(?s:.*)", &format!("(?:{rx})|(?:{not_marker})"), 100_000)
-                    .unwrap(),
-                "{marker}: {rx} misses text without the marker"
-            );
+            assert_complement(&body(&plain), &format!("(?s:.*){m}(?s:.*)"), marker);
         }
     }
 }
