@@ -448,6 +448,21 @@ def broken_body_cases():
     msgs({"messages": [q, {"role": "system", "content": ""}, {"role": "assistant", "content": "a"}]}, model=FLASH)
     msgs({"messages": [q, {"role": "system", "content": []}], "max_tokens": 0})
     msgs({"messages": [q, {"role": "system", "content": []}], "max_tokens": 0}, model=FLASH)
+    # Both penalties out of range: presence_penalty is reported, whichever comes first in the body.
+    chat({"frequency_penalty": 5, "presence_penalty": 5})
+    chat({"presence_penalty": -3, "frequency_penalty": 3})
+    # Declared tool names: at most 128 UTF-8 bytes, checked before the name pattern (and, in Messages, before the
+    # messages), in every API and in a Responses namespace and its tools.
+    bad_image = [{"role": "user", "content": [{"type": "image", "source": {"type": "url", "url": " data:x"}}]}]
+    for name in ["x" * 128, "x" * 129, "bad name" + "x" * 200, "é" * 64, "é" * 65, "a" * 127 + "é", "😀" * 33]:
+        chat({"tools": [fn(name)]})
+        chat({"tools": [fn("f"), fn(name, "x")]})
+        resp({"tools": [{"type": "function", "name": name}]})
+        resp({"tools": [{"type": "namespace", "name": name, "description": "d", "tools": [{"type": "function", "name": "f"}]}]})
+        resp({"tools": [{"type": "namespace", "name": "ns", "description": "d", "tools": [{"type": "function", "name": name}]}]})
+        msgs({"tools": [{"name": name, "input_schema": {"type": "object"}}]})
+        msgs({"tools": [{"name": name, "input_schema": {"type": "object"}}], "messages": bad_image}, model=FLASH)
+        msgs({"tools": [{"name": "f", "input_schema": {"type": "object"}}, {"name": name, "input_schema": 5}]})
     return cases
 
 

@@ -154,9 +154,19 @@ def test_32_concurrent_streams_equal_offline_generation(server, offline):
     wait_for(lambda: engine_is_idle(server), "the engine to finish")
 
 
-def test_a_client_that_goes_away_frees_the_engine_slot_and_blocks(server):
+def test_a_client_that_goes_away_frees_the_engine_slot_and_blocks(server, monkeypatch):
     llm, backend = server.llm, server.backend
     aborted = backend.stats().extra["aborted_requests_total"]
+    # Each step waits 10 ms, so the 900 tokens take 9 s or more: the request is still running when the client reads its
+    # first line and goes away, however slowly this machine serves that line (on a loaded 2-core machine the tiny
+    # model once generated all 900 tokens before the client's first read returned).
+    step = llm.step
+
+    def slow_step():
+        time.sleep(0.01)
+        return step()
+
+    monkeypatch.setattr(llm, "step", slow_step)
     body = chat_body(7, max_tokens=900, stream=True)
     with httpx.stream("POST", server.url + "/v1/chat/completions", json=body, headers={"X-Request-Id": "gone-1"},
                       timeout=60) as r:

@@ -198,10 +198,11 @@ impl RequestFormat for ChatConversion {
         if self.req.n.is_some_and(|n| n != 1) {
             return reject("Invalid n value (currently only n = 1 is supported)");
         }
-        // The penalties are not applied, but out-of-range values are refused.
+        // The penalties are not applied, but out-of-range values are refused: presence first, as
+        // officially (both out of range report presence_penalty).
         for (name, value) in [
-            ("frequency_penalty", self.req.frequency_penalty),
             ("presence_penalty", self.req.presence_penalty),
+            ("frequency_penalty", self.req.frequency_penalty),
         ] {
             if value.is_some_and(|v| !(-2.0..=2.0).contains(&v)) {
                 return reject(format!(

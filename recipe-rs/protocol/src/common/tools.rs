@@ -23,11 +23,23 @@ pub fn is_valid_tool_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
-/// Validate the name of `tools[i]` (`field` is the JSON path used in the message).
+/// The longest declared tool name, in UTF-8 bytes (the official package measures bytes, not
+/// characters: 65 two-byte characters are "length 130").
+pub const MAX_TOOL_NAME_BYTES: usize = 128;
+
+/// Validate the name of `tools[i]` (`field` is the JSON path used in the message): not empty, at
+/// most [`MAX_TOOL_NAME_BYTES`], then the name pattern (a long name with bad characters is "too
+/// long"). A declared tool's name only: names in tool choices and past calls are not checked here.
 pub fn check_tool_name(name: &str, field: &str) -> ConvResult<()> {
     if name.is_empty() {
         return reject(format!(
             "Invalid '{field}': empty string. Expected a string with minimum length 1, but got an empty string instead."
+        ));
+    }
+    if name.len() > MAX_TOOL_NAME_BYTES {
+        return reject(format!(
+            "Invalid '{field}': string too long. Expected a string with maximum length {MAX_TOOL_NAME_BYTES}, but got a string with length {} instead.",
+            name.len()
         ));
     }
     if !is_valid_tool_name(name) {
