@@ -407,6 +407,14 @@ def broken_body_cases():
         resp({"input": [q, call, out]})
         resp({"input": [q, out]})
     resp({"input": [q, dict(call, call_id="")]})
+    # A custom tool call output looks up its call before reading its parts; a function call output reads them first.
+    bad_img, a_file = {"type": "input_image", "image_url": "data:,AAE=="}, {"type": "input_file", "file_id": "f"}
+    patch_call = {"type": "custom_tool_call", "call_id": "q00", "name": "apply_patch", "input": "x"}
+    for kind in ("custom_tool_call_output", "function_call_output"):
+        for parts in ([bad_img], [a_file, bad_img], [bad_img, a_file]):
+            out = {"type": kind, "call_id": "q00", "output": parts}
+            resp({"input": [out]}, model=FLASH)
+            resp({"input": [q, patch_call, out], "tools": [{"type": "custom", "name": "apply_patch"}]}, model=FLASH)
     resp({"input": [q, {"type": "reasoning", "summary": []}, q]})
     resp({"input": [q, {"type": "reasoning", "summary": []}]})
     resp({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": ""}]}]}, model=FLASH)

@@ -292,6 +292,7 @@ fn convert_items(
         let call_id = match &item {
             Item::FunctionCall(c) => Some(c.call_id.as_str()),
             Item::FunctionCallOutput(id, _) => id.as_deref(),
+            Item::CustomToolCallOutput(id, _) => Some(id.as_str()),
             _ => None,
         };
         if call_id == Some("") {
@@ -354,6 +355,18 @@ fn convert_items(
                 // The output's parts are read before its call is looked up.
                 let parts = content_parts(content, &path, version, false, "output")?;
                 group.check_output(&call_id)?;
+                let (text, image_sources) = common::join_parts(parts, version, image_token, &path);
+                group.add_output(ToolMessage::from_text(
+                    text,
+                    Some(call_id),
+                    image_sources,
+                    image_token,
+                ));
+            }
+            Item::CustomToolCallOutput(call_id, content) => {
+                // Its call is looked up first: an unanswered-call error comes before a bad part's.
+                group.check_output(&call_id)?;
+                let parts = content_parts(content, &path, version, false, "output")?;
                 let (text, image_sources) = common::join_parts(parts, version, image_token, &path);
                 group.add_output(ToolMessage::from_text(
                     text,

@@ -166,6 +166,9 @@ pub(super) enum Item {
     FunctionCall(FunctionCallItem),
     /// An output may name no call (`call_id` missing or null).
     FunctionCallOutput(Option<String>, Content),
+    /// A custom tool call's output: its call is looked up before its parts are read (a function
+    /// call output reads its parts first).
+    CustomToolCallOutput(String, Content),
     Reasoning(String),
     /// An item that adds nothing but ends a run of function calls (a reasoning item with a
     /// summary only, a web search call): calls before it must be answered by then.
@@ -215,7 +218,7 @@ pub(super) fn parse_item(item: Value) -> Result<Item, String> {
             let c: CustomToolCallOutputItem =
                 serde_json::from_value(item).map_err(|e| e.to_string())?;
             let output = c.output.unwrap_or_else(|| Content::Text(String::new()));
-            Ok(Item::FunctionCallOutput(Some(c.call_id), output))
+            Ok(Item::CustomToolCallOutput(c.call_id, output))
         }
         Some("reasoning") => {
             let r: ReasoningItem = serde_json::from_value(item).map_err(|e| e.to_string())?;
