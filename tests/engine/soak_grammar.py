@@ -20,7 +20,7 @@ then:
   guarantees; a shape failure where this holds is the grammar's, which allowed that output).
 
 Prints the counts per version, mode and speculation, and every failure (exit status 1 if there is one).
-Not run in CI except the small subset of ``test_soak_grammar_smoke.py``::
+Not run in CI (no smoke subset yet: outputs cut by ``max_tokens`` still fail, see ``docs/grammar.md``)::
 
     .venv/bin/python tests/engine/soak_grammar.py [--requests 1000] [--seed 0] [--versions v4,v41]
 """
