@@ -275,6 +275,18 @@ fn content_parts(
     Ok(parts)
 }
 
+/// The tool message that answers call `call_id` with an output's parts.
+fn call_output(
+    parts: Vec<Part>,
+    call_id: String,
+    version: ModelVersion,
+    image_token: &str,
+    path: &str,
+) -> ToolMessage {
+    let (text, image_sources) = common::join_parts(parts, version, image_token, path);
+    ToolMessage::from_text(text, Some(call_id), image_sources, image_token)
+}
+
 /// The input items as messages, appended to `messages`: calls grouped into assistant turns
 /// with their outputs, reasoning items carried onto the next assistant turn.
 fn convert_items(
@@ -355,25 +367,13 @@ fn convert_items(
                 // The output's parts are read before its call is looked up.
                 let parts = content_parts(content, &path, version, false, "output")?;
                 group.check_output(&call_id)?;
-                let (text, image_sources) = common::join_parts(parts, version, image_token, &path);
-                group.add_output(ToolMessage::from_text(
-                    text,
-                    Some(call_id),
-                    image_sources,
-                    image_token,
-                ));
+                group.add_output(call_output(parts, call_id, version, image_token, &path));
             }
             Item::CustomToolCallOutput(call_id, content) => {
                 // Its call is looked up first: an unanswered-call error comes before a bad part's.
                 group.check_output(&call_id)?;
                 let parts = content_parts(content, &path, version, false, "output")?;
-                let (text, image_sources) = common::join_parts(parts, version, image_token, &path);
-                group.add_output(ToolMessage::from_text(
-                    text,
-                    Some(call_id),
-                    image_sources,
-                    image_token,
-                ));
+                group.add_output(call_output(parts, call_id, version, image_token, &path));
             }
             Item::Message(role, content) => {
                 group.close(messages)?;
