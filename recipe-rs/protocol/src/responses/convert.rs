@@ -275,16 +275,17 @@ fn content_parts(
     Ok(parts)
 }
 
-/// The tool message that answers call `call_id` with an output's parts.
+/// The tool message of an output's parts, answering call `call_id` (`None`: an output that names
+/// no call).
 fn call_output(
     parts: Vec<Part>,
-    call_id: String,
+    call_id: Option<String>,
     version: ModelVersion,
     image_token: &str,
     path: &str,
 ) -> ToolMessage {
     let (text, image_sources) = common::join_parts(parts, version, image_token, path);
-    ToolMessage::from_text(text, Some(call_id), image_sources, image_token)
+    ToolMessage::from_text(text, call_id, image_sources, image_token)
 }
 
 /// The input items as messages, appended to `messages`: calls grouped into assistant turns
@@ -355,25 +356,37 @@ fn convert_items(
                 // stands alone as a tool message.
                 let parts = content_parts(content, &path, version, false, "output")?;
                 group.close(messages)?;
-                let (text, image_sources) = common::join_parts(parts, version, image_token, &path);
-                messages.push(Message::Tool(ToolMessage::from_text(
-                    text,
+                messages.push(Message::Tool(call_output(
+                    parts,
                     None,
-                    image_sources,
+                    version,
                     image_token,
+                    &path,
                 )));
             }
             Item::FunctionCallOutput(Some(call_id), content) => {
                 // The output's parts are read before its call is looked up.
                 let parts = content_parts(content, &path, version, false, "output")?;
                 group.check_output(&call_id)?;
-                group.add_output(call_output(parts, call_id, version, image_token, &path));
+                group.add_output(call_output(
+                    parts,
+                    Some(call_id),
+                    version,
+                    image_token,
+                    &path,
+                ));
             }
             Item::CustomToolCallOutput(call_id, content) => {
                 // Its call is looked up first: an unanswered-call error comes before a bad part's.
                 group.check_output(&call_id)?;
                 let parts = content_parts(content, &path, version, false, "output")?;
-                group.add_output(call_output(parts, call_id, version, image_token, &path));
+                group.add_output(call_output(
+                    parts,
+                    Some(call_id),
+                    version,
+                    image_token,
+                    &path,
+                ));
             }
             Item::Message(role, content) => {
                 group.close(messages)?;
