@@ -226,7 +226,7 @@ class LLM:
         self._check_matchers([params], busy=True)
         seq = Sequence(self._next_id, ids, params, self._generator(params), request_id)
         seq.on_token = on_token
-        seq.constraint = self._constraint(params)
+        seq.constraint = self._constraint(params, len(ids))
         self._next_id += 1
         self._requests[seq.request_id] = seq
         self.scheduler.add(seq)
@@ -248,15 +248,19 @@ class LLM:
         generator.manual_seed(seed)
         return generator
 
-    def _constraint(self, params: SamplingParams) -> SequenceConstraint | None:
+    def _constraint(self, params: SamplingParams, prompt_len: int) -> SequenceConstraint | None:
         """A new sequence's grammar state (``None``: unconstrained); the tokens that end it are EOS (unless
-        ``ignore_eos``) and the request's stop tokens."""
+        ``ignore_eos``) and the request's stop tokens; its output budget is ``max_tokens`` or what the context
+        leaves after the prompt, whichever is less."""
         if params.constraint is None:
             return None
         ends = set(params.stop_token_ids)
         if not params.ignore_eos:
             ends |= self.scheduler.eos_token_ids
-        return SequenceConstraint.create(params.constraint, self.vocab_size, ends)
+        budget = self.scheduler.max_model_len - prompt_len
+        if params.max_tokens is not None:
+            budget = min(budget, params.max_tokens)
+        return SequenceConstraint.create(params.constraint, self.vocab_size, ends, max(budget, 1))
 
     def _check_matchers(self, params_list: Seq[SamplingParams], busy: bool = False) -> None:
         """A ``TokenMatcher`` given as a constraint serves one sequence: refuse one given twice (or, with
@@ -348,8 +352,9 @@ class LLM:
                     bar.update(1)
         spec_rows = [i for i, spec in enumerate(specs) if spec is not None]
         if spec_rows:
-            runs = self._speculation().run([(self.check_prompt(prompts[i]), params_list[i], specs[i],
-                                             self._generator(params_list[i]), self._constraint(params_list[i]))
+            checked = {i: self.check_prompt(prompts[i]) for i in spec_rows}
+            runs = self._speculation().run([(checked[i], params_list[i], specs[i], self._generator(params_list[i]),
+                                             self._constraint(params_list[i], len(checked[i])))
                                             for i in spec_rows])
             for i, run in zip(spec_rows, runs):
                 ids[i] = self._next_id

@@ -1427,10 +1427,20 @@ class GrammarMatcher:
     A rejected token leaves the matcher unchanged (`accept_token` answers `False`).
     """
 
-    def fill_bitmask(self, buf: Any, index: int = 0) -> None:
+    def fill_bitmask(self, buf: Any, index: int = 0, *, max_tokens: int | None = None) -> None:
         """Write the tokens allowed next into row `index` of `buf` (an int32 array of shape
         `[n, ceil(vocab_size / 32)]`): bit `i % 32` of word `i // 32` set when token `i` may
         come next. Once the output is complete only EOS is set; after EOS, nothing.
+
+        `max_tokens`: the most tokens the output may have in all (EOS included, counted from
+        the matcher's start). Near that budget the mask holds only the next token of a short
+        valid end (the closing planner), so the output is complete when the budget runs out;
+        a complete output may then no longer open new structure.
+        """
+    def closing_tokens(self, limit: int) -> list[int] | None:
+        """The valid end the closing planner finds from here: at most `limit` tokens after which
+        the output may end (EOS not included; empty when it may end now), or `None`. The
+        matcher is not changed.
         """
     def accept_token(self, token: int) -> bool:
         """Accept `token` if the grammar allows it here (`True`); otherwise leave the matcher as it

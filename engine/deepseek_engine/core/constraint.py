@@ -12,6 +12,10 @@ a matcher of its own. The engine drives the matcher; it never looks inside it:
 * the tokens that end the sequence (EOS unless ``ignore_eos``, and ``stop_token_ids``) are allowed exactly
   when ``is_accepting()``: the output may end only where the grammar's language may. They are never fed to
   the matcher; the sequence ends on them.
+* a matcher that can plan an end (:class:`ClosingMatcher`, the codec's ``GrammarMatcher``) is given the
+  sequence's output budget (``max_tokens``, or what the context leaves): near it the bitmask holds only the
+  next token of a valid end the matcher planned, so the output is complete, not cut, when the budget runs
+  out (``finish_reason`` "stop"); a sequence with no constraint pays nothing for it.
 * every other sampled token is fed to ``accept_token``; a matcher that ``is_terminated()`` afterwards (its
   language allows nothing more) ends the sequence with ``finish_reason`` "stop".
 * speculative decoding walks the matcher through its drafts and ``rollback``s the ones the verifier
@@ -63,6 +67,18 @@ class TokenMatcher(Protocol):
 
 
 @runtime_checkable
+class ClosingMatcher(TokenMatcher, Protocol):
+    """A matcher that can keep an output valid within a token budget (``deepseek_recipe.GrammarMatcher``):
+    ``fill_bitmask(buf, index, max_tokens=N)`` steers to a valid end before ``N`` output tokens."""
+
+    def fill_bitmask(self, buf: Any, index: int = 0, *, max_tokens: int | None = None) -> None:
+        """Write the allowed next tokens; with ``max_tokens``, near that budget only a valid end's."""
+
+    def closing_tokens(self, limit: int) -> list[int] | None:
+        """The valid end the matcher's planner finds from here (at most ``limit`` tokens, EOS not included)."""
+
+
+@runtime_checkable
 class MatcherSource(Protocol):
     """A compiled constraint that makes a fresh matcher per sequence (``deepseek_recipe.OutputGrammar``)."""
 
@@ -90,23 +106,28 @@ def check_constraint(constraint: object) -> None:
 class SequenceConstraint:
     """One sequence's matcher, the width of its bitmask rows and the tokens that would end the sequence."""
 
-    __slots__ = ("matcher", "words", "end_tokens", "source")
+    __slots__ = ("matcher", "words", "end_tokens", "source", "max_tokens")
 
     def __init__(self, matcher: TokenMatcher, words: int, end_tokens: Iterable[int],
-                 source: MatcherSource | None = None) -> None:
+                 source: MatcherSource | None = None, max_tokens: int | None = None) -> None:
         self.matcher = matcher
         self.source = source  # the grammar the matcher came from (``None``: a matcher given as it is)
         self.words = words
         self.end_tokens = tuple(sorted({int(t) for t in end_tokens if 0 <= int(t) < 32 * words}))
+        self.max_tokens = max_tokens  # the sequence's output budget, ending token included (``None``: none)
 
     @classmethod
     def create(cls, constraint: TokenMatcher | MatcherSource, model_vocab: int,
-               end_tokens: Iterable[int]) -> SequenceConstraint:
-        """The state for a new sequence: a fresh matcher from a ``MatcherSource``, or the matcher itself."""
+               end_tokens: Iterable[int], max_tokens: int | None = None) -> SequenceConstraint:
+        """The state for a new sequence: a fresh matcher from a ``MatcherSource``, or the matcher itself.
+        ``max_tokens``: the most output tokens the sequence may have (``max_tokens``, or what the context
+        leaves), for a matcher that can steer to a valid end before it (:class:`ClosingMatcher`)."""
         if isinstance(constraint, MatcherSource) and not isinstance(constraint, TokenMatcher):
-            return cls(constraint.matcher(), bitmask_words(int(constraint.vocab_size)), end_tokens, constraint)
+            return cls(constraint.matcher(), bitmask_words(int(constraint.vocab_size)), end_tokens, constraint,
+                       max_tokens)
         vocab = getattr(constraint, "vocab_size", None)
-        return cls(constraint, bitmask_words(int(vocab) if vocab is not None else model_vocab), end_tokens)
+        return cls(constraint, bitmask_words(int(vocab) if vocab is not None else model_vocab), end_tokens,
+                   max_tokens=max_tokens)
 
     def fill(self, rows: np.ndarray, index: int) -> None:
         """Write the allowed tokens into ``rows[index]`` (a uint32 view of the int32 buffer): the matcher's
@@ -114,7 +135,10 @@ class SequenceConstraint:
         matcher fails: the sequence then ends instead of the engine)."""
         row = rows[index]
         try:
-            self.matcher.fill_bitmask(rows.view(np.int32), index)
+            if self.max_tokens is not None and isinstance(self.matcher, ClosingMatcher):
+                self.matcher.fill_bitmask(rows.view(np.int32), index, max_tokens=self.max_tokens)
+            else:
+                self.matcher.fill_bitmask(rows.view(np.int32), index)
             accepting = self.matcher.is_accepting()
         except Exception:  # noqa: BLE001 - a broken grammar ends its own sequence, never the engine step
             log.exception("a matcher failed to fill its bitmask; the sequence ends")

@@ -170,7 +170,11 @@ class SpeculativeLLM:
                 from deepseek_engine.core.constraint import SequenceConstraint
 
                 ends = set(params.stop_token_ids) | (set() if params.ignore_eos else set(self.eos_token_ids))
-                constraint = SequenceConstraint.create(params.constraint, self.model.config.vocab_size, ends)
+                budget = params.max_tokens if params.max_tokens is not None else 1 << 30
+                if self.max_model_len is not None:
+                    budget = min(budget, self.max_model_len - len(ids))
+                constraint = SequenceConstraint.create(params.constraint, self.model.config.vocab_size, ends,
+                                                       max(budget, 1))
             r: SpeculativeResult = self.decoder.generate(ids, params, generator, self.eos_token_ids, self.max_model_len,
                                                          constraint)
             outs.append(SpeculativeOutput(self._next_id, ids, r.token_ids, r.finish_reason, r.accepted_per_step,

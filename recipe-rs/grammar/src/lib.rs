@@ -9,9 +9,11 @@
 //! Data flows one way:
 //! [`plan`] (request → shape of the output) → [`schema`] (tool schemas → value forms) →
 //! [`compile`] and [`dsml`] (shape → Lark text) → [`matcher`] (Lark → llguidance matcher over
-//! the tokenizer's [`vocabulary`]). [`structural_tag`] exports the same shape as an xgrammar
+//! the tokenizer's [`vocabulary`]); [`closing`] steers a matcher to a valid end before its token
+//! budget runs out. [`structural_tag`] exports the same shape as an xgrammar
 //! structural tag for engines that match with xgrammar.
 
+pub mod closing;
 pub mod compile;
 pub mod dsml;
 pub mod error;

@@ -16,6 +16,7 @@ use llguidance::Matcher;
 use recipe_core::SpecialToken;
 use recipe_protocol::ConversationRequest;
 
+use crate::closing::{name_texts, shortest_end, Closing, ClosingState, EndTokens, NameTokens};
 use crate::compile::{lark_text, GrammarTokens};
 use crate::error::{GrammarError, GrammarResult};
 use crate::plan::GrammarPlan;
@@ -29,6 +30,8 @@ pub struct OutputGrammar {
     spellings: recipe_core::SpecialTokens,
     lark: String,
     start: Matcher,
+    /// The tokens of the grammar's names, for the closing planner.
+    names: Arc<NameTokens>,
 }
 
 impl std::fmt::Debug for OutputGrammar {
@@ -74,7 +77,13 @@ impl OutputGrammar {
         };
         let lark = lark_text(&plan, tokens, spellings);
         let start = vocabulary.start_state(&lark)?;
+        let tokenizer = vocabulary.tokenizer();
+        let names = NameTokens::new(
+            name_texts(&plan).iter().map(|(r, t)| (*r, t.as_str())),
+            |text| tokenizer.encode_ordinary(text).unwrap_or_default(),
+        );
         Ok(OutputGrammar {
+            names: Arc::new(names),
             vocabulary: vocabulary.clone(),
             plan,
             tokens,
@@ -88,10 +97,14 @@ impl OutputGrammar {
     pub fn matcher(&self) -> GrammarMatcher {
         GrammarMatcher {
             inner: self.start.deep_clone(),
+            vocabulary: self.vocabulary.clone(),
             vocab_size: self.vocab_size(),
             eos: self.vocabulary.eos(),
+            controls: [self.tokens.dsml, self.tokens.thinking_end],
+            names: self.names.clone(),
             accepted: 0,
             ended: false,
+            closing: ClosingState::default(),
         }
     }
 
@@ -124,13 +137,19 @@ impl OutputGrammar {
 /// Where one sequence stands in an [`OutputGrammar`].
 pub struct GrammarMatcher {
     inner: Matcher,
+    vocabulary: Arc<GrammarVocabulary>,
     vocab_size: usize,
     eos: u32,
+    /// The grammar's control tokens other than EOS (`｜DSML｜`, `</think>`).
+    controls: [u32; 2],
+    names: Arc<NameTokens>,
     /// Tokens accepted so far, EOS included (what `rollback` may take back).
     accepted: usize,
     /// EOS was accepted. It is kept here, not fed to llguidance, so that rolling it back is
     /// the same whether or not llguidance had already stopped before it.
     ended: bool,
+    /// The closing planner's state ([`GrammarMatcher::fill_bitmask_within`]).
+    closing: ClosingState,
 }
 
 impl GrammarMatcher {
@@ -156,6 +175,69 @@ impl GrammarMatcher {
         row[..n].copy_from_slice(&words[..n]);
         row[n..].fill(0);
         Ok(())
+    }
+
+    /// [`GrammarMatcher::fill_bitmask`] for an output that may have at most `max_tokens` tokens
+    /// in all (counted from the matcher's start, EOS included): near that budget the mask holds
+    /// only the next token of a short valid end (the closing planner, `closing.rs`), so the
+    /// output is complete when the budget runs out. A complete output stays free, but it may
+    /// open new structure (a control token) only while the end after it still fits.
+    pub fn fill_bitmask_within(&mut self, row: &mut [u32], max_tokens: usize) -> GrammarResult<()> {
+        self.fill_bitmask(row)?;
+        if self.ended || self.inner.is_error() {
+            return Ok(());
+        }
+        let accepting = self.is_accepting();
+        let ends = EndTokens {
+            vocabulary: self.vocabulary.closing(),
+            controls: &self.controls,
+            eos: self.eos,
+            names: &self.names,
+        };
+        let bit = |row: &[u32], t: u32| {
+            row.get(t as usize / 32)
+                .is_some_and(|w| w >> (t % 32) & 1 == 1)
+        };
+        let decision = self.closing.decide(
+            &self.inner,
+            accepting,
+            self.accepted,
+            max_tokens,
+            ends,
+            &|t| bit(row, t),
+        );
+        match decision {
+            Closing::Free => {}
+            Closing::Without(tokens) => {
+                for t in tokens {
+                    if let Some(w) = row.get_mut(t as usize / 32) {
+                        *w &= !(1 << (t % 32));
+                    }
+                }
+            }
+            Closing::Force(t) if bit(row, t) => {
+                row.fill(0);
+                row[t as usize / 32] |= 1 << (t % 32);
+            }
+            Closing::Force(_) => self.closing.reset(), // not allowed after all: stay free
+        }
+        Ok(())
+    }
+
+    /// The end the closing planner finds from here: at most `limit` tokens after which the
+    /// output may end (EOS not included; empty when it may end now), `None` when it finds
+    /// none. The matcher is not changed.
+    pub fn closing_tokens(&mut self, limit: usize) -> Option<Vec<u32>> {
+        if self.ended {
+            return Some(Vec::new());
+        }
+        let ends = EndTokens {
+            vocabulary: self.vocabulary.closing(),
+            controls: &self.controls,
+            eos: self.eos,
+            names: &self.names,
+        };
+        shortest_end(&self.inner, ends, limit)
     }
 
     /// Accept `token` if the grammar allows it here (`true`), else leave the state as it is
@@ -195,6 +277,7 @@ impl GrammarMatcher {
             if k == 0 {
                 break;
             }
+            self.closing.accepted(self.accepted + n, t);
             n += 1;
         }
         self.accepted += n;
@@ -220,6 +303,7 @@ impl GrammarMatcher {
                 .map_err(|e| GrammarError::Matcher(e.to_string()))?;
         }
         self.accepted -= n;
+        self.closing.reset();
         Ok(())
     }
 

@@ -22,6 +22,7 @@ use llguidance::toktrie::{ApproximateTokEnv, InferenceCapabilities, TokEnv, TokR
 use llguidance::ParserFactory;
 use recipe_core::{SpecialToken, SpecialTokens, Tokenizer};
 
+use crate::closing::ClosingVocabulary;
 use crate::error::{GrammarError, GrammarResult};
 
 /// The token environment and parser factory of one tokenizer, and the grammars lately
@@ -30,6 +31,7 @@ pub struct GrammarVocabulary {
     tokenizer: Tokenizer,
     factory: ParserFactory,
     eos: u32,
+    closing: ClosingVocabulary,
     compiled: Mutex<CompiledCache>,
 }
 
@@ -69,10 +71,12 @@ impl GrammarVocabulary {
         let mut factory = ParserFactory::new(&env, InferenceCapabilities::default(), &slices())
             .map_err(|e| GrammarError::Vocabulary(format!("cannot index the vocabulary: {e}")))?;
         factory.quiet();
+        let closing = ClosingVocabulary::new(factory.tok_env().tok_trie());
         Ok(Arc::new(GrammarVocabulary {
             tokenizer: tokenizer.clone(),
             factory,
             eos,
+            closing,
             compiled: Mutex::default(),
         }))
     }
@@ -85,6 +89,11 @@ impl GrammarVocabulary {
     /// The end-of-sentence ID: allowed exactly when a grammar accepts what came so far.
     pub fn eos(&self) -> u32 {
         self.eos
+    }
+
+    /// The tokens the closing planner prefers.
+    pub(crate) fn closing(&self) -> &ClosingVocabulary {
+        &self.closing
     }
 
     pub fn tokenizer(&self) -> &Tokenizer {

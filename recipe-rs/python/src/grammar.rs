@@ -224,12 +224,18 @@ impl PyGrammarMatcher {
     /// Write the tokens allowed next into row `index` of `buf` (an int32 array of shape
     /// `[n, ceil(vocab_size / 32)]`): bit `i % 32` of word `i // 32` set when token `i` may
     /// come next. Once the output is complete only EOS is set; after EOS, nothing.
-    #[pyo3(signature = (buf, index=0))]
+    ///
+    /// `max_tokens`: the most tokens the output may have in all (EOS included, counted from
+    /// the matcher's start). Near that budget the mask holds only the next token of a short
+    /// valid end (the closing planner), so the output is complete when the budget runs out;
+    /// a complete output may then no longer open new structure.
+    #[pyo3(signature = (buf, index=0, *, max_tokens=None))]
     fn fill_bitmask(
         &mut self,
         py: Python<'_>,
         buf: &Bound<'_, PyAny>,
         index: usize,
+        max_tokens: Option<usize>,
     ) -> PyResult<()> {
         let (addr, words) = row_of(buf, index)?;
         let inner = &mut self.inner;
@@ -238,9 +244,20 @@ impl PyGrammarMatcher {
             // `words` contiguous 32-bit integers inside the caller's array, which the caller
             // keeps alive for the call (it holds a reference to `buf`).
             let row = unsafe { std::slice::from_raw_parts_mut(addr as *mut u32, words) };
-            inner.fill_bitmask(row)
+            match max_tokens {
+                Some(max_tokens) => inner.fill_bitmask_within(row, max_tokens),
+                None => inner.fill_bitmask(row),
+            }
         })
         .map_err(raise)
+    }
+
+    /// The valid end the closing planner finds from here: at most `limit` tokens after which
+    /// the output may end (EOS not included; empty when it may end now), or `None`. The
+    /// matcher is not changed.
+    fn closing_tokens(&mut self, py: Python<'_>, limit: usize) -> Option<Vec<u32>> {
+        let inner = &mut self.inner;
+        py.allow_threads(move || inner.closing_tokens(limit))
     }
 
     /// Accept `token` if the grammar allows it here (`True`); otherwise leave the matcher as it
