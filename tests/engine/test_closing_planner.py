@@ -89,3 +89,19 @@ def test_each_sequence_gets_its_budget(engine, monkeypatch):
     assert budgets[1] == 1  # the smaller of max_tokens and what the context leaves
     engine.llm.generate([long.prompt_ids], [replace(long.params, max_tokens=None)])
     assert budgets[2] == 512 - len(long.prompt_ids)
+
+
+def test_a_row_with_one_allowed_token_needs_no_logits():
+    import numpy as np
+    from deepseek_engine.core.constraint import only_token
+
+    row = np.zeros(8, dtype=np.uint32)
+    assert only_token(row) is None
+    row[3] = 1 << 7
+    assert only_token(row) == 3 * 32 + 7
+    row[3] |= 1
+    assert only_token(row) is None
+    row[3], row[5] = 1 << 31, 1
+    assert only_token(row) is None
+    row[5] = 0
+    assert only_token(row) == 3 * 32 + 31

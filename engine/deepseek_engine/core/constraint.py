@@ -197,6 +197,17 @@ class SequenceConstraint:
             return True
 
 
+def only_token(row: np.ndarray) -> int | None:
+    """The token a uint32 bitmask row allows when it allows exactly one, else ``None``."""
+    nonzero = np.flatnonzero(row)
+    if len(nonzero) != 1:
+        return None
+    word = int(row[nonzero[0]])
+    if word & (word - 1):
+        return None
+    return int(nonzero[0]) * 32 + word.bit_length() - 1
+
+
 class TokenMasks:
     """The bitmask buffers of one engine's constrained rows, reused from step to step.
 
@@ -244,12 +255,19 @@ class TokenMasks:
                logits_of: Callable[[list[int]], torch.Tensor]) -> list[int]:
         """Greedy tokens of constrained rows from their unconstrained arg-maxes ``picks``: a pick the row's bitmask
         allows is the masked arg-max too (the first maximum of all logits is the first of the allowed ones);
-        the other rows' logits (``logits_of(row indices)``) are masked and arg-maxed. The same tokens as masking
-        every row, without the logits of rows whose arg-max the grammar allows (most free-text positions)."""
+        a row that allows one token only takes it; the other rows' logits (``logits_of(row indices)``) are masked
+        and arg-maxed. The same tokens as masking every row, without the logits of rows whose arg-max the grammar
+        allows (most free-text positions) or whose grammar leaves one choice."""
         buf = self.fill(constraints)
         words = buf.numpy().view(np.uint32)
         out = list(picks)
         bad = [i for i, t in enumerate(picks) if t >= 32 * words.shape[1] or not (words[i, t >> 5] >> (t & 31)) & 1]
+        # A row that allows one token only (a grammar's fixed text, a closing plan) needs no logits.
+        for i in list(bad):
+            forced = only_token(words[i])
+            if forced is not None:
+                out[i] = forced
+                bad.remove(i)
         if bad:
             logits = logits_of(bad).contiguous()
             ops.apply_token_bitmask_(logits, buf[bad].to(logits.device, non_blocking=True))
