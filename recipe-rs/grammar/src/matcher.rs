@@ -76,14 +76,16 @@ impl OutputGrammar {
             thinking_end: vocabulary.control_token(spellings, SpecialToken::ThinkingEnd)?,
         };
         let lark = lark_text(&plan, tokens, spellings);
-        let start = vocabulary.start_state(&lark)?;
-        let tokenizer = vocabulary.tokenizer();
-        let names = NameTokens::new(
-            name_texts(&plan).iter().map(|(r, t)| (*r, t.as_str())),
-            |text| tokenizer.encode_ordinary(text).unwrap_or_default(),
-        );
+        // The names follow from the Lark text (it spells every one), so they are cached with it.
+        let (start, names) = vocabulary.start_state(&lark, || {
+            let tokenizer = vocabulary.tokenizer();
+            NameTokens::new(
+                name_texts(&plan).iter().map(|(r, t)| (*r, t.as_str())),
+                |text| tokenizer.encode_ordinary(text).unwrap_or_default(),
+            )
+        })?;
         Ok(OutputGrammar {
-            names: Arc::new(names),
+            names,
             vocabulary: vocabulary.clone(),
             plan,
             tokens,

@@ -22,7 +22,7 @@ use llguidance::toktrie::{ApproximateTokEnv, InferenceCapabilities, TokEnv, TokR
 use llguidance::ParserFactory;
 use recipe_core::{SpecialToken, SpecialTokens, Tokenizer};
 
-use crate::closing::ClosingVocabulary;
+use crate::closing::{ClosingVocabulary, NameTokens};
 use crate::error::{GrammarError, GrammarResult};
 
 /// The token environment and parser factory of one tokenizer, and the grammars lately
@@ -45,7 +45,7 @@ pub const CACHED_LARK_BYTES: usize = 16 << 20;
 #[derive(Default)]
 struct CompiledCache {
     order: VecDeque<Arc<str>>,
-    by_text: HashMap<Arc<str>, Matcher>,
+    by_text: HashMap<Arc<str>, (Matcher, Arc<NameTokens>)>,
     bytes: usize,
 }
 
@@ -100,17 +100,23 @@ impl GrammarVocabulary {
         &self.tokenizer
     }
 
-    /// The start state of the grammar `lark`, compiled now or taken from the cache of
-    /// grammars lately compiled for this vocabulary.
-    pub(crate) fn start_state(&self, lark: &str) -> GrammarResult<Matcher> {
-        if let Some(m) = self.cache().by_text.get(lark) {
-            return Ok(m.deep_clone());
+    /// The start state of the grammar `lark` and the closing planner's name tokens (`names`
+    /// makes them), compiled now or taken from the cache of grammars lately compiled for this
+    /// vocabulary.
+    pub(crate) fn start_state(
+        &self,
+        lark: &str,
+        names: impl FnOnce() -> NameTokens,
+    ) -> GrammarResult<(Matcher, Arc<NameTokens>)> {
+        if let Some((m, n)) = self.cache().by_text.get(lark) {
+            return Ok((m.deep_clone(), n.clone()));
         }
         let parser = self
             .factory
             .create_parser(TopLevelGrammar::from_lark(lark.to_owned()))
             .map_err(|e| GrammarError::Invalid(e.to_string()))?;
         let start = Matcher::new(Ok(parser));
+        let names = Arc::new(names());
         if lark.len() <= CACHED_LARK_BYTES {
             let mut cache = self.cache();
             let key: Arc<str> = Arc::from(lark);
@@ -126,10 +132,12 @@ impl GrammarVocabulary {
                 }
                 cache.bytes += lark.len();
                 cache.order.push_back(key.clone());
-                cache.by_text.insert(key, start.deep_clone());
+                cache
+                    .by_text
+                    .insert(key, (start.deep_clone(), names.clone()));
             }
         }
-        Ok(start)
+        Ok((start, names))
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, CompiledCache> {
