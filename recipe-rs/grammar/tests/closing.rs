@@ -93,6 +93,32 @@ impl Lcg {
     }
 }
 
+/// The end the planner finds after `prefix` (at most `limit` tokens): the matcher is unchanged
+/// by the search, accepts the end, then EOS. Its length.
+fn end_after(g: &OutputGrammar, prefix: &str, limit: usize) -> usize {
+    let mut m = g.matcher();
+    let prefix_ids = ids(prefix);
+    assert_eq!(
+        m.accept_tokens(&prefix_ids).unwrap(),
+        prefix_ids.len(),
+        "{prefix:?}"
+    );
+    let end = m
+        .closing_tokens(limit)
+        .unwrap_or_else(|| panic!("no end from {prefix:?}"));
+    assert_eq!(
+        m.accepted(),
+        prefix_ids.len(),
+        "closing_tokens changed the matcher"
+    );
+    assert_eq!(m.accept_tokens(&end).unwrap(), end.len(), "{prefix:?}");
+    assert!(
+        m.accept_token(eos()).unwrap(),
+        "no EOS after the end from {prefix:?}"
+    );
+    end.len()
+}
+
 fn allowed(row: &[u32]) -> Vec<u32> {
     let mut out = Vec::new();
     for (w, &bits) in row.iter().enumerate() {
@@ -121,16 +147,8 @@ fn the_end_found_is_accepted_from_inside_values_and_tags() {
         format!("{open}<｜DSML｜ parameter name=\"days\" string=\"false\">1"),
         format!("{open}<｜DSML｜ param"),
     ] {
-        let mut m = g.matcher();
-        let prefix_ids = ids(&prefix);
-        assert_eq!(m.accept_tokens(&prefix_ids).unwrap(), prefix_ids.len(), "{prefix:?}");
-        let end = m
-            .closing_tokens(200)
-            .unwrap_or_else(|| panic!("no end from {prefix:?}"));
-        assert_eq!(m.accepted(), prefix_ids.len(), "closing_tokens changed the matcher");
-        assert_eq!(m.accept_tokens(&end).unwrap(), end.len(), "{prefix:?}");
-        assert!(m.accept_token(eos()).unwrap(), "no EOS after the end from {prefix:?}");
-        assert!(end.len() <= 100, "a long end ({} tokens) from {prefix:?}", end.len());
+        let n = end_after(&g, &prefix, 200);
+        assert!(n <= 100, "a long end ({n} tokens) from {prefix:?}");
     }
 }
 
@@ -149,19 +167,8 @@ fn a_json_answer_ends_from_inside_a_number_or_a_key() {
         "{\n\n\"n\"",
         "{\"n\": -",
     ] {
-        let mut m = g.matcher();
-        let prefix_ids = ids(prefix);
-        assert_eq!(
-            m.accept_tokens(&prefix_ids).unwrap(),
-            prefix_ids.len(),
-            "{prefix:?}"
-        );
-        let end = m
-            .closing_tokens(50)
-            .unwrap_or_else(|| panic!("no end from {prefix:?}"));
-        assert!(end.len() <= 12, "{prefix:?}: {} tokens", end.len());
-        assert_eq!(m.accept_tokens(&end).unwrap(), end.len());
-        assert!(m.accept_token(eos()).unwrap());
+        let n = end_after(&g, prefix, 50);
+        assert!(n <= 12, "{prefix:?}: {n} tokens");
     }
 }
 
@@ -268,17 +275,6 @@ fn a_thinking_budget_grammar_has_an_end_too() {
         .unwrap()
         .unwrap();
     for prefix in ["", "Hmm, let me", "Hmm.</think>{\"note\":\n\n\t\"s"] {
-        let mut m = g.matcher();
-        let prefix_ids = ids(prefix);
-        assert_eq!(
-            m.accept_tokens(&prefix_ids).unwrap(),
-            prefix_ids.len(),
-            "{prefix:?}"
-        );
-        let end = m
-            .closing_tokens(60)
-            .unwrap_or_else(|| panic!("no end from {prefix:?}"));
-        assert_eq!(m.accept_tokens(&end).unwrap(), end.len());
-        assert!(m.accept_token(eos()).unwrap());
+        end_after(&g, prefix, 60);
     }
 }
