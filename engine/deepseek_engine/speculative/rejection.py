@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from deepseek_engine.core.sampler import filtered_probs
+from deepseek_engine.core.sampler import exponential_noise, filtered_probs
 from deepseek_engine.sampling_params import SamplingParams
 
 
@@ -37,8 +37,7 @@ def verify_greedy(target_logits: torch.Tensor, drafts: list[int]) -> list[int]:
 
 def draw(probs: torch.Tensor, generator: torch.Generator) -> int:
     """One token from ``probs`` (exponential race, one vocabulary-sized draw)."""
-    noise = torch.empty_like(probs).exponential_(generator=generator).clamp_min_(1e-30)
-    return int(torch.argmax(probs / noise))
+    return int(torch.argmax(probs / exponential_noise(probs, generator)))
 
 
 def verify_sampling(target_probs: torch.Tensor, draft_probs: torch.Tensor, drafts: list[int],
