@@ -8,7 +8,9 @@ from __future__ import annotations
 import soak_grammar
 
 
-def test_soak_smoke(tmp_path, capsys):
+def test_soak_smoke(tmp_path, capsys, tiny_v4_checkpoint):
+    # the session's tiny V4 checkpoint is the soak's V4 base (the same seed and sizes), so it is not written twice
+    (tmp_path / "tiny-deepseek-v4").symlink_to(tiny_v4_checkpoint, target_is_directory=True)
     status = soak_grammar.main(["--requests", "20", "--seed", "11", "--max-tokens", "120", "--cuts", "1",
                                 "--cache", str(tmp_path)])
     out = capsys.readouterr().out
