@@ -841,9 +841,17 @@ class ImageResolver:
 
     `ImageResolver(fetcher, preprocessor)`: URLs are fetched with `fetcher`; a download that
     fails with a retryable error is tried up to 4 times, 0.3 s, 0.6 s and 1 s apart.
+    `retry_waits` (ours): other waits in seconds, one attempt more than there are waits (`[]`:
+    no retry); at most 16 waits of at most 60 s each.
     """
 
-    def __new__(cls, fetcher: ReqwestImageFetcher, preprocessor: OpenCvImagePreprocessor) -> Self: ...
+    def __new__(
+        cls,
+        fetcher: ReqwestImageFetcher,
+        preprocessor: OpenCvImagePreprocessor,
+        *,
+        retry_waits: Sequence[float] | None = None,
+    ) -> Self: ...
     def resolve(self, sources: Sequence[ImageSource], quota: ImageQuota) -> MultiModalData:
         """The images of `sources`, in order, counted against `quota`; `ImageError` names the
         first one that fails.

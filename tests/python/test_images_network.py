@@ -9,9 +9,10 @@ only `waits` (the measured seconds between retries) is left out of the compariso
 suite asserts no wall-clock times. The Rust test `retry_schedule.rs` checks our back-off schedule
 against those recorded waits instead.
 
-Cases without proxy variables run concurrently, each against its own local server (a retried
-case waits about 1.9 s); cases with proxy variables change the process environment, so they run
-one after another.
+Our resolver replays the cases with short retry waits (`retry_waits`, the runner's
+`REPLAY_RETRY_WAITS`); one test here checks that the default resolver keeps the official schedule's
+attempts. Cases without proxy variables run concurrently, each against its own local server; cases
+with proxy variables change the process environment, so they run one after another.
 """
 
 from __future__ import annotations
@@ -90,3 +91,38 @@ def test_public_destinations_only_ignores_the_proxy_and_never_retries_a_refusal(
     assert err.value.kind == "DestinationRejected" and not err.value.is_retryable
     assert server.hits == [] and server.proxy.hits == []
     assert (quota.image_count(), quota.byte_size()) == (0, 0)
+
+
+def test_the_default_resolver_retries_on_the_official_schedule(server):
+    """Without `retry_waits`: 4 attempts of a 500, 0.3 s, 0.6 s and 1 s apart (at least that long in all)."""
+    import time
+
+    import deepseek_recipe as d
+
+    server.hits.clear()
+    resolver = d.ImageResolver(d.ReqwestImageFetcher(), d.OpenCvImagePreprocessor())
+    start = time.monotonic()
+    with pytest.raises(d.ImageError) as err:
+        resolver.resolve([d.UrlImageSource(server.base + "/status/500", "high", path="p")], d.ImageQuota())
+    assert time.monotonic() - start >= 1.9
+    assert err.value.is_retryable and server.hits == ["/status/500"] * 4
+
+
+@pytest.mark.parametrize("waits,hits", [([], 1), ([0.0], 2), ([0.001] * 16, 17)])
+def test_retry_waits_set_the_attempts(server, waits, hits):
+    import deepseek_recipe as d
+
+    server.hits.clear()
+    resolver = d.ImageResolver(d.ReqwestImageFetcher(), d.OpenCvImagePreprocessor(), retry_waits=waits)
+    with pytest.raises(d.ImageError):
+        resolver.resolve([d.UrlImageSource(server.base + "/status/503", "high", path="p")], d.ImageQuota())
+    assert len(server.hits) == hits
+
+
+@pytest.mark.parametrize("waits,message", [([0.1] * 17, "at most 16"), ([-1.0], "not a wait"),
+                                           ([float("nan")], "not a wait"), ([61.0], "not a wait")])
+def test_retry_waits_out_of_bounds_are_refused(waits, message):
+    import deepseek_recipe as d
+
+    with pytest.raises(ValueError, match=message):
+        d.ImageResolver(d.ReqwestImageFetcher(), d.OpenCvImagePreprocessor(), retry_waits=waits)

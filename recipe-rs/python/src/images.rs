@@ -4,6 +4,7 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
@@ -13,7 +14,7 @@ use recipe_images::error::LocatedImageError;
 use recipe_images::fetch::ImageFetcher;
 use recipe_images::{
     Detail, ImageError as CrateImageError, ImageInfo, ImageQuota, ImageResolver, ImageTokenSpec,
-    PreprocessOptions,
+    PreprocessOptions, RetryPolicy,
 };
 
 use crate::conversation::PyImageSource;
@@ -338,14 +339,46 @@ impl PyOpenCvImagePreprocessor {
 ///
 /// `ImageResolver(fetcher, preprocessor)`: URLs are fetched with `fetcher`; a download that
 /// fails with a retryable error is tried up to 4 times, 0.3 s, 0.6 s and 1 s apart.
+/// `retry_waits` (ours): other waits in seconds, one attempt more than there are waits (`[]`:
+/// no retry); at most 16 waits of at most 60 s each.
 #[pyclass(name = "ImageResolver", module = "deepseek_recipe._native", frozen)]
 pub struct PyImageResolver {
     inner: ImageResolver,
 }
 
+/// The most waits `retry_waits` may hold, and the longest wait.
+const MAX_RETRY_WAITS: usize = 16;
+const MAX_RETRY_WAIT_S: f64 = 60.0;
+
+fn retry_policy(waits: Option<Vec<f64>>) -> PyResult<RetryPolicy> {
+    let Some(waits) = waits else {
+        return Ok(RetryPolicy::default());
+    };
+    if waits.len() > MAX_RETRY_WAITS {
+        return Err(PyValueError::new_err(format!(
+            "retry_waits holds {} waits; at most {MAX_RETRY_WAITS}",
+            waits.len()
+        )));
+    }
+    let waits = waits
+        .into_iter()
+        .map(|w| {
+            if (0.0..=MAX_RETRY_WAIT_S).contains(&w) {
+                Ok(Duration::from_secs_f64(w))
+            } else {
+                Err(PyValueError::new_err(format!(
+                    "retry_waits: {w} is not a wait of 0 to {MAX_RETRY_WAIT_S} seconds"
+                )))
+            }
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(RetryPolicy { waits })
+}
+
 #[pymethods]
 impl PyImageResolver {
     #[new]
+    #[pyo3(signature = (fetcher, preprocessor, *, retry_waits = None))]
     fn new(
         #[pyo3(from_py_with = crate::args::instance::<PyReqwestImageFetcher>)] fetcher: PyRef<
             '_,
@@ -353,11 +386,12 @@ impl PyImageResolver {
         >,
         #[pyo3(from_py_with = crate::args::instance::<PyOpenCvImagePreprocessor>)]
         preprocessor: PyRef<'_, PyOpenCvImagePreprocessor>,
-    ) -> Self {
+        retry_waits: Option<Vec<f64>>,
+    ) -> PyResult<Self> {
         let _ = preprocessor;
-        Self {
-            inner: ImageResolver::new(fetcher.inner.clone()),
-        }
+        let mut inner = ImageResolver::new(fetcher.inner.clone());
+        inner.retry = retry_policy(retry_waits)?;
+        Ok(Self { inner })
     }
     /// The images of `sources`, in order, counted against `quota`; `ImageError` names the
     /// first one that fails.
