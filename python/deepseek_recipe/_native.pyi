@@ -1445,6 +1445,16 @@ class GrammarMatcher:
         valid end (the closing planner), so the output is complete when the budget runs out;
         a complete output may then no longer open new structure.
         """
+    @staticmethod
+    def fill_bitmasks(
+        matchers: Sequence[GrammarMatcher], buf: Any, max_tokens: Sequence[int | None]
+    ) -> list[bool | None]:
+        """`fill_bitmask` of several matchers in one call, matcher `i` into row `i` of `buf`, with
+        `max_tokens[i]` (`None`: no budget), without the GIL for the whole batch (an engine fills
+        a step's rows this way on a worker thread while the model runs). Returns, per matcher,
+        whether it is accepting after the fill, or `None` when it failed (its row is then
+        cleared; `fill_bitmask` on that matcher alone raises the error).
+        """
     def closing_tokens(self, limit: int) -> list[int] | None:
         """The valid end the closing planner finds from here: at most `limit` tokens after which
         the output may end (EOS not included; empty when it may end now), or `None`. The

@@ -53,6 +53,28 @@ def test_mask_and_accept_agree_token_by_token(tokenizer):
     assert not mask[0].any()  # nothing after EOS
 
 
+def test_fill_bitmasks_fills_each_matchers_row_in_one_call(tokenizer):
+    grammar = dr.OutputGrammar.compile(convert(tools=TOOLS), tokenizer)
+    words = (grammar.vocab_size + 31) // 32
+    output = tokenizer.encode("Let me check." + CALL) + [EOS]
+    prefixes = [[], output[:6], output[:14], output]
+    batch, single = [grammar.matcher() for _ in prefixes], [grammar.matcher() for _ in prefixes]
+    for b, s_, prefix in zip(batch, single, prefixes):
+        assert b.accept_tokens(prefix) == s_.accept_tokens(prefix) == len(prefix)
+    budgets = [None, 40, None, 8]
+    got = np.full((4, words), -1, dtype=np.int32)
+    accepting = dr.GrammarMatcher.fill_bitmasks(batch, got, budgets)
+    want = np.full((4, words), -1, dtype=np.int32)
+    for i, (m, budget) in enumerate(zip(single, budgets)):
+        m.fill_bitmask(want, i, max_tokens=budget)
+    assert np.array_equal(got, want)
+    assert accepting == [m.is_accepting() for m in single] == [True, False, False, True]
+    with pytest.raises(ValueError, match="2 matchers but 1 budgets"):
+        dr.GrammarMatcher.fill_bitmasks(batch[:2], got, [None])
+    with pytest.raises(ValueError, match="outside the bitmask"):
+        dr.GrammarMatcher.fill_bitmasks(batch, got[:3], budgets)
+
+
 def test_rejected_tokens_leave_the_matcher_unchanged(tokenizer):
     grammar = dr.OutputGrammar.compile(convert(tools=TOOLS, tool_choice="required"), tokenizer)
     matcher = grammar.matcher()

@@ -106,7 +106,7 @@ def check_constraint(constraint: object) -> None:
 class SequenceConstraint:
     """One sequence's matcher, the width of its bitmask rows and the tokens that would end the sequence."""
 
-    __slots__ = ("matcher", "words", "end_tokens", "source", "max_tokens")
+    __slots__ = ("_matcher", "_closing", "words", "end_tokens", "source", "max_tokens")
 
     def __init__(self, matcher: TokenMatcher, words: int, end_tokens: Iterable[int],
                  source: MatcherSource | None = None, max_tokens: int | None = None) -> None:
@@ -115,6 +115,17 @@ class SequenceConstraint:
         self.words = words
         self.end_tokens = tuple(sorted({int(t) for t in end_tokens if 0 <= int(t) < 32 * words}))
         self.max_tokens = max_tokens  # the sequence's output budget, ending token included (``None``: none)
+
+    @property
+    def matcher(self) -> TokenMatcher:
+        return self._matcher
+
+    @matcher.setter
+    def matcher(self, matcher: TokenMatcher) -> None:
+        self._matcher = matcher
+        # whether it takes a budget: checked once per matcher (a runtime-checkable Protocol's isinstance costs
+        # tens of microseconds, more than many a bitmask)
+        self._closing = isinstance(matcher, ClosingMatcher)
 
     @classmethod
     def create(cls, constraint: TokenMatcher | MatcherSource, model_vocab: int,
@@ -135,7 +146,7 @@ class SequenceConstraint:
         matcher fails: the sequence then ends instead of the engine)."""
         row = rows[index]
         try:
-            if self.max_tokens is not None and isinstance(self.matcher, ClosingMatcher):
+            if self.max_tokens is not None and self._closing:
                 self.matcher.fill_bitmask(rows.view(np.int32), index, max_tokens=self.max_tokens)
             else:
                 self.matcher.fill_bitmask(rows.view(np.int32), index)
@@ -144,6 +155,16 @@ class SequenceConstraint:
             log.exception("a matcher failed to fill its bitmask; the sequence ends")
             row[:] = 0
             accepting = True
+        self.finish_row(row, accepting)
+
+    @property
+    def budget(self) -> int | None:
+        """The ``max_tokens`` its matcher's ``fill_bitmask`` takes (``None``: no budget, or a matcher without one)."""
+        return self.max_tokens if self._closing else None
+
+    def finish_row(self, row: np.ndarray, accepting: bool) -> None:
+        """The ending tokens in a row the matcher filled: allowed exactly when it is ``accepting`` (and at a dead
+        end)."""
         if not self.end_tokens:
             return
         if accepting:
@@ -208,6 +229,21 @@ def only_token(row: np.ndarray) -> int | None:
     return int(nonzero[0]) * 32 + word.bit_length() - 1
 
 
+_BITS = np.arange(32, dtype=np.uint32)
+
+
+def allowed_tokens(row: np.ndarray, limit: int) -> torch.Tensor | None:
+    """The token IDs a uint32 bitmask row allows, ascending, when there are at most ``limit`` of them (at least
+    one); else ``None``."""
+    count = int(np.bitwise_count(row).sum())
+    if not 0 < count <= limit:
+        return None
+    nonzero = np.flatnonzero(row)
+    bits = (row[nonzero, None] >> _BITS) & 1
+    ids = (nonzero[:, None] * 32 + _BITS)[bits.astype(bool)]
+    return torch.from_numpy(ids.astype(np.int64))
+
+
 class TokenMasks:
     """The bitmask buffers of one engine's constrained rows, reused from step to step.
 
@@ -218,6 +254,25 @@ class TokenMasks:
 
     def __init__(self) -> None:
         self._buffers: dict[int, torch.Tensor] = {}
+
+    @staticmethod
+    def _batch_filler(constraints: Sequence[SequenceConstraint]) -> Callable | None:
+        """``fill_bitmasks`` of the constraints' matchers when one call can fill them all (one width, one kind)."""
+        if not constraints or any(c.words != constraints[0].words for c in constraints):
+            return None
+        many = getattr(type(constraints[0].matcher), "fill_bitmasks", None)
+        if many is None or any(getattr(type(c.matcher), "fill_bitmasks", None) is not many for c in constraints):
+            return None
+        return many
+
+    @staticmethod
+    def _finish_rows(constraints: Sequence[SequenceConstraint], rows: np.ndarray,
+                     accepting: Sequence[bool | None]) -> None:
+        for i, (c, acc) in enumerate(zip(constraints, accepting)):
+            if acc is None:  # that matcher failed in the batch: alone, it reports the error (and its row ends)
+                c.fill(rows, i)
+            else:
+                c.finish_row(rows[i], acc)
 
     def buffer(self, rows: int, words: int) -> torch.Tensor:
         """An int32 CPU buffer with at least ``rows`` rows of ``words`` words (its first ``rows`` rows)."""
@@ -232,6 +287,12 @@ class TokenMasks:
         (all of one width)."""
         buf = self.buffer(len(constraints), constraints[0].words)
         rows = buf.numpy().view(np.uint32)
+        # Matchers that fill many rows in one call (``GrammarMatcher.fill_bitmasks``) do so.
+        many = self._batch_filler(constraints) if len(constraints) > 1 else None
+        if many is not None:
+            self._finish_rows(constraints, rows, many([c.matcher for c in constraints], rows.view(np.int32),
+                                                      [c.budget for c in constraints]))
+            return buf
         for i, c in enumerate(constraints):
             c.fill(rows, i)
         return buf
@@ -252,11 +313,14 @@ class TokenMasks:
         ops.apply_token_bitmask_(logits, self.fill(constraints).to(logits.device, non_blocking=True))
 
     def greedy(self, picks: list[int], constraints: Sequence[SequenceConstraint],
-               logits_of: Callable[[list[int]], torch.Tensor]) -> list[int]:
+               logits_of: Callable[[list[int]], torch.Tensor],
+               logits_at: Callable[[int, torch.Tensor], torch.Tensor] | None = None) -> list[int]:
         """Greedy tokens of constrained rows from their unconstrained arg-maxes ``picks``: a pick the row's bitmask
         allows is the masked arg-max too (the first maximum of all logits is the first of the allowed ones);
-        a row that allows one token only takes it; the other rows' logits (``logits_of(row indices)``) are masked
-        and arg-maxed. The same tokens as masking every row, without the logits of rows whose arg-max the grammar
+        a row that allows one token only takes it; a row that allows few tokens (at most 1/8 of its bitmask) gets
+        the logits of those tokens only (``logits_at(row index, token IDs)``, when the model has it: the same
+        values as its full row there); the other rows' logits (``logits_of(row indices)``) are masked and
+        arg-maxed. The same tokens as masking every row, without the logits of rows whose arg-max the grammar
         allows (most free-text positions) or whose grammar leaves one choice."""
         buf = self.fill(constraints)
         words = buf.numpy().view(np.uint32)
@@ -268,6 +332,13 @@ class TokenMasks:
             if forced is not None:
                 out[i] = forced
                 bad.remove(i)
+        if bad and logits_at is not None:
+            for i in list(bad):
+                ids = allowed_tokens(words[i], words.shape[1] * 4)
+                if ids is not None:
+                    # ascending IDs: the first maximum is the lowest allowed ID, as on the masked full row
+                    out[i] = int(ids[int(torch.argmax(logits_at(i, ids)))])
+                    bad.remove(i)
         if bad:
             logits = logits_of(bad).contiguous()
             ops.apply_token_bitmask_(logits, buf[bad].to(logits.device, non_blocking=True))

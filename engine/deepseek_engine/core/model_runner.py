@@ -19,7 +19,8 @@ Constrained rows (a step whose batch is ``constrained``, :mod:`deepseek_engine.c
 from a masked copy of their logits; every other row, and the log probabilities of all rows, come from the
 model's logits as they are, so an unconstrained sequence gets the same tokens in any batch. A model may
 offer ``greedy_tokens(input_ids, positions, cache)`` (arg-maxes without the logits) and
-``greedy_step(...) -> (arg-maxes, logits_of(rows))``, which all-greedy steps use, constrained or not.
+``greedy_step(...) -> (arg-maxes, logits_of(rows), logits_at(row, token IDs) or None)``, which all-greedy
+steps use, constrained or not.
 """
 
 from __future__ import annotations
@@ -133,10 +134,12 @@ class ModelRunner:
             cons = [seqs[r].constraint for r in constrained]
             if greedy_step is not None and all(c.words == cons[0].words for c in cons):
                 # The grammar checks each arg-max; only rows whose arg-max it forbids get their logits.
-                found, logits_of = greedy_step(input_ids, positions, ctx)
+                found, logits_of, logits_at = greedy_step(input_ids, positions, ctx)
                 picks = found.tolist()
                 fixed = self.masks.greedy([picks[r] for r in constrained], cons,
-                                          lambda bad: logits_of([constrained[i] for i in bad]))
+                                          lambda bad: logits_of([constrained[i] for i in bad]),
+                                          None if logits_at is None else
+                                          lambda i, ids: logits_at(constrained[i], ids))
                 for r, token in zip(constrained, fixed):
                     picks[r] = token
                 return {seq.seq_id: token for seq, token in zip(seqs, picks)}

@@ -252,6 +252,55 @@ impl PyGrammarMatcher {
         .map_err(raise)
     }
 
+    /// `fill_bitmask` of several matchers in one call, matcher `i` into row `i` of `buf`, with
+    /// `max_tokens[i]` (`None`: no budget), without the GIL for the whole batch (an engine fills
+    /// a step's rows this way on a worker thread while the model runs). Returns, per matcher,
+    /// whether it is accepting after the fill, or `None` when it failed (its row is then
+    /// cleared; `fill_bitmask` on that matcher alone raises the error).
+    #[staticmethod]
+    fn fill_bitmasks(
+        py: Python<'_>,
+        mut matchers: Vec<PyRefMut<'_, PyGrammarMatcher>>,
+        buf: &Bound<'_, PyAny>,
+        max_tokens: Vec<Option<usize>>,
+    ) -> PyResult<Vec<Option<bool>>> {
+        if max_tokens.len() != matchers.len() {
+            return Err(PyValueError::new_err(format!(
+                "{} matchers but {} budgets",
+                matchers.len(),
+                max_tokens.len()
+            )));
+        }
+        let rows = (0..matchers.len())
+            .map(|i| row_of(buf, i))
+            .collect::<PyResult<Vec<_>>>()?;
+        let mut inners: Vec<&mut GrammarMatcher> =
+            matchers.iter_mut().map(|m| &mut m.inner).collect();
+        Ok(py.allow_threads(move || {
+            inners
+                .iter_mut()
+                .zip(rows)
+                .zip(max_tokens)
+                .map(|((inner, (addr, words)), budget)| {
+                    // SAFETY: as in `fill_bitmask`: `row_of` checked each row of the caller's
+                    // array, which the caller keeps alive for the call.
+                    let row = unsafe { std::slice::from_raw_parts_mut(addr as *mut u32, words) };
+                    let filled = match budget {
+                        Some(budget) => inner.fill_bitmask_within(row, budget),
+                        None => inner.fill_bitmask(row),
+                    };
+                    match filled {
+                        Ok(()) => Some(inner.is_accepting()),
+                        Err(_) => {
+                            row.fill(0);
+                            None
+                        }
+                    }
+                })
+                .collect()
+        }))
+    }
+
     /// The valid end the closing planner finds from here: at most `limit` tokens after which
     /// the output may end (EOS not included; empty when it may end now), or `None`. The
     /// matcher is not changed.

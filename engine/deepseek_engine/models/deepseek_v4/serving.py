@@ -99,15 +99,23 @@ class BatchedDeepseekV4(nn.Module):
         return self.greedy_head(h)
 
     def greedy_step(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx: StepContext
-                    ) -> tuple[torch.Tensor, Callable[[list[int]], torch.Tensor]]:
-        """``greedy_tokens``, and a function giving the float32 logits ``forward`` would return for some of those
-        rows (from the same hidden state): a constrained step checks each arg-max against its grammar and
-        computes the logits of the rows whose arg-max the grammar forbids only."""
+                    ) -> tuple[torch.Tensor, Callable[[list[int]], torch.Tensor],
+                               Callable[[int, torch.Tensor], torch.Tensor] | None]:
+        """``greedy_tokens``, a function giving the float32 logits ``forward`` would return for some of those
+        rows (from the same hidden state), and one giving a row's logits at some token IDs only (the same values:
+        ``row_linear`` sums each output over the hidden width in a fixed order, whichever head rows it is
+        given): a constrained step checks each arg-max against its grammar and computes logits only for the
+        rows whose arg-max the grammar forbids, and only at the tokens it allows when they are few."""
         h = self._hidden(input_ids, positions, ctx)
         if h is None:
             empty = torch.empty(0, dtype=torch.long, device=input_ids.device)
-            return empty, lambda rows: torch.empty(0, self.config.vocab_size, device=input_ids.device)
-        return self.greedy_head(h), lambda rows: self.logits(h[rows])
+            return empty, lambda rows: torch.empty(0, self.config.vocab_size, device=input_ids.device), None
+        if self.greedy_head is None:  # a packed head: arg-maxes of its logits, no partial rows
+            logits = self.logits(h)
+            return torch.argmax(logits, dim=-1), lambda rows: logits[rows], None
+        head = self.head_matrix
+        return (self.greedy_head(h), lambda rows: self.logits(h[rows]),
+                lambda row, ids: linear(h[row:row + 1], head[ids.to(head.device)]).float()[0])
 
     def _hidden(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx: StepContext) -> torch.Tensor | None:
         """The normed final hidden state of the rows whose logits are wanted (``None``: no rows)."""
