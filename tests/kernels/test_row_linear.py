@@ -61,6 +61,20 @@ def test_a_row_never_depends_on_the_other_rows(n, m):
         assert torch.equal(ops.row_linear(rows[:17], w), alone[:17])
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("path", PATHS)
+def test_an_output_never_depends_on_the_other_outputs(dtype, path):
+    """Logits at a few token IDs from the gathered head rows are the full row's bits there (the constrained greedy
+    step computes a row's logits at its allowed tokens only)."""
+    g = gen(11)
+    w, x = torch.randn(4099, 32, generator=g).to(dtype), torch.randn(3, 32, generator=g).to(dtype)
+    full = by_path(x, w, path)
+    assert torch.equal(full, ops.row_linear(x, w))
+    for count in (1, 2, 3, 7, 15, 16, 17, 31, 33, 100, 1000):
+        ids = torch.randperm(4099, generator=g)[:count].sort().values
+        assert torch.equal(by_path(x, w[ids], path), full[:, ids]), (count, path)
+
+
 def test_row_linear_keeps_shapes_dtypes_and_strides():
     g = gen(3)
     x = torch.randn(2, 3, 40, generator=g)
