@@ -71,3 +71,11 @@ def test_draws_follow_the_distribution():
     noise = exponential_noise(torch.zeros(200000), torch.Generator().manual_seed(1))
     assert noise.dtype == torch.float32 and float(noise.min()) > 0
     assert abs(float(noise.mean()) - 1) < 0.01 and abs(float(noise.var()) - 1) < 0.03
+
+
+def test_nan_probabilities_keep_every_token_instead_of_failing():
+    probs = torch.tensor([0.5, float("nan"), 0.25, 0.25])
+    assert top_p_keep(probs, 0.9).all()
+    assert top_p_keep(torch.full((5,), float("nan")), 0.5).all()
+    negative_nan = torch.tensor([0xFFC00000 - (1 << 32)], dtype=torch.int32).view(torch.float32)
+    assert top_p_keep(torch.cat([torch.tensor([0.5, 0.5]), negative_nan]), 0.5).all()
