@@ -255,25 +255,6 @@ class TokenMasks:
     def __init__(self) -> None:
         self._buffers: dict[int, torch.Tensor] = {}
 
-    @staticmethod
-    def _batch_filler(constraints: Sequence[SequenceConstraint]) -> Callable | None:
-        """``fill_bitmasks`` of the constraints' matchers when one call can fill them all (one width, one kind)."""
-        if not constraints or any(c.words != constraints[0].words for c in constraints):
-            return None
-        many = getattr(type(constraints[0].matcher), "fill_bitmasks", None)
-        if many is None or any(getattr(type(c.matcher), "fill_bitmasks", None) is not many for c in constraints):
-            return None
-        return many
-
-    @staticmethod
-    def _finish_rows(constraints: Sequence[SequenceConstraint], rows: np.ndarray,
-                     accepting: Sequence[bool | None]) -> None:
-        for i, (c, acc) in enumerate(zip(constraints, accepting)):
-            if acc is None:  # that matcher failed in the batch: alone, it reports the error (and its row ends)
-                c.fill(rows, i)
-            else:
-                c.finish_row(rows[i], acc)
-
     def buffer(self, rows: int, words: int) -> torch.Tensor:
         """An int32 CPU buffer with at least ``rows`` rows of ``words`` words (its first ``rows`` rows)."""
         buf = self._buffers.get(words)
@@ -287,11 +268,17 @@ class TokenMasks:
         (all of one width)."""
         buf = self.buffer(len(constraints), constraints[0].words)
         rows = buf.numpy().view(np.uint32)
-        # Matchers that fill many rows in one call (``GrammarMatcher.fill_bitmasks``) do so.
-        many = self._batch_filler(constraints) if len(constraints) > 1 else None
-        if many is not None:
-            self._finish_rows(constraints, rows, many([c.matcher for c in constraints], rows.view(np.int32),
-                                                      [c.budget for c in constraints]))
+        # Matchers of one kind that fill many rows in one call (``GrammarMatcher.fill_bitmasks``) do so; a row that
+        # fails there is filled alone, which reports the error (and ends that sequence).
+        many = getattr(type(constraints[0].matcher), "fill_bitmasks", None)
+        if len(constraints) > 1 and many is not None and \
+                all(getattr(type(c.matcher), "fill_bitmasks", None) is many for c in constraints):
+            accepting = many([c.matcher for c in constraints], rows.view(np.int32), [c.budget for c in constraints])
+            for i, (c, acc) in enumerate(zip(constraints, accepting)):
+                if acc is None:
+                    c.fill(rows, i)
+                else:
+                    c.finish_row(rows[i], acc)
             return buf
         for i, c in enumerate(constraints):
             c.fill(rows, i)

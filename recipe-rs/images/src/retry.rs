@@ -26,10 +26,39 @@ impl Default for RetryPolicy {
     }
 }
 
+/// The most waits [`RetryPolicy::from_secs`] takes, and the longest wait, in seconds.
+pub const MAX_RETRY_WAITS: usize = 16;
+pub const MAX_RETRY_WAIT_S: f64 = 60.0;
+
 impl RetryPolicy {
     /// One attempt, no retries.
     pub fn none() -> Self {
         Self { waits: Vec::new() }
+    }
+
+    /// A schedule given in seconds between attempts (a caller's setting): at most
+    /// [`MAX_RETRY_WAITS`] waits of 0 to [`MAX_RETRY_WAIT_S`] seconds each; otherwise what is
+    /// wrong with it.
+    pub fn from_secs(waits: &[f64]) -> Result<Self, String> {
+        if waits.len() > MAX_RETRY_WAITS {
+            return Err(format!(
+                "retry_waits holds {} waits; at most {MAX_RETRY_WAITS}",
+                waits.len()
+            ));
+        }
+        let waits = waits
+            .iter()
+            .map(|&w| {
+                if (0.0..=MAX_RETRY_WAIT_S).contains(&w) {
+                    Ok(Duration::from_secs_f64(w))
+                } else {
+                    Err(format!(
+                        "retry_waits: {w} is not a wait of 0 to {MAX_RETRY_WAIT_S} seconds"
+                    ))
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self { waits })
     }
 
     /// The most attempts one download gets.
@@ -69,6 +98,24 @@ pub fn as_resolver_failure(error: ImageError, url: &str) -> ImageError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_schedule_in_seconds_is_bounded() {
+        let ok = RetryPolicy::from_secs(&[0.0, 0.25, 60.0]).unwrap();
+        assert_eq!(
+            ok.waits,
+            [0, 250, 60_000].map(Duration::from_millis).to_vec()
+        );
+        assert_eq!(RetryPolicy::from_secs(&[]).unwrap(), RetryPolicy::none());
+        assert!(RetryPolicy::from_secs(&[0.1; 17])
+            .unwrap_err()
+            .contains("at most 16"));
+        for bad in [-1.0, 60.5, f64::NAN, f64::INFINITY] {
+            assert!(RetryPolicy::from_secs(&[bad])
+                .unwrap_err()
+                .contains("not a wait"));
+        }
+    }
 
     fn fails(kind: ImageErrorKind) -> ImageError {
         ImageError::new(kind, "test")

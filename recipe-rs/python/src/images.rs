@@ -4,7 +4,6 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
@@ -346,35 +345,6 @@ pub struct PyImageResolver {
     inner: ImageResolver,
 }
 
-/// The most waits `retry_waits` may hold, and the longest wait.
-const MAX_RETRY_WAITS: usize = 16;
-const MAX_RETRY_WAIT_S: f64 = 60.0;
-
-fn retry_policy(waits: Option<Vec<f64>>) -> PyResult<RetryPolicy> {
-    let Some(waits) = waits else {
-        return Ok(RetryPolicy::default());
-    };
-    if waits.len() > MAX_RETRY_WAITS {
-        return Err(PyValueError::new_err(format!(
-            "retry_waits holds {} waits; at most {MAX_RETRY_WAITS}",
-            waits.len()
-        )));
-    }
-    let waits = waits
-        .into_iter()
-        .map(|w| {
-            if (0.0..=MAX_RETRY_WAIT_S).contains(&w) {
-                Ok(Duration::from_secs_f64(w))
-            } else {
-                Err(PyValueError::new_err(format!(
-                    "retry_waits: {w} is not a wait of 0 to {MAX_RETRY_WAIT_S} seconds"
-                )))
-            }
-        })
-        .collect::<PyResult<Vec<_>>>()?;
-    Ok(RetryPolicy { waits })
-}
-
 #[pymethods]
 impl PyImageResolver {
     #[new]
@@ -390,7 +360,9 @@ impl PyImageResolver {
     ) -> PyResult<Self> {
         let _ = preprocessor;
         let mut inner = ImageResolver::new(fetcher.inner.clone());
-        inner.retry = retry_policy(retry_waits)?;
+        if let Some(waits) = retry_waits {
+            inner.retry = RetryPolicy::from_secs(&waits).map_err(PyValueError::new_err)?;
+        }
         Ok(Self { inner })
     }
     /// The images of `sources`, in order, counted against `quota`; `ImageError` names the
